@@ -1,0 +1,53 @@
+"""The shape every panel shares: a root widget, a status line, guarded callbacks, static HTML."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import ipywidgets as widgets
+
+from inspector.panels._guard import ErrorLine, guarded
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+PANEL_CSS = """
+<style>
+.inspector-status { font-size: 0.9em; opacity: 0.85; }
+.inspector-error-box { border-left: 3px solid #d62728; padding: 4px 8px; margin: 4px 0; }
+.inspector-pre { font-size: 0.85em; line-height: 1.3; white-space: pre; overflow-x: auto; }
+</style>
+"""
+
+
+class Panel:
+    """Base of every panel: subclasses build ``self.widget`` and implement ``static_html``."""
+
+    title = "Panel"
+
+    def __init__(self) -> None:
+        self.errors = ErrorLine()
+        self.status = widgets.HTML(value="")
+        self.status.add_class("inspector-status")
+        self._guard = guarded(self.errors)
+        self.widget: widgets.Widget = widgets.VBox([])
+
+    def guard(self, fn: F) -> F:
+        """Wrap a callback so a failure shows up in the panel instead of killing it."""
+        return self._guard(fn)
+
+    def set_status(self, text: str) -> None:
+        self.status.value = html.escape(text)
+
+    def static_html(self) -> str:
+        """HTML that shows the panel's content without a kernel (tables, PNG figures)."""
+        raise NotImplementedError
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
+        bundle["text/html"] = self.static_html()
+        return bundle
+
+    def __repr__(self) -> str:
+        return f"<{type(self).__name__}: {html.unescape(self.status.value) or self.title}>"

@@ -1,0 +1,65 @@
+"""One guard for every panel callback: exceptions become a readable message, never a dead widget."""
+
+from __future__ import annotations
+
+import functools
+import html
+import logging
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import ipywidgets as widgets
+
+logger = logging.getLogger("inspector.panels")
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def error_html(exc: BaseException) -> str:
+    """Headline (type and first line), then the message's remaining ``key = value`` lines."""
+    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+    headline, _, details = text.partition("\n")
+    parts = [f"<b>{html.escape(type(exc).__name__)}</b>: {html.escape(headline)}"]
+    if details.strip():
+        parts.append(f'<pre class="inspector-error-details">{html.escape(details.strip())}</pre>')
+    hint = getattr(exc, "hint", None)
+    if hint:
+        parts.append(f"<i>Next step:</i> {html.escape(str(hint))}")
+    return '<div class="inspector-error-box">' + "<br>".join(parts) + "</div>"
+
+
+class ErrorLine:
+    """The panel area where a failed callback explains itself."""
+
+    def __init__(self) -> None:
+        self.widget = widgets.HTML(value="")
+        self.widget.add_class("inspector-error")
+        self.last: BaseException | None = None
+
+    def show(self, exc: BaseException) -> None:
+        self.last = exc
+        self.widget.value = error_html(exc)
+
+    def clear(self) -> None:
+        self.last = None
+        self.widget.value = ""
+
+
+def guarded(error_line: ErrorLine) -> Callable[[F], F]:
+    """Wrap a callback so an exception is logged and rendered into ``error_line``."""
+
+    def decorate(fn: F) -> F:
+        @functools.wraps(fn)
+        def wrapper(*args: Any, **kwargs: Any) -> Any:
+            try:
+                result = fn(*args, **kwargs)
+            except Exception as exc:
+                logger.debug("panel callback %s failed", getattr(fn, "__qualname__", fn), exc_info=True)
+                error_line.show(exc)
+                return None
+            error_line.clear()
+            return result
+
+        return wrapper  # type: ignore[return-value]
+
+    return decorate

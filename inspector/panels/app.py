@@ -1,0 +1,101 @@
+"""The Inspector: one tab per engine part, each panel built the first time its tab opens."""
+
+from __future__ import annotations
+
+import html
+import importlib
+import importlib.util
+from dataclasses import dataclass
+from typing import Any
+
+import ipywidgets as widgets
+
+from inspector.panels._base import PANEL_CSS, Panel
+
+
+@dataclass(frozen=True)
+class TabSpec:
+    """Where a tab's panel class lives; imported only when the tab is opened."""
+
+    title: str
+    module: str
+    attribute: str
+
+
+TABS: tuple[TabSpec, ...] = (
+    TabSpec("Dispatch", "inspector.panels.dispatch", "DispatchPanel"),
+    TabSpec("Backends", "inspector.panels.backends", "BackendsPanel"),
+    TabSpec("Loader", "inspector.panels.loader", "LoaderPanel"),
+    TabSpec("RPC", "inspector.panels.rpc", "RpcPanel"),
+)
+
+
+def available_tabs() -> tuple[TabSpec, ...]:
+    """The tabs whose panel module is installed in this build."""
+    return tuple(spec for spec in TABS if importlib.util.find_spec(spec.module) is not None)
+
+
+class Inspector:
+    """Tabs over every engine part; ``panels`` holds the ones built so far."""
+
+    def __init__(self, tabs: tuple[TabSpec, ...] | None = None) -> None:
+        self.tabs = tabs if tabs is not None else available_tabs()
+        self.panels: dict[str, Panel] = {}
+        self.status = widgets.HTML(value="")
+        self.status.add_class("inspector-app-status")
+        placeholders = [widgets.HTML(value=f"<i>Opening {html.escape(t.title)}…</i>") for t in self.tabs]
+        self.tab = widgets.Tab(children=placeholders)
+        self.tab.titles = tuple(t.title for t in self.tabs)
+        self.tab.observe(self._on_select, names="selected_index")
+        self.widget = widgets.VBox([widgets.HTML(PANEL_CSS), self.tab, self.status])
+        if self.tabs:
+            self.tab.selected_index = 0
+            self.open(self.tabs[0].title)
+
+    def open(self, title: str) -> Panel:
+        """Build (once) and return the panel of the tab called ``title``."""
+        if title in self.panels:
+            return self.panels[title]
+        titles = [t.title for t in self.tabs]
+        if title not in titles:
+            raise KeyError(f"No tab {title!r}. Tabs: {titles}")
+        index = titles.index(title)
+        spec = self.tabs[index]
+        panel_class = getattr(importlib.import_module(spec.module), spec.attribute)
+        panel = panel_class()
+        self.panels[title] = panel
+        children = list(self.tab.children)
+        children[index] = panel.widget
+        self.tab.children = children
+        self.tab.titles = tuple(t.title for t in self.tabs)
+        self.status.value = f"{len(self.panels)} of {len(self.tabs)} tabs opened"
+        return panel
+
+    def _on_select(self, change: dict[str, Any]) -> None:
+        index = change["new"]
+        if index is None:
+            return
+        try:
+            self.open(self.tabs[index].title)
+        except Exception as exc:  # a broken tab must not take the app down
+            from inspector.panels._guard import error_html
+
+            children = list(self.tab.children)
+            children[index] = widgets.HTML(value=error_html(exc))
+            self.tab.children = children
+
+    def static_html(self) -> str:
+        sections = [
+            f"<h3>{html.escape(title)}</h3>{panel.static_html()}" for title, panel in self.panels.items()
+        ]
+        return "<div class='inspector-app'>" + "".join(sections) + "</div>"
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
+        bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
+        bundle["text/html"] = self.static_html()
+        return bundle
+
+
+def show() -> Inspector:
+    """The Inspector app; leave it as a cell's last expression to display it."""
+    return Inspector()
