@@ -1,0 +1,97 @@
+"""Operator dispatch: one selection mechanism for every op family.
+
+A family registers an ordered decision table of ``ImplRecord`` rows. For each call,
+``resolve`` picks a row: an explicit argument (strict) > an ``op_backend`` scope (strict) >
+the process selection from ``set_op``/``INSPECTOR_OPS`` (soft) > ``profile=reference`` >
+the first available, faithful row whose ``Spec`` accepts the ``CallContext`` > the fallback.
+``trace``/``explain`` show every row's verdict from the same evaluator.
+"""
+
+from __future__ import annotations
+
+from inspector.dispatch.compare import RowRun, run_rows
+from inspector.dispatch.context import CallContext
+from inspector.dispatch.errors import (
+    ExplicitSelectionError,
+    NoImplementationError,
+    UnknownFamilyError,
+    UnknownImplementationError,
+)
+from inspector.dispatch.overrides import current_overrides, get_override, op_backend
+from inspector.dispatch.recorder import Decision, DecisionCount, DecisionRecorder, record_decisions
+from inspector.dispatch.records import ORIGINS, ImplRecord, Resolution
+from inspector.dispatch.registry import (
+    OpFamily,
+    families,
+    get_family,
+    invalidate,
+    register_family,
+    register_impl,
+    rows,
+    unregister_family,
+    unregister_impl,
+)
+from inspector.dispatch.resolution import context_for, resolve, resolve_plan
+from inspector.dispatch.selection import (
+    ENV_VAR,
+    env_selection,
+    parse_selections,
+    process_selection,
+    register_env_alias,
+    reload_env,
+    set_op,
+)
+from inspector.dispatch.spec import Axis, ClauseCheck, Spec, axis
+from inspector.dispatch.trace import RowTrace, Trace, explain, explain_plan, trace, trace_plan
+from inspector.dispatch.what_if import WhatIfCell, what_if
+
+__all__ = [
+    "Axis",
+    "CallContext",
+    "ClauseCheck",
+    "Decision",
+    "DecisionCount",
+    "DecisionRecorder",
+    "ENV_VAR",
+    "ExplicitSelectionError",
+    "ImplRecord",
+    "NoImplementationError",
+    "ORIGINS",
+    "OpFamily",
+    "Resolution",
+    "RowRun",
+    "RowTrace",
+    "Spec",
+    "Trace",
+    "UnknownFamilyError",
+    "UnknownImplementationError",
+    "WhatIfCell",
+    "axis",
+    "context_for",
+    "current_overrides",
+    "env_selection",
+    "explain",
+    "explain_plan",
+    "families",
+    "get_family",
+    "get_override",
+    "invalidate",
+    "op_backend",
+    "parse_selections",
+    "process_selection",
+    "record_decisions",
+    "register_env_alias",
+    "register_family",
+    "register_impl",
+    "reload_env",
+    "resolve",
+    "resolve_plan",
+    "rows",
+    "run_rows",
+    "set_op",
+    "trace",
+    "trace_plan",
+    "unregister_family",
+    "unregister_impl",
+    "what_if",
+]

@@ -1,0 +1,113 @@
+"""An opt-in, bounded log of the decisions ``resolve`` actually took.
+
+It answers "which implementation ran?" from the code path that ran, not from a replay.
+Contexts are stored without their raw arguments so a recorder never keeps tensors alive.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import Counter, deque
+from dataclasses import dataclass
+
+from inspector.dispatch.context import CallContext
+from inspector.dispatch.records import Resolution
+
+# Read by resolve on every call; recorders are added and removed by replacing items in place.
+ACTIVE: list[DecisionRecorder] = []
+_lock = threading.Lock()
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    """One resolution as it happened."""
+
+    family: str
+    row: str
+    origin: str
+    context: CallContext
+    thread: str
+    at: float
+
+
+@dataclass(frozen=True, slots=True)
+class DecisionCount:
+    family: str
+    row: str
+    origin: str
+    count: int
+
+
+class DecisionRecorder:
+    """Keeps the last ``maxlen`` decisions while started; use as a context manager or start/stop."""
+
+    def __init__(self, maxlen: int = 1000) -> None:
+        if maxlen < 1:
+            raise ValueError(f"maxlen must be at least 1, got {maxlen}")
+        self.maxlen = maxlen
+        self._log: deque[Decision] = deque(maxlen=maxlen)
+        self._total = 0
+
+    @property
+    def recording(self) -> bool:
+        return self in ACTIVE
+
+    def start(self) -> DecisionRecorder:
+        with _lock:
+            if self not in ACTIVE:
+                ACTIVE.append(self)
+        return self
+
+    def stop(self) -> DecisionRecorder:
+        with _lock:
+            if self in ACTIVE:
+                ACTIVE.remove(self)
+        return self
+
+    def __enter__(self) -> DecisionRecorder:
+        return self.start()
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
+
+    def note(self, resolution: Resolution, ctx: CallContext) -> None:
+        self._total += 1
+        self._log.append(
+            Decision(
+                resolution.record.family,
+                resolution.record.name,
+                resolution.origin,
+                ctx.without_raw(),
+                threading.current_thread().name,
+                time.time(),
+            )
+        )
+
+    def decisions(self) -> tuple[Decision, ...]:
+        """The retained decisions, oldest first."""
+        return tuple(self._log)
+
+    @property
+    def total(self) -> int:
+        """Decisions seen since start, including those no longer retained."""
+        return self._total
+
+    def counts(self) -> tuple[DecisionCount, ...]:
+        """Retained decisions grouped by (family, row, origin), most frequent first."""
+        tally = Counter((d.family, d.row, d.origin) for d in self._log)
+        return tuple(DecisionCount(f, r, o, n) for (f, r, o), n in tally.most_common())
+
+    def clear(self) -> None:
+        self._log.clear()
+        self._total = 0
+
+
+def record_decisions(maxlen: int = 1000) -> DecisionRecorder:
+    """Start recording: ``with record_decisions() as rec: train_step(); rec.counts()``."""
+    return DecisionRecorder(maxlen).start()
+
+
+def note_all(resolution: Resolution, ctx: CallContext) -> None:
+    for recorder in tuple(ACTIVE):
+        recorder.note(resolution, ctx)

@@ -1,0 +1,303 @@
+"""Capability predicates over a ``CallContext``: composable, self-describing, explainable.
+
+NOTE [ One evaluator ]
+A ``Spec`` is a tree of clauses. Every clause carries a tiny Python expression over ``ctx``;
+``&``, ``|`` and ``~`` combine expressions, and the tree is compiled with ``eval`` into one
+function. The same clause expressions serve both modes: ``matches`` (and the family chain
+compiled in ``plan.py``) short-circuit on the hot path, while ``check`` evaluates every
+top-level clause and reports required vs actual values for traces. Only generated names and
+attribute names ever enter the source; constants are bound in the namespace, never formatted
+into code. Compiling keeps a five-row resolution at a few Python bytecodes per clause instead
+of one closure call per clause (see benchmarks/dispatch.py).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from inspector.dispatch.context import AXES, CallContext, format_value
+
+Binder = Callable[[Any], str]
+
+
+@dataclass(frozen=True, slots=True)
+class ClauseCheck:
+    """One clause evaluated against one context."""
+
+    clause: str
+    axis: str | None
+    required: str
+    actual: str
+    passed: bool
+
+    def __str__(self) -> str:
+        """``dtype: required in {float16, bfloat16}, got float32`` (the reason a row is rejected)."""
+        if self.axis is not None:
+            return f"{self.axis}: required {self.required}, got {self.actual}"
+        if self.actual in ("True", "False"):
+            return f"{self.clause}: {'satisfied' if self.passed else 'not satisfied'}"
+        return f"{self.clause}: got {self.actual}"
+
+
+@dataclass(frozen=True, slots=True)
+class _Clause:
+    description: str
+    template: str  # expression over ``ctx``; ``{0}``, ``{1}``... are bound constants
+    constants: tuple[Any, ...]
+    axes: tuple[str, ...]
+    required: str
+
+
+def _namespace_binder(namespace: dict[str, Any]) -> Binder:
+    counter = itertools.count(len(namespace))
+
+    def bind(value: Any) -> str:
+        name = f"_k{next(counter)}"
+        namespace[name] = value
+        return name
+
+    return bind
+
+
+def _set_text(values: Iterable[Any]) -> str:
+    return "{" + ", ".join(format_value(v) for v in values) + "}"
+
+
+def _container(values: tuple[Any, ...]) -> Any:
+    try:
+        return frozenset(values)
+    except TypeError:  # unhashable values still work, by equality
+        return values
+
+
+class Spec:
+    """A composable predicate over ``CallContext``; ``description`` says what it requires."""
+
+    __slots__ = ("_clause", "_kind", "_matcher", "_parts", "description")
+
+    def __init__(self, fn: Callable[[CallContext], Any], description: str) -> None:
+        clause = _Clause(description, "{0}(ctx)", (fn,), (), "True")
+        self._init("leaf", (), clause, description)
+
+    def _init(self, kind: str, parts: tuple[Spec, ...], clause: _Clause | None, description: str) -> None:
+        self._kind = kind
+        self._parts = parts
+        self._clause = clause
+        self.description = description
+        self._matcher: Callable[[CallContext], bool] | None = None
+
+    @classmethod
+    def _leaf(cls, clause: _Clause) -> Spec:
+        spec = cls.__new__(cls)
+        spec._init("leaf", (), clause, clause.description)
+        return spec
+
+    @classmethod
+    def _node(cls, kind: str, parts: tuple[Spec, ...], description: str) -> Spec:
+        spec = cls.__new__(cls)
+        spec._init(kind, parts, None, description)
+        return spec
+
+    # -- algebra --------------------------------------------------------------------------
+    def __and__(self, other: Spec) -> Spec:
+        return Spec._node("and", (self, _as_spec(other)), f"({self.description} and {other.description})")
+
+    def __or__(self, other: Spec) -> Spec:
+        return Spec._node("or", (self, _as_spec(other)), f"({self.description} or {other.description})")
+
+    def __invert__(self) -> Spec:
+        return Spec._node("not", (self,), f"not({self.description})")
+
+    def __repr__(self) -> str:
+        return f"Spec({self.description!r})"
+
+    # -- evaluation -----------------------------------------------------------------------
+    def source(self, bind: Binder) -> str:
+        """This spec as one Python expression over ``ctx``, constants bound through ``bind``."""
+        if self._kind == "leaf":
+            assert self._clause is not None
+            names = [bind(value) for value in self._clause.constants]
+            return "(" + self._clause.template.format(*names) + ")"
+        if self._kind == "not":
+            return f"(not {self._parts[0].source(bind)})"
+        joiner = " and " if self._kind == "and" else " or "
+        return "(" + joiner.join(part.source(bind) for part in self._parts) + ")"
+
+    def matches(self, ctx: CallContext) -> bool:
+        matcher = self._matcher
+        if matcher is None:
+            namespace: dict[str, Any] = {}
+            expression = self.source(_namespace_binder(namespace))
+            matcher = self._matcher = eval(f"lambda ctx: bool({expression})", namespace)
+        return matcher(ctx)
+
+    def conjuncts(self) -> tuple[Spec, ...]:
+        """The top-level clauses: ``a & (b & c)`` gives ``(a, b, c)``."""
+        if self._kind == "and":
+            return tuple(c for part in self._parts for c in part.conjuncts())
+        return (self,)
+
+    @property
+    def axes(self) -> tuple[str, ...]:
+        """The context axes this spec reads, in first-use order."""
+        if self._kind == "leaf":
+            assert self._clause is not None
+            return self._clause.axes
+        seen: dict[str, None] = {}
+        for part in self._parts:
+            seen.update(dict.fromkeys(part.axes))
+        return tuple(seen)
+
+    def check(self, ctx: CallContext) -> tuple[ClauseCheck, ...]:
+        """Evaluate every top-level clause (no short-circuit) with required and actual values."""
+        return tuple(_check_one(part, ctx) for part in self.conjuncts())
+
+    def failures(self, ctx: CallContext) -> tuple[ClauseCheck, ...]:
+        return tuple(c for c in self.check(ctx) if not c.passed)
+
+    # -- builders -------------------------------------------------------------------------
+    @classmethod
+    def always(cls) -> Spec:
+        return cls._leaf(_Clause("always", "True", (), (), "nothing"))
+
+    @classmethod
+    def of(cls, fn: Callable[[CallContext], Any], description: str, *, axes: Iterable[str] = ()) -> Spec:
+        """Wrap any predicate; ``axes`` names what it reads so traces can show actual values."""
+        return cls._leaf(_Clause(description, "{0}(ctx)", (fn,), tuple(axes), description))
+
+    @classmethod
+    def dtype_in(cls, *dtypes: Any) -> Spec:
+        return axis("dtype").in_(*dtypes)
+
+    @classmethod
+    def ndim(cls, n: int) -> Spec:
+        return axis("ndim").eq(n)
+
+    @classmethod
+    def head_dim_in(cls, *dims: int) -> Spec:
+        return axis("head_dim").in_(*dims)
+
+    @classmethod
+    def fwd_in(cls, *modes: str | None) -> Spec:
+        return axis("fwd").in_(*modes)
+
+    @classmethod
+    def inference(cls) -> Spec:
+        return cls._leaf(_Clause("inference", "ctx.fwd is not None", (), ("fwd",), "not None (inference)"))
+
+    @classmethod
+    def training(cls) -> Spec:
+        return cls._leaf(_Clause("training", "ctx.fwd is None", (), ("fwd",), "None (training)"))
+
+    @classmethod
+    def no_grad(cls) -> Spec:
+        return cls._leaf(_Clause("no_grad", "not ctx.grad_enabled", (), ("grad_enabled",), "False"))
+
+    @classmethod
+    def has_cache(cls) -> Spec:
+        return cls._leaf(_Clause("has_cache", "ctx.has_cache", (), ("has_cache",), "True"))
+
+    @classmethod
+    def mask_free(cls) -> Spec:
+        return cls._leaf(_Clause("mask_free", "not ctx.has_mask", (), ("has_mask",), "False"))
+
+    @classmethod
+    def cuda_device(cls) -> Spec:
+        return cls._leaf(_Clause("cuda_device", "ctx.device_cuda", (), ("device_cuda",), "True"))
+
+
+def _as_spec(other: Any) -> Spec:
+    if not isinstance(other, Spec):
+        raise TypeError(f"Specs combine with other Specs, not {type(other).__name__}; wrap it with Spec.of(fn, desc)")
+    return other
+
+
+def _check_one(part: Spec, ctx: CallContext) -> ClauseCheck:
+    passed = part.matches(ctx)
+    axes = part.axes
+    if part._kind == "leaf" and part._clause is not None:
+        required = part._clause.required
+        axis_name = axes[0] if len(axes) == 1 else None
+    else:
+        required = part.description
+        axis_name = None
+    if len(axes) == 1:
+        actual = format_value(ctx.value_of(axes[0]))
+    elif axes:
+        actual = ", ".join(f"{name}={format_value(ctx.value_of(name))}" for name in axes)
+    else:
+        actual = str(passed)
+    return ClauseCheck(part.description, axis_name, required, actual, passed)
+
+
+class Axis:
+    """Builders for clauses over one axis: a ``CallContext`` field or a key of ``extra``."""
+
+    __slots__ = ("_read", "_read_constants", "name")
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"axis() takes an axis name, got {name!r}")
+        self.name = name
+        self._read_constants: tuple[Any, ...]
+        if name in AXES:
+            self._read, self._read_constants = f"ctx.{name}", ()
+        else:
+            self._read, self._read_constants = "ctx.extra.get({0})", (name,)
+
+    def _clause(self, description: str, test: str, constants: tuple[Any, ...], required: str) -> Spec:
+        # ``test`` says {v} for the axis read and {c} for its one constant; the read may itself
+        # bind the extra key as constant {0}, so the test's constant comes after it.
+        template = test.replace("{c}", f"{{{len(self._read_constants)}}}").replace("{v}", self._read)
+        clause = _Clause(description, template, self._read_constants + constants, (self.name,), required)
+        return Spec._leaf(clause)
+
+    def in_(self, *values: Any) -> Spec:
+        text = _set_text(values)
+        return self._clause(f"{self.name} in {text}", "{v} in {c}", (_container(values),), f"in {text}")
+
+    def eq(self, value: Any) -> Spec:
+        shown = format_value(value)
+        return self._clause(f"{self.name}=={shown}", "{v} == {c}", (value,), f"== {shown}")
+
+    def is_(self, value: Any) -> Spec:
+        shown = format_value(value)
+        return self._clause(f"{self.name} is {shown}", "{v} is {c}", (value,), f"is {shown}")
+
+    def none(self) -> Spec:
+        return self._clause(f"{self.name} is None", "{v} is None", (), "None")
+
+    def not_none(self) -> Spec:
+        return self._clause(f"{self.name} is not None", "{v} is not None", (), "not None")
+
+    def truthy(self) -> Spec:
+        return self._clause(self.name, "bool({v})", (), "truthy")
+
+    def falsy(self) -> Spec:
+        return self._clause(f"!{self.name}", "not {v}", (), "falsy")
+
+    def le(self, bound: Any) -> Spec:
+        return self._compare("<=", bound)
+
+    def lt(self, bound: Any) -> Spec:
+        return self._compare("<", bound)
+
+    def ge(self, bound: Any) -> Spec:
+        return self._compare(">=", bound)
+
+    def gt(self, bound: Any) -> Spec:
+        return self._compare(">", bound)
+
+    def _compare(self, op: str, bound: Any) -> Spec:
+        shown = format_value(bound)
+        # None (axis unknown) never satisfies a bound instead of raising TypeError.
+        test = "({v} is not None and {v} " + op + " {c})"
+        return self._clause(f"{self.name}{op}{shown}", test, (bound,), f"{op} {shown}")
+
+
+def axis(name: str) -> Axis:
+    """Start a clause over ``name``: ``axis("dtype").in_(torch.bfloat16) & axis("kv_len").ge(1024)``."""
+    return Axis(name)
