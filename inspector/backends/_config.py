@@ -1,0 +1,183 @@
+"""Typed training config: ``TrainConfig(data=DataConfig(dataset_type=...))`` and its validation.
+
+Parsing is pure (a mapping in, a frozen record or a :class:`ConfigError` out); reading files
+and setting the active backend live in the registry's ``load_config``.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, fields
+from types import MappingProxyType
+from typing import Any
+
+from inspector.backends._errors import ConfigError
+
+DEFAULT_DATASET_TYPE = "synthetic"
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+Check = Callable[[Any], bool]
+
+# (check, expectation) per field: the validation policy as data, shown verbatim in errors.
+_DATA_RULES: dict[str, tuple[Check, str]] = {
+    "dataset_type": (lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
+    "path": (lambda v: v is None or isinstance(v, str), "a string path or null"),
+    "batch_size": (lambda v: _is_int(v) and v >= 1, "an int >= 1"),
+    "num_workers": (lambda v: _is_int(v) and v >= 0, "an int >= 0"),
+    "shuffle": (lambda v: isinstance(v, bool), "true or false"),
+    "val_fraction": (
+        lambda v: isinstance(v, (int, float)) and not isinstance(v, bool) and 0 <= v < 1,
+        "a number in [0, 1)",
+    ),
+    "options": (lambda v: isinstance(v, Mapping) and all(isinstance(k, str) for k in v), "a mapping"),
+}
+_TRAIN_RULES: dict[str, tuple[Check, str]] = {
+    "name": (lambda v: isinstance(v, str) and bool(v), "a non-empty string"),
+    "epochs": (lambda v: _is_int(v) and v >= 1, "an int >= 1"),
+    "seed": (lambda v: _is_int(v) and v >= 0, "an int >= 0"),
+}
+
+
+def _check(rules: Mapping[str, tuple[Check, str]], prefix: str, record: Any) -> None:
+    for name, (ok, expected) in rules.items():
+        value = getattr(record, name)
+        if not ok(value):
+            raise ConfigError(f"{prefix}{name} must be {expected}; got {value!r}.", key=prefix + name, value=value)
+
+
+@dataclass(frozen=True)
+class DataConfig:
+    """Which backend builds the data and how; ``options`` is passed to the backend untouched."""
+
+    dataset_type: str
+    path: str | None = None
+    batch_size: int = 4
+    num_workers: int = 0
+    shuffle: bool = False
+    val_fraction: float = 0.0
+    options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if isinstance(self.path, os.PathLike):
+            object.__setattr__(self, "path", os.fspath(self.path))
+        _check(_DATA_RULES, "data.", self)
+        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    """A training run's config; only ``data`` matters to the backend registry."""
+
+    data: DataConfig
+    name: str = "run"
+    epochs: int = 1
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.data, DataConfig):
+            raise ConfigError(f"TrainConfig.data must be a DataConfig; got {type(self.data).__name__}.", key="data")
+        _check(_TRAIN_RULES, "", self)
+
+
+def _field_names(cls: type) -> list[str]:
+    return [f.name for f in fields(cls)]
+
+
+def _reject_unknown(mapping: Mapping[Any, Any], allowed: list[str], prefix: str, source: str | None) -> None:
+    for key in mapping:
+        if key in allowed:
+            continue
+        close = difflib.get_close_matches(key, allowed, n=1) if isinstance(key, str) else []
+        hint = f" Did you mean {prefix + close[0]!r}?" if close else ""
+        if key == "dataset_type" and not prefix:
+            hint = " Put it under the data section: data.dataset_type."
+        shown = repr(prefix + key) if isinstance(key, str) else f"{prefix}{key!r}"
+        raise ConfigError(
+            f"Unknown config key {shown}.{hint}",
+            key=f"{prefix}{key}",
+            known=[prefix + name for name in allowed],
+            source=source,
+        )
+
+
+def parse_config(
+    mapping: Mapping[Any, Any], *, known: Collection[str] | None = None, source: str | None = None
+) -> TrainConfig:
+    """Validate a nested mapping into a :class:`TrainConfig`.
+
+    ``known`` (when given) is the set of dataset types that exist; an unknown one is a
+    :class:`ConfigError` listing them. Any problem is a :class:`ConfigError` naming the key.
+    """
+    if not isinstance(mapping, Mapping):
+        raise ConfigError(f"A config must be a mapping; got {type(mapping).__name__}.", source=source)
+    _reject_unknown(mapping, _field_names(TrainConfig), "", source)
+    data = mapping.get("data")
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            "The config has no data section: add data: {dataset_type: ...}.",
+            key="data",
+            value=data,
+            known=sorted(known or ()),
+            source=source,
+        )
+    _reject_unknown(data, _field_names(DataConfig), "data.", source)
+    dataset_type = data.get("dataset_type")
+    if dataset_type is None or dataset_type == "":
+        raise ConfigError(
+            "The config does not name a dataset_type: set data.dataset_type.",
+            key="data.dataset_type",
+            known=sorted(known or ()),
+            source=source,
+        )
+    if known is not None and isinstance(dataset_type, str) and dataset_type not in known:
+        close = difflib.get_close_matches(dataset_type, list(known), n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        raise ConfigError(
+            f"Unknown dataset_type {dataset_type!r}.{hint}",
+            key="data.dataset_type",
+            value=dataset_type,
+            known=sorted(known),
+            source=source,
+        )
+    try:
+        top = {k: v for k, v in mapping.items() if k != "data"}
+        return TrainConfig(data=DataConfig(**data), **top)
+    except ConfigError as exc:
+        raise ConfigError(exc.message, key=exc.key, value=exc.value, source=source) from None
+
+
+def resolve_dataset_type(cfg_or_mapping: Any, default: str = DEFAULT_DATASET_TYPE) -> str:
+    """The dataset type named by a typed config, a ``DataConfig`` or a mapping, else ``default``.
+
+    Order: ``cfg.data.dataset_type``; ``cfg.dataset_type``; ``mapping["data"]["dataset_type"]``;
+    ``mapping["dataset_type"]`` (the legacy flat form); ``default``. Empty values fall through;
+    a value that is not a string is a :class:`ConfigError`.
+    """
+    candidates: list[tuple[str, Any]] = []
+    data = getattr(cfg_or_mapping, "data", None)
+    if data is not None and not isinstance(cfg_or_mapping, Mapping):
+        candidates.append(("data.dataset_type", getattr(data, "dataset_type", None)))
+    if not isinstance(cfg_or_mapping, Mapping):
+        candidates.append(("dataset_type", getattr(cfg_or_mapping, "dataset_type", None)))
+    else:
+        nested = cfg_or_mapping.get("data")
+        if isinstance(nested, Mapping):
+            candidates.append(("data.dataset_type", nested.get("dataset_type")))
+        candidates.append(("dataset_type", cfg_or_mapping.get("dataset_type")))
+    for key, value in candidates:
+        try:
+            empty = not value
+        except Exception:  # e.g. an array's ambiguous truth value: not empty, and not a string
+            empty = False
+        if empty:
+            continue
+        if not isinstance(value, str):
+            raise ConfigError(f"{key} must be a string; got {value!r}.", key=key, value=value)
+        return value
+    return default

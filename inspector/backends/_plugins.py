@@ -1,0 +1,84 @@
+"""Backends that other distributions declare under the ``inspector.data_backends`` entry points.
+
+NOTE [ Plugin discovery ]
+A distribution publishes a backend with an entry point whose name is the dataset type::
+
+    [project.entry-points."inspector.data_backends"]
+    parquet = "my_pkg.parquet_backend"          # a module (or object) with build(cfg, ctx)
+
+Entry points are read once per registry, lazily, on the first lookup or snapshot (never at
+``import inspector.backends``), so a broken plugin cannot break an import. Loading one that
+raises is recorded like an optional backend whose dependency is missing: ``backend_for`` then
+raises ``BackendImportError`` chained from the plugin's error, and the inspector shows it. A
+name that is already registered keeps its registration; the plugin is reported as shadowed.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from dataclasses import dataclass
+from importlib.metadata import EntryPoint, entry_points
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from inspector.backends._registry import BackendRegistry
+
+ENTRY_POINT_GROUP = "inspector.data_backends"
+
+logger = logging.getLogger("inspector.backends")
+
+
+@dataclass(frozen=True)
+class PluginInfo:
+    """One entry point and what became of it: ``registered``, ``failed`` or ``shadowed``."""
+
+    name: str
+    value: str
+    distribution: str | None
+    status: str
+    detail: str = ""
+
+
+def _distribution(ep: EntryPoint) -> str | None:
+    dist = getattr(ep, "dist", None)
+    if dist is None:
+        return None
+    return f"{dist.name} {dist.version}"
+
+
+def find_entry_points(group: str = ENTRY_POINT_GROUP) -> tuple[EntryPoint, ...]:
+    """The group's entry points, first one per name (a distribution seen twice on ``sys.path``)."""
+    seen: dict[str, EntryPoint] = {}
+    for ep in entry_points(group=group):
+        seen.setdefault(ep.name, ep)
+    return tuple(seen[name] for name in sorted(seen))
+
+
+def load_plugins(registry: BackendRegistry, group: str = ENTRY_POINT_GROUP) -> tuple[PluginInfo, ...]:
+    """Load every entry point of ``group`` into ``registry`` (see NOTE [ Plugin discovery ])."""
+    records = []
+    for ep in find_entry_points(group):
+        dist = _distribution(ep)
+        source = f"plugin {ep.name} = {ep.value}" + (f" (distribution {dist})" if dist else "")
+        if registry.is_registered(ep.name):
+            records.append(PluginInfo(ep.name, ep.value, dist, "shadowed", "name already registered"))
+            logger.info("plugin backend %r ignored: the name is already registered", ep.name)
+            continue
+        try:
+            target = ep.load()
+            if callable(getattr(target, "build", None)):
+                registry.register_module(ep.name, target, origin=source)
+            elif callable(target) and not inspect.isclass(target):
+                registry.register(ep.name, target, origin=source)
+            else:
+                raise TypeError(
+                    f"entry point {ep.value!r} is neither a backend with build(cfg, ctx) nor a build callable"
+                )
+        except Exception as exc:  # recorded and shown, never raised (see the NOTE)
+            registry.record_import_error(ep.name, exc, install=dist and f"fix or reinstall {dist}", source=source)
+            records.append(PluginInfo(ep.name, ep.value, dist, "failed", f"{type(exc).__name__}: {exc}"))
+            logger.warning("plugin backend %r failed to load: %s", ep.name, exc)
+            continue
+        records.append(PluginInfo(ep.name, ep.value, dist, "registered"))
+    return tuple(records)
