@@ -1,0 +1,85 @@
+"""What each worker derives once the maps pass: reverse maps and the device list its agent uses.
+
+torch computes both in ``_create_reverse_mapping`` and ``_create_device_list``; these are the
+same computations over plain data, so a plan shows every worker's result before any process
+starts. One difference is deliberate: torch sorts the device list by index alone, so a list
+holding an index-less device next to another device crashes with a ``TypeError``; here that is
+a ``DeviceMapError`` (``UNSORTABLE_DEVICE_LIST``) carrying torch's exact TypeError text.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from inspector.rpc._devices import CPU, Device, DeviceLike, as_device, as_device_map
+from inspector.rpc._problems import (
+    DeviceMapCategory,
+    DeviceMapError,
+    DeviceMapProblem,
+    make_problem,
+    names_of,
+)
+
+
+def _sort_type_error(devices: Sequence[Device]) -> str | None:
+    """The TypeError message torch's ``sorted(devices, key=lambda d: d.index)`` raises, if any."""
+    try:
+        sorted(device.index for device in devices)  # type: ignore[type-var]
+    except TypeError as exc:
+        return str(exc)
+    return None
+
+
+def unsortable_list_problem(devices: Sequence[Device], worker: str | None) -> DeviceMapProblem | None:
+    """A problem when torch could not sort ``devices`` by index (an index-less device among others)."""
+    type_error = _sort_type_error(devices)
+    if type_error is None:
+        return None
+    indexless = [d for d in devices if d.index is None]
+    return make_problem(
+        DeviceMapCategory.UNSORTABLE_DEVICE_LIST, worker, None, [f"devices = {list(devices)}"],
+        [f"without index = {names_of(indexless)}",
+         "next step = list CUDA devices with an index (torch's set_devices refuses cpu)"],
+        devices=tuple(indexless), torch_type_error=type_error,
+    )  # fmt: skip
+
+
+def create_reverse_mapping(
+    my_name: str, names: Sequence[str], device_maps: Mapping[str, Mapping[str, Any]]
+) -> dict[str, dict[Device, Device]]:
+    """For each worker whose maps target ``my_name``: that map inverted (an empty map stays, empty)."""
+    reverse: dict[str, dict[Device, Device]] = {}
+    for node in names:
+        per_target = device_maps.get(node, {})
+        if my_name in per_target:
+            forward = as_device_map(per_target[my_name])
+            reverse[node] = {target: source for source, target in forward.items()}
+    return reverse
+
+
+def create_device_list(
+    my_devices: Iterable[DeviceLike] | None,
+    my_device_maps: Mapping[str, Any],
+    reverse_device_maps: Mapping[str, Any],
+    *,
+    worker: str | None = None,
+) -> list[Device]:
+    """The devices an agent handles: its explicit list, else every mapped local device but ``cpu``.
+
+    Sorted by index as torch sorts them; derived devices with the same index (``cpu:0`` and
+    ``cuda:0``), whose order torch leaves to set iteration, come in type order.
+    """
+    listed = [as_device(device) for device in my_devices or ()]
+    if listed:
+        candidates = listed
+    else:
+        derived: set[Device] = set()
+        for mapping in (*my_device_maps.values(), *reverse_device_maps.values()):
+            derived.update(as_device_map(mapping))
+        derived.discard(CPU)
+        candidates = sorted(derived, key=lambda d: (d.index is None, d.index or 0, str(d)))
+    problem = unsortable_list_problem(candidates, worker)
+    if problem is not None:
+        raise DeviceMapError(problem)
+    return sorted(candidates, key=lambda d: d.index or 0)

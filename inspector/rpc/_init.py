@@ -1,0 +1,59 @@
+"""``init_rpc`` through this registry, so any registered backend (and any member ever handed out) works.
+
+NOTE [ Our init_rpc ]
+torch's ``init_rpc`` insists on a member of its current ``BackendType`` (stale members and
+our registry's members are refused). This function performs the same steps with the backend
+resolved here: options from the backend when none are given; rendezvous (static group, with
+``world_size``) or a store from the options (dynamic group); the store timeout set to the RPC
+timeout; a ``PrefixStore`` numbered from torch's own counter, so it interoperates with ranks
+that call torch's ``init_rpc``; distributed autograd and the profiler node id; then the
+backend's init handler and torch's RPC state. The torch internals it touches
+(``_init_counter``, ``_set_profiler_node_id``, ``api._init_rpc_states``,
+``_create_store_from_options``) are the ones torch's ``init_rpc`` calls in torch 2.13; the
+real-world tests start agents through this path.
+"""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from typing import Any
+
+from inspector.rpc._registry import construct_rpc_backend_options, init_backend, resolve_backend
+
+# Keeps the rendezvous generator (and so its store) alive, as torch does with a module global.
+_rendezvous_keepalive: list[Any] = []
+
+
+def init_rpc(
+    name: str,
+    backend: object = "TENSORPIPE",
+    rank: int = -1,
+    world_size: int | None = None,
+    rpc_backend_options: Any = None,
+) -> Any:
+    """Start RPC in this process like torch's ``init_rpc``; ``backend`` may be a member or its name."""
+    import torch.distributed as dist
+    import torch.distributed.rpc as rpc
+
+    if not isinstance(name, str) or not name:
+        raise ValueError(f"A worker name must be a non-empty str, got {name!r}")
+    member = resolve_backend(backend)
+    if rpc._is_current_rpc_agent_set():
+        raise RuntimeError("RPC is already initialized in this process; call rpc.shutdown() first")
+    options = construct_rpc_backend_options(member) if rpc_backend_options is None else rpc_backend_options
+    if not world_size:
+        store = dist._create_store_from_options(options, rank)
+    else:
+        iterator = dist.rendezvous(options.init_method, rank=rank, world_size=world_size)
+        store, _, _ = next(iterator)
+        _rendezvous_keepalive[:] = [iterator]
+    store.set_timeout(timedelta(seconds=options.rpc_timeout))
+    with rpc._init_counter_lock:
+        prefix = f"rpc_prefix_{rpc._init_counter}"
+        rpc._init_counter += 1
+    store = dist.PrefixStore(prefix, store)
+    rpc.dist_autograd._init(rank)
+    rpc._set_profiler_node_id(rank)
+    agent = init_backend(member, store=store, name=name, rank=rank, world_size=world_size, rpc_backend_options=options)
+    rpc.api._init_rpc_states(agent)
+    return agent

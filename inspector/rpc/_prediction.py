@@ -1,0 +1,100 @@
+"""The first error torch's ``init_rpc`` would raise for a plan, verbatim, and which ranks raise it.
+
+NOTE [ What init_rpc raises, and where ]
+Each rank builds ``TensorPipeRpcBackendOptions(device_maps=..., devices=...)`` before any
+rendezvous; that constructor refuses a map sending two sources to one target and any
+non-CUDA device in ``devices``. Such a rank fails alone, and its peers wait in rendezvous
+until its timeout. In a static group every rank then gathers all workers' maps and runs the
+same validation, so every rank raises the same error naming the worker at fault. In a
+dynamic group each worker validates the workers joined so far when it joins, so the first
+joiner whose check fails raises, and what its user sees is a store timeout that hides the
+``ValueError`` (it survives as ``__context__``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from inspector.rpc._devices import as_device
+from inspector.rpc._plan import TopologyPlan
+from inspector.rpc._problems import DeviceMapProblem
+from inspector.rpc._validation import first_problem
+
+
+@dataclass(frozen=True)
+class InitError:
+    """An error ``init_rpc`` raises: at which stage, the worker at fault, the ranks raising it."""
+
+    stage: str
+    worker: str | None
+    exception: str
+    message: str
+    raised_by: tuple[str, ...]
+    note: str = ""
+
+    @property
+    def text(self) -> str:
+        """``Type: message`` as Python prints it."""
+        return f"{self.exception}: {self.message}"
+
+
+def _options_error(plan: TopologyPlan) -> InitError | None:
+    for worker in plan.workers:
+        for _target, pairs in worker.device_maps:
+            reverse: dict[str, str] = {}
+            for source, target in pairs:
+                if target in reverse:
+                    message = (
+                        "`device_map` only supports 1-to-1 mapping, "
+                        f"trying to map {source} and {reverse[target]} to {target}"
+                    )
+                    return _rank_alone(worker.name, message)
+                reverse[target] = source
+        for listed in worker.devices:
+            kind = as_device(listed).type
+            if kind != "cuda":
+                message = f"`set_devices` expect a list of CUDA devices, but got device type {kind}."
+                return _rank_alone(worker.name, message)
+    return None
+
+
+def _rank_alone(worker: str, message: str) -> InitError:
+    return InitError(
+        "options", worker, "ValueError", message, (worker,),
+        f"{worker} fails while building its TensorPipeRpcBackendOptions; the other ranks wait in "
+        "rendezvous until its timeout.",
+    )  # fmt: skip
+
+
+def _from_problem(stage: str, problem: DeviceMapProblem, raised_by: tuple[str, ...], note: str) -> InitError:
+    return InitError(stage, problem.worker, problem.torch_exception, problem.torch_message, raised_by, note)
+
+
+def predict_init_error(plan: TopologyPlan) -> InitError | None:
+    """The first error ``init_rpc`` raises for ``plan`` (see NOTE [ What init_rpc raises, and where ])."""
+    early = _options_error(plan)
+    if early is not None:
+        return early
+    names, counts, maps, devices = plan.names, plan.device_counts, plan.device_maps, plan.devices
+    if plan.static_group:
+        problem = first_problem(names, counts, maps, devices)
+        if problem is not None:
+            return _from_problem("validation", problem, tuple(names), "Every rank raises this same error.")
+        return None
+    for joined in range(1, len(names) + 1):
+        group = names[:joined]
+        problem = first_problem(
+            group,
+            {n: counts[n] for n in group},
+            {n: maps[n] for n in group},
+            {n: devices[n] for n in group},
+            is_static_group=False,
+        )
+        if problem is not None:
+            joiner = group[-1]
+            note = (
+                f"{joiner} raises it when it joins; its user sees a DistStoreError (store timeout) with this "
+                "error as __context__."
+            )
+            return _from_problem("join", problem, (joiner,), note)
+    return None

@@ -1,0 +1,191 @@
+"""Device-map validation with torch's checks, in torch's order, over plain data.
+
+NOTE [ Check order ]
+torch's ``_validate_device_maps`` raises at the first failing check, visiting: for each
+worker in ``names`` order, duplicated devices and then invalid device indices (so a bad
+device list on a later worker hides a map error on an earlier one); then for each source
+worker, unknown target names (static groups only), and for each of its maps in insertion
+order: duplicated targets, then unexpected (explicit device list) or invalid-index source
+devices, then unexpected or invalid-index target devices (the latter only for a target with
+a known count, so a dynamic group's not-yet-joined target is not checked). ``_iter_problems``
+walks the same path lazily and yields every failure instead of stopping, so
+``validate_device_maps`` (the first problem) and ``check_device_maps`` (all of them) can
+never disagree about what torch reports first. Where torch's ``0 <= d.index`` crashes on an
+index-less ``cuda``, the same position yields the category's problem with the TypeError kept
+as ``torch_message`` (see NOTE [ Device-map messages ]).
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
+
+from inspector.rpc._device_lists import unsortable_list_problem
+from inspector.rpc._devices import Device, DeviceLike, is_valid_device
+from inspector.rpc._problems import (
+    INDEXLESS_TYPE_ERROR,
+    DeviceMapCategory,
+    DeviceMapError,
+    DeviceMapProblem,
+    make_problem,
+    names_of,
+)
+from inspector.rpc._topology import Count, DeviceMaps, Topology, normalize
+
+C = DeviceMapCategory
+
+
+@functools.lru_cache(maxsize=256)
+def _valid_cuda(count: int) -> frozenset[Device]:
+    return frozenset(Device("cuda", index) for index in range(count))
+
+
+def _all_valid(devices: Collection[Device], count: int) -> bool:
+    unique = devices if isinstance(devices, (set, frozenset)) else set(devices)
+    return unique <= _valid_cuda(count) or all(is_valid_device(d, count) for d in unique)
+
+
+def _invalid(devices: Iterable[Device], count: int) -> tuple[list[Device], str | None]:
+    """The invalid devices in order, and torch's TypeError when the first of them is index-less cuda."""
+    bad = [d for d in devices if not is_valid_device(d, count)]
+    crashes = bool(bad) and bad[0].type == "cuda" and bad[0].index is None
+    return bad, INDEXLESS_TYPE_ERROR if crashes else None
+
+
+def _count_hint(worker: str, count: int, bad: list[Device]) -> str:
+    if any(d.type == "cuda" and d.index is None for d in bad):
+        return "give every cuda device an index (cuda:0, cuda:1, ...); torch cannot check a bare 'cuda'"
+    if count == 0:
+        return f"{worker} has no CUDA devices: only cpu is valid there"
+    return f"{worker} has {count} CUDA devices: use cpu or cuda:0 .. cuda:{count - 1}"
+
+
+def _device_list_problems(topo: Topology) -> Iterator[DeviceMapProblem]:
+    for node in topo.names:
+        devices = topo.devices.get(node, [])
+        unique = set(devices)
+        if len(unique) != len(devices):
+            repeated = list(dict.fromkeys(d for d in devices if devices.count(d) > 1))
+            yield make_problem(
+                C.DUPLICATED_DEVICES, node, None, [f"devices = {devices}"],
+                [f"duplicated = {names_of(repeated)}", f"next step = list each device once in {node}'s devices"],
+                devices=tuple(repeated),
+            )  # fmt: skip
+        count = topo.counts[node]
+        if not _all_valid(unique, count):
+            bad, type_error = _invalid(devices, count)
+            yield make_problem(
+                C.INVALID_DEVICE_INDEX, node, None, [f"devices = {devices}", f"device count = {count}"],
+                [f"invalid = {names_of(bad)}", f"next step = {_count_hint(node, count, bad)}"],
+                devices=tuple(bad), device_count=count, torch_type_error=type_error,
+            )  # fmt: skip
+
+
+def _map_problems(topo: Topology, source: str, target: str, map_: dict[Device, Device]) -> Iterator[DeviceMapProblem]:
+    targets = set(map_.values())
+    if len(targets) != len(map_):
+        values = list(map_.values())
+        repeated = list(dict.fromkeys(d for d in values if values.count(d) > 1))
+        yield make_problem(
+            C.DUPLICATED_TARGET, source, target, [f"device map = {map_}"],
+            [f"duplicated targets = {names_of(repeated)}", "next step = map each target device from one source only"],
+            devices=tuple(repeated), device_map=map_,
+        )  # fmt: skip
+    source_devices = topo.devices.get(source, [])
+    if source_devices:
+        if not set(map_).issubset(source_devices):
+            extra = [d for d in map_ if d not in source_devices]
+            yield make_problem(
+                C.UNEXPECTED_SOURCE, source, target, [f"device map = {map_}", f"devices = {source_devices}"],
+                [f"unexpected sources = {names_of(extra)}",
+                 f"next step = add them to {source}'s devices or map from the devices it lists"],
+                devices=tuple(extra), device_map=map_,
+            )  # fmt: skip
+    elif not _all_valid(map_.keys(), topo.counts[source]):
+        count = topo.counts[source]
+        bad, type_error = _invalid(map_.keys(), count)
+        yield make_problem(
+            C.INVALID_SOURCE_INDEX, source, target, [f"device map = {map_}", f"device count = {count}"],
+            [f"invalid sources = {names_of(bad)}",
+             f"next step = sources are the caller's devices; {_count_hint(source, count, bad)}"],
+            devices=tuple(bad), device_map=map_, device_count=count, torch_type_error=type_error,
+        )  # fmt: skip
+    target_devices = topo.devices.get(target, [])
+    if target_devices:
+        if not targets.issubset(target_devices):
+            extra = [d for d in map_.values() if d not in target_devices]
+            yield make_problem(
+                C.UNEXPECTED_TARGET, source, target, [f"device map = {map_}", f"devices = {target_devices}"],
+                [f"unexpected targets = {names_of(extra)}",
+                 f"next step = targets must be among the devices {target} lists"],
+                devices=tuple(extra), device_map=map_,
+            )  # fmt: skip
+    elif target in topo.counts and not _all_valid(targets, topo.counts[target]):
+        count = topo.counts[target]
+        bad, type_error = _invalid(map_.values(), count)
+        yield make_problem(
+            C.INVALID_TARGET_INDEX, source, target, [f"device map = {map_}", f"device count = {count}"],
+            [f"invalid targets = {names_of(bad)}",
+             f"next step = targets are the callee's devices; {_count_hint(target, count, bad)}"],
+            devices=tuple(bad), device_map=map_, device_count=count, torch_type_error=type_error,
+        )  # fmt: skip
+
+
+def _iter_problems(topo: Topology, is_static_group: bool) -> Iterator[DeviceMapProblem]:
+    """Every failed check, in torch's order (see NOTE [ Check order ])."""
+    yield from _device_list_problems(topo)
+    known = set(topo.names)
+    for source in topo.names:
+        per_target = topo.maps.get(source, {})
+        if is_static_group and not known.issuperset(per_target):
+            for unknown in (name for name in per_target if name not in known):
+                yield make_problem(
+                    C.UNKNOWN_TARGET_NAME, source, unknown,
+                    [f"device maps = {per_target.keys()}", f"node names = {topo.names}"],
+                    [f"unknown target = {unknown!r}",
+                     "next step = key maps by the callee's name, or use a dynamic group if it joins later"],
+                )  # fmt: skip
+        for target, map_ in per_target.items():
+            yield from _map_problems(topo, source, target, map_)
+
+
+def check_device_maps(
+    names: Sequence[str],
+    device_counts: Mapping[str, Count],
+    device_maps: DeviceMaps | None = None,
+    devices: Mapping[str, Iterable[DeviceLike]] | None = None,
+    is_static_group: bool = True,
+) -> tuple[DeviceMapProblem, ...]:
+    """Every problem torch's checks would find (first one first), then unsortable explicit device lists."""
+    topo = normalize(names, device_counts, device_maps, devices)
+    problems = list(_iter_problems(topo, is_static_group))
+    for name in topo.names:
+        problem = unsortable_list_problem(topo.devices.get(name, []), name)
+        if problem is not None:
+            problems.append(problem)
+    return tuple(problems)
+
+
+def validate_device_maps(
+    names: Sequence[str],
+    device_counts: Mapping[str, Count],
+    device_maps: DeviceMaps | None = None,
+    devices: Mapping[str, Iterable[DeviceLike]] | None = None,
+    is_static_group: bool = True,
+) -> None:
+    """Raise ``DeviceMapError`` for the first problem torch's ``_validate_device_maps`` reports."""
+    first = first_problem(names, device_counts, device_maps, devices, is_static_group)
+    if first is not None:
+        raise DeviceMapError(first)
+
+
+def first_problem(
+    names: Sequence[str],
+    device_counts: Mapping[str, Count],
+    device_maps: DeviceMaps | None = None,
+    devices: Mapping[str, Iterable[DeviceLike]] | None = None,
+    is_static_group: bool = True,
+) -> DeviceMapProblem | None:
+    """The problem torch reports first, or None where torch's validation passes."""
+    topo = normalize(names, device_counts, device_maps, devices)
+    return next(_iter_problems(topo, is_static_group), None)

@@ -1,0 +1,314 @@
+"""``LocalWorld``: real TensorPipe RPC workers on 127.0.0.1, gathered, measured and shut down in bounded time.
+
+NOTE [ LocalWorld lifecycle ]
+Start: one free port on 127.0.0.1, ``MASTER_ADDR``/``MASTER_PORT`` and the loopback interface
+in ``GLOO_SOCKET_IFNAME``/``TP_SOCKET_IFNAME``; each worker is a fresh interpreter running
+``inspector.rpc._worker.main`` with one end of a socket pair (no ``__main__`` re-import, so it
+works from Jupyter). Every worker reports ``ready`` (with its name, device count, maps and
+devices) or ``failed`` (stage, exception, message). All waits are bounded: the whole start by
+``start_timeout``, and once one rank has failed the others get ``ERROR_GRACE_S`` to report
+theirs (validation errors arrive from every rank at once; a rank that fails before rendezvous
+leaves its peers waiting there forever). Then every process is stopped and the error lists
+each rank. Reverse maps and device lists are derived in the parent with the same pure
+functions the planner uses (gather, then check). Close: every worker is asked for a graceful
+``rpc.shutdown`` (a barrier over all of them), waited on up to ``shutdown_timeout``, and
+whatever is left is terminated, then killed. A ``weakref.finalize`` does the same at garbage
+collection or interpreter exit, so no worker outlives its world.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import weakref
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from multiprocessing.connection import Connection, wait
+from pathlib import Path
+from typing import IO, Any
+
+from inspector.rpc._device_lists import create_device_list, create_reverse_mapping
+from inspector.rpc._plan import TopologyPlan
+from inspector.rpc._records import (
+    Bandwidth,
+    PairLatency,
+    RttMatrix,
+    WorkerFailure,
+    WorkerSnapshot,
+    WorldSnapshot,
+)
+
+START_TIMEOUT_S = 120.0
+SHUTDOWN_TIMEOUT_S = 20.0
+COMMAND_TIMEOUT_S = 120.0
+ERROR_GRACE_S = 5.0
+KILL_WAIT_S = 3.0
+Progress = Callable[[int, int, str], None]
+
+
+class LocalWorldError(RuntimeError):
+    """A world that failed to start or to answer; ``.failures`` has one record per rank at fault."""
+
+    def __init__(self, headline: str, failures: Iterable[WorkerFailure] = (), cancelled: bool = False) -> None:
+        self.failures = tuple(failures)
+        self.cancelled = cancelled
+        lines = [
+            headline,
+            *(f"{f.name} = {f.stage}: {f.exception}: {f.message.partition(chr(10))[0]}" for f in self.failures),
+        ]
+        super().__init__("\n".join(lines))
+
+
+@dataclass
+class _Proc:
+    rank: int
+    name: str
+    popen: subprocess.Popen[bytes]
+    conn: Connection
+    stderr: IO[bytes]
+
+    def stderr_tail(self, limit: int = 2000) -> str:
+        try:
+            self.stderr.seek(0, os.SEEK_END)
+            self.stderr.seek(max(0, self.stderr.tell() - limit))
+            return self.stderr.read().decode(errors="replace")
+        except (OSError, ValueError):
+            return ""
+
+
+def _reap(procs: list[_Proc]) -> None:
+    """Terminate, then kill, every process still running; close every pipe (idempotent)."""
+    for proc in procs:
+        if proc.popen.poll() is None:
+            proc.popen.terminate()
+    deadline = time.monotonic() + KILL_WAIT_S
+    for proc in procs:
+        try:
+            proc.popen.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            proc.popen.kill()
+            proc.popen.wait()
+        proc.conn.close()
+        proc.stderr.close()
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def _loopback_interface() -> str:
+    names = [name for _, name in socket.if_nameindex()]
+    return "lo" if "lo" in names or not names else next((n for n in names if n.startswith("lo")), "lo")
+
+
+class LocalWorld:
+    """``n`` real RPC workers on this machine (see NOTE [ LocalWorld lifecycle ]); a context manager."""
+
+    def __init__(
+        self,
+        n: int,
+        device_maps: Mapping[str, Mapping[str, Mapping[str, str]]] | None = None,
+        devices: Mapping[str, Iterable[str]] | None = None,
+        *,
+        rpc_timeout: float = 30.0,
+        names: Iterable[str] | None = None,
+        backend: str = "TENSORPIPE",
+        num_worker_threads: int = 8,
+        start_timeout: float = START_TIMEOUT_S,
+        shutdown_timeout: float = SHUTDOWN_TIMEOUT_S,
+        progress: Progress | None = None,
+        cancel: threading.Event | None = None,
+    ) -> None:
+        self.names = tuple(names) if names is not None else tuple(f"worker{i}" for i in range(n))
+        if n < 1 or len(self.names) != n:
+            raise ValueError(f"A world needs n >= 1 workers and one name per worker, got n={n}, names={self.names}")
+        self.device_maps = {k: {t: dict(m) for t, m in v.items()} for k, v in (device_maps or {}).items()}
+        self.devices = {k: list(v) for k, v in (devices or {}).items()}
+        self.rpc_timeout = rpc_timeout
+        self.shutdown_timeout = shutdown_timeout
+        self.exit_codes: dict[str, int | None] = {}
+        self.rtt: RttMatrix | None = None
+        self.bandwidth: tuple[Bandwidth, ...] = ()
+        self._procs: list[_Proc] = []
+        self._lock = threading.Lock()
+        self._closed = False
+        self._finalizer = weakref.finalize(self, _reap, self._procs)
+        config = {"backend": backend, "rpc_timeout": rpc_timeout, "num_worker_threads": num_worker_threads,
+                  "world_size": n}  # fmt: skip
+        started = time.perf_counter()
+        self.workers = self._start(config, start_timeout, progress, cancel)
+        self.start_seconds = time.perf_counter() - started
+
+    @classmethod
+    def from_plan(cls, plan: TopologyPlan, **kwargs: Any) -> LocalWorld:
+        """A world with the plan's names, maps and devices (always a static group)."""
+        return cls(len(plan.workers), plan.device_maps, plan.devices, names=plan.names, **kwargs)
+
+    def _spawn(self, rank: int, env: dict[str, str], config: dict[str, Any]) -> _Proc:
+        parent_end, child_end = socket.socketpair()
+        stderr = tempfile.TemporaryFile()  # noqa: SIM115  # owned by _Proc, closed by _reap
+        code = "from inspector.rpc._worker import main; main()"
+        popen = subprocess.Popen(
+            [sys.executable, "-c", code], env={**env, "INSPECTOR_RPC_FD": str(child_end.fileno())},
+            pass_fds=[child_end.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
+        )  # fmt: skip
+        child_end.close()
+        conn = Connection(parent_end.detach())
+        name = self.names[rank]
+        conn.send({**config, "rank": rank, "name": name, "device_maps": self.device_maps.get(name, {}),
+                   "devices": self.devices.get(name, [])})  # fmt: skip
+        return _Proc(rank, name, popen, conn, stderr)
+
+    def _start(
+        self, config: dict[str, Any], timeout: float, progress: Progress | None, cancel: threading.Event | None
+    ) -> tuple[WorkerSnapshot, ...]:
+        package_root = str(Path(__file__).resolve().parents[2])
+        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
+               "GLOO_SOCKET_IFNAME": _loopback_interface(), "TP_SOCKET_IFNAME": _loopback_interface(),
+               "OMP_NUM_THREADS": "1",
+               "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}  # fmt: skip
+        total = len(self.names)
+        try:
+            for rank in range(total):
+                self._procs.append(self._spawn(rank, env, config))
+            if progress:
+                progress(0, total, f"started {total} processes; waiting for init_rpc")
+            reports = self._await_ready(timeout, progress, cancel)
+        except BaseException:
+            _reap(self._procs)
+            self._closed = True
+            raise
+        return self._gathered(reports)
+
+    def _await_ready(
+        self, timeout: float, progress: Progress | None, cancel: threading.Event | None
+    ) -> dict[int, dict[str, Any]]:
+        deadline = time.monotonic() + timeout
+        pending = {proc.conn: proc for proc in self._procs}
+        reports: dict[int, dict[str, Any]] = {}
+        failures: list[WorkerFailure] = []
+        while pending and time.monotonic() < deadline:
+            if cancel is not None and cancel.is_set():
+                raise LocalWorldError("Cancelled while starting the world.", cancelled=True)
+            for conn in wait(list(pending), timeout=0.2):
+                proc = pending.pop(conn)  # type: ignore[call-overload]
+                try:
+                    status, payload = proc.conn.recv()
+                except (EOFError, OSError):
+                    code = proc.popen.wait()
+                    message = f"exited with code {code} before reporting"
+                    failures.append(
+                        WorkerFailure(proc.rank, proc.name, "start", "ProcessExit", message, proc.stderr_tail())
+                    )
+                    continue
+                if status == "ready":
+                    reports[proc.rank] = payload
+                    if progress:
+                        progress(len(reports), len(self._procs), f"{proc.name} ready")
+                else:
+                    stage, exception, message, _trace = payload
+                    failures.append(WorkerFailure(proc.rank, proc.name, stage, exception, message, proc.stderr_tail()))
+            if failures:
+                deadline = min(deadline, time.monotonic() + ERROR_GRACE_S)
+        for proc in pending.values():
+            failures.append(WorkerFailure(proc.rank, proc.name, "waiting", "TimeoutError",
+                                          "no report before the deadline; stopped", proc.stderr_tail()))  # fmt: skip
+        if failures:
+            failures.sort(key=lambda f: f.rank)
+            raise LocalWorldError(f"The local RPC world of {len(self._procs)} workers did not start.", failures)
+        return reports
+
+    def _gathered(self, reports: dict[int, dict[str, Any]]) -> tuple[WorkerSnapshot, ...]:
+        names = list(self.names)
+        maps = {reports[r]["name"]: reports[r]["device_maps"] for r in reports}
+        snapshots = []
+        for rank in range(len(names)):
+            report = reports[rank]
+            reverse = create_reverse_mapping(report["name"], names, maps)
+            listed = create_device_list(report["devices"], maps[report["name"]], reverse, worker=report["name"])
+            snapshots.append(WorkerSnapshot(
+                rank, report["name"], report["pid"], report["device_count"], report["device_maps"],
+                tuple(report["devices"]), {c: {str(k): str(v) for k, v in m.items()} for c, m in reverse.items()},
+                tuple(str(d) for d in listed), report["init_seconds"],
+            ))  # fmt: skip
+        return tuple(snapshots)
+
+    def _ask(self, proc: _Proc, command: tuple[Any, ...]) -> Any:
+        if self._closed:
+            raise RuntimeError("This LocalWorld is closed; start a new one.")
+        proc.conn.send(command)
+        if not proc.conn.poll(COMMAND_TIMEOUT_S):
+            raise LocalWorldError(f"{proc.name} did not answer {command[0]!r} within {COMMAND_TIMEOUT_S} s.")
+        status, payload = proc.conn.recv()
+        if status != "ok":
+            exception, message = payload
+            raise LocalWorldError(f"{proc.name} failed {command[0]!r}: {exception}: {message}")
+        return payload
+
+    def measure_rtt(self, count: int = 50, warmup: int = 5, progress: Progress | None = None) -> RttMatrix:
+        """Median and p90 of ``count`` no-op ``rpc_sync`` round trips for every ordered pair (one at a time)."""
+        pairs, total = [], len(self.names) ** 2
+        with self._lock:
+            for caller in self._procs:
+                for callee in self.names:
+                    samples = self._ask(caller, ("rtt", callee, count, warmup))
+                    pairs.append(PairLatency.from_samples(caller.name, callee, samples))
+                    if progress:
+                        progress(len(pairs), total, f"{caller.name} -> {callee}")
+        self.rtt = RttMatrix(self.names, tuple(pairs))
+        return self.rtt
+
+    def measure_bandwidth(
+        self, nbytes: int = 16 << 20, repeats: int = 3, pairs: Iterable[tuple[str, str]] | None = None
+    ) -> tuple[Bandwidth, ...]:
+        """Median time to send an ``nbytes`` float32 tensor caller -> callee (default: every ordered pair)."""
+        chosen = list(pairs) if pairs is not None else [(a, b) for a in self.names for b in self.names if a != b]
+        by_name = {proc.name: proc for proc in self._procs}
+        results = []
+        with self._lock:
+            for caller, callee in chosen:
+                samples = self._ask(by_name[caller], ("send", callee, nbytes, repeats))
+                results.append(Bandwidth(caller, callee, nbytes, repeats, sorted(samples)[len(samples) // 2]))
+        self.bandwidth = tuple(results)
+        return self.bandwidth
+
+    def snapshot(self) -> WorldSnapshot:
+        return WorldSnapshot(self.workers, self.start_seconds, self.rtt, self.bandwidth)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def close(self) -> None:
+        """Graceful ``rpc.shutdown`` on every worker within ``shutdown_timeout``; stop what is left."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            for proc in self._procs:
+                with contextlib.suppress(OSError):
+                    proc.conn.send(("shutdown",))
+            deadline = time.monotonic() + self.shutdown_timeout
+            for proc in self._procs:
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.popen.wait(max(0.0, deadline - time.monotonic()))
+            _reap(self._procs)
+            self.exit_codes = {proc.name: proc.popen.returncode for proc in self._procs}
+
+    def __enter__(self) -> LocalWorld:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self._closed else "running"
+        return f"<LocalWorld {len(self.names)} workers {state}: {', '.join(self.names)}>"
