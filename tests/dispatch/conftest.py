@@ -1,0 +1,37 @@
+"""Every dispatch test runs on an isolated engine state, with a clean environment."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+import torch
+
+import inspector.examples  # noqa: F401  (registers attention and rotary)
+from inspector.dispatch import ImplRecord, Spec, register_family
+from inspector.dispatch.testing import isolated_dispatch
+
+BF16 = torch.bfloat16
+
+
+@pytest.fixture(autouse=True)
+def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    monkeypatch.delenv("INSPECTOR_OPS", raising=False)
+    monkeypatch.delenv("INSPECTOR_BACKEND", raising=False)
+    with isolated_dispatch():
+        yield
+
+
+def toy_rows() -> list[ImplRecord]:
+    return [
+        ImplRecord("toy", "alpha", "alpha-obj", Spec.dtype_in(BF16), priority=0),
+        ImplRecord("toy", "fp8", "fp8-obj", Spec.always(), priority=1, faithful=False),
+        ImplRecord("toy", "beta", "beta-obj", Spec.always(), priority=10),
+    ]
+
+
+@pytest.fixture
+def toy() -> str:
+    """The seed tests' toy family: alpha (bf16 only), fp8 (unfaithful), beta (fallback)."""
+    register_family("toy", toy_rows, "beta")
+    return "toy"

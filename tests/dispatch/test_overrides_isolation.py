@@ -1,0 +1,80 @@
+"""Scoped selections are visible only to the code they enclose: not to other threads or tasks."""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import threading
+
+import torch
+
+from inspector.dispatch import CallContext, current_overrides, get_override, op_backend, resolve
+
+F32 = torch.float32
+
+
+def test_a_thread_does_not_see_the_callers_scope(toy: str) -> None:
+    seen: dict[str, object] = {}
+    with op_backend(toy="fp8"):
+        worker = threading.Thread(target=lambda: seen.update(name=resolve(toy, CallContext(toy, dtype=F32)).name))
+        worker.start()
+        worker.join()
+        assert resolve(toy, CallContext(toy, dtype=F32)).name == "fp8"
+    assert seen["name"] == "beta"
+
+
+def test_a_thread_scope_does_not_leak_into_the_main_thread(toy: str) -> None:
+    inside = threading.Event()
+    release = threading.Event()
+    observed: list[object] = []
+
+    def worker() -> None:
+        with op_backend(toy="fp8"):
+            inside.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=worker)
+    thread.start()
+    assert inside.wait(5)
+    observed.append(get_override(toy))
+    release.set()
+    thread.join()
+    assert observed == [None]
+
+
+def test_copy_context_carries_a_scope_into_a_thread(toy: str) -> None:
+    seen: list[str] = []
+    with op_backend(toy="fp8"):
+        ctx = contextvars.copy_context()
+    thread = threading.Thread(target=ctx.run, args=(lambda: seen.append(resolve(toy, CallContext(toy)).name),))
+    thread.start()
+    thread.join()
+    assert seen == ["fp8"]
+
+
+def test_asyncio_tasks_keep_their_own_scopes(toy: str) -> None:
+    async def pick(name: str | None, gate: asyncio.Event, results: dict) -> None:
+        with op_backend(toy=name):
+            gate.set()
+            await asyncio.sleep(0.01)  # interleave with the other task while inside the scope
+            results[name] = resolve(toy, CallContext(toy, dtype=F32)).name
+
+    async def main() -> dict:
+        results: dict = {}
+        gates = asyncio.Event(), asyncio.Event()
+        await asyncio.gather(pick("fp8", gates[0], results), pick(None, gates[1], results))
+        return results
+
+    assert asyncio.run(main()) == {"fp8": "fp8", None: "beta"}
+    assert dict(current_overrides()) == {}
+
+
+def test_a_task_does_not_leak_its_scope_to_its_creator(toy: str) -> None:
+    async def inner() -> None:
+        op_backend(toy="fp8").__enter__()  # never exited: must still not leak out of the task
+
+    async def main() -> object:
+        await asyncio.create_task(inner())
+        return get_override(toy)
+
+    assert asyncio.run(main()) is None
