@@ -25,6 +25,7 @@ DEVICE_TYPES = (
     "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone",
 )  # fmt: skip
 
+MAX_INDEX = 127  # torch stores a device index in an int8
 _SPEC = re.compile(r"(?P<type>[a-z]+)(?::(?P<index>0|[1-9][0-9]*))?")
 
 
@@ -69,8 +70,10 @@ def _parse(spec: str) -> Device:
         raise DeviceSpecError(spec, "not of the form type[:index]")
     if match["type"] not in DEVICE_TYPES:
         raise DeviceSpecError(spec, f"unknown device type {match['type']!r}")
-    index = match["index"]
-    return Device(match["type"], None if index is None else int(index))
+    index = None if match["index"] is None else int(match["index"])
+    if index is not None and index > MAX_INDEX:
+        raise DeviceSpecError(spec, f"index {index} is above {MAX_INDEX}, the largest torch's DeviceIndex holds")
+    return Device(match["type"], index)
 
 
 def as_device(value: DeviceLike) -> Device:
@@ -82,8 +85,8 @@ def as_device(value: DeviceLike) -> Device:
     if isinstance(value, bool):
         raise DeviceSpecError(value, "a bool is not a device")
     if isinstance(value, int):
-        if value < 0:
-            raise DeviceSpecError(value, "a device index must not be negative")
+        if not 0 <= value <= MAX_INDEX:
+            raise DeviceSpecError(value, f"a device index must be within 0 .. {MAX_INDEX}")
         return Device("cuda", value)
     kind, index = getattr(value, "type", None), getattr(value, "index", "missing")
     if isinstance(kind, str) and (index is None or isinstance(index, int)):

@@ -1,0 +1,22 @@
+"""The public face of inspector.rpc: a complete sorted __all__, and an import that stays light."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import inspector.rpc as rpc
+
+
+def test_all_is_sorted_and_lists_every_public_name() -> None:
+    assert rpc.__all__ == sorted(rpc.__all__)
+    public = {name for name in vars(rpc) if not name.startswith("_") and name != "annotations"}
+    assert set(rpc.__all__) == public
+
+
+def test_importing_the_package_imports_neither_torch_rpc_nor_ui_libraries() -> None:
+    heavy = ["torch", "torch.distributed.rpc", "ipywidgets", "pandas", "matplotlib"]
+    code = f"import json, sys, inspector.rpc; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert json.loads(result.stdout) == []

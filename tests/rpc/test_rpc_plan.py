@@ -1,0 +1,151 @@
+"""Topology plans: building, the JSON format, derived devices, and what init_rpc would raise."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from inspector.rpc import DeviceMapError, PlanError, TopologyPlan, WorkerPlan, predict_init_error
+
+device = st.sampled_from(["cpu", "cpu:0", "cuda", "cuda:0", "cuda:1", "cuda:7", "meta"])
+
+
+@st.composite
+def plans(draw: st.DrawFn) -> TopologyPlan:
+    names = [f"w{i}" for i in range(draw(st.integers(1, 4)))]
+    workers = []
+    for name in names:
+        targets = draw(st.lists(st.sampled_from([*names, "ghost"]), unique=True, max_size=3))
+        maps = {t: draw(st.dictionaries(device, device, max_size=3)) for t in targets}
+        count = draw(st.integers(0, 8) | st.builds(lambda n: {"cuda": n}, st.integers(0, 8)))
+        workers.append(WorkerPlan.build(name, count, draw(st.lists(device, max_size=2)), maps))
+    return TopologyPlan(tuple(workers), draw(st.booleans()))
+
+
+@given(plans())
+def test_json_round_trip_keeps_the_plan_and_its_verdict(plan: TopologyPlan) -> None:
+    again = TopologyPlan.from_json(plan.to_json())
+    assert again == plan
+    assert again.check() == plan.check()
+
+
+def test_build_names_workers_and_applies_one_count_to_all() -> None:
+    plan = TopologyPlan.build(3, 8, {"worker0": {"worker1": {"cuda:0": "cuda:1"}}})
+    assert plan.names == ["worker0", "worker1", "worker2"]
+    assert plan.device_counts == {"worker0": 8, "worker1": 8, "worker2": 8}
+    assert plan.device_maps["worker0"] == {"worker1": {"cuda:0": "cuda:1"}} and plan.device_maps["worker2"] == {}
+
+
+def test_build_takes_counts_per_worker_or_per_device_type() -> None:
+    assert TopologyPlan.build(["a", "b"], {"a": 2, "b": {"cuda": 4}}).device_counts == {"a": 2, "b": 4}
+    assert TopologyPlan.build(["a"], {"cuda": 4}).device_counts == {"a": 4}
+
+
+def test_the_json_format_is_readable_and_ordered() -> None:
+    plan = TopologyPlan.build(2, 2, {"worker0": {"worker1": {"cuda:1": "cuda:0", "cuda:0": "cuda:1"}}})
+    data = json.loads(plan.to_json())
+    assert data["format"] == "inspector.rpc.plan" and data["version"] == 1 and data["static_group"] is True
+    assert data["workers"][0] == {"name": "worker0", "device_count": 2, "devices": [],
+                                  "device_maps": {"worker1": {"cuda:1": "cuda:0", "cuda:0": "cuda:1"}}}  # fmt: skip
+    assert list(data["workers"][0]["device_maps"]["worker1"]) == ["cuda:1", "cuda:0"]
+
+
+def test_a_minimal_plan_file_needs_only_names() -> None:
+    plan = TopologyPlan.from_json('{"workers": [{"name": "a"}, {"name": "b", "device_count": {"cuda": 2}}]}')
+    assert plan.device_counts == {"a": 0, "b": 2} and plan.static_group
+
+
+@pytest.mark.parametrize(
+    ("text", "path", "fragment"),
+    [
+        ("[1]", "<root>", "a list, not an object"),
+        ('{"workers": 3}', "workers", "missing or not a list"),
+        ('{"format": "other", "workers": []}', "format", "'other'"),
+        ('{"workers": [{"nom": "a"}]}', "workers[0]", "string 'name'"),
+        ('{"workers": [{"name": "a", "gpus": 2}]}', "workers[0]", "unknown keys ['gpus']"),
+        ('{"workers": [{"name": "a", "device_maps": {"b": 1}}]}', "workers[0].device_maps", "object of objects"),
+        ('{"workers": [{"name": "a", "devices": ["gpu:0"]}]}', "worker 'a'", "unknown device type 'gpu'"),
+        ('{"workers": [{"name": "a"}, {"name": "a"}]}', "workers", "['a'] appear more than once"),
+        ('{"workers": [', "line 1 column 14", "Expecting value"),
+    ],
+)
+def test_invalid_plan_files_name_the_offending_entry(text: str, path: str, fragment: str) -> None:
+    with pytest.raises(PlanError) as caught:
+        TopologyPlan.from_json(text)
+    assert caught.value.path == path and fragment in str(caught.value)
+
+
+def test_one_source_to_two_targets_cannot_be_planned() -> None:
+    with pytest.raises(PlanError, match="cuda:0 is mapped to both cuda:1 and cuda:2"):
+        WorkerPlan.build("a", 2, (), {"b": [("cuda:0", "cuda:1"), ("cuda:0", "cuda:2")]})
+
+
+def test_full_mesh_of_64_workers_with_8_gpus_passes_and_a_one_gpu_worker_does_not() -> None:
+    plan = TopologyPlan.full_mesh(64, 8)
+    assert len(plan.workers) == 64 and plan.check() == ()
+    plan.validate()
+    short = TopologyPlan.build(plan.names, {**plan.device_counts, "worker5": 1}, plan.device_maps)
+    with pytest.raises(DeviceMapError, match=r"Node worker0 has target devices with invalid indices .* for worker5"):
+        short.validate()
+
+
+def test_derive_gives_each_workers_reverse_maps_and_device_list() -> None:
+    plan = TopologyPlan.build(2, 2, {"worker0": {"worker1": {"cuda:0": "cuda:1"}}})
+    first, second = plan.derive()
+    assert [str(d) for d in first.device_list] == ["cuda:0"] and first.reverse_device_maps == {}
+    assert [str(d) for d in second.device_list] == ["cuda:1"]
+    assert {str(k): str(v) for k, v in second.reverse_device_maps["worker0"].items()} == {"cuda:1": "cuda:0"}
+
+
+def test_derive_reports_an_unsortable_device_list_as_a_problem() -> None:
+    (derived,) = TopologyPlan.build(["a"], 1, devices={"a": ["cuda:0", "cpu"]}).derive()
+    assert derived.problem is not None and derived.problem.category == "UNSORTABLE_DEVICE_LIST"
+
+
+def test_cpu_only_drops_every_pair_touching_an_accelerator() -> None:
+    maps = {"worker0": {"worker1": {"cuda:0": "cuda:1", "cpu": "cpu"}, "worker0": {"cuda:1": "cpu"}}}
+    plan = TopologyPlan.build(2, 2, maps, devices={"worker0": ["cuda:0"]})
+    cpu, dropped = plan.cpu_only()
+    assert dropped == 2 and cpu.device_maps["worker0"] == {"worker1": {"cpu": "cpu"}} and cpu.devices["worker0"] == []
+
+
+def test_every_rank_of_a_static_group_raises_torchs_validation_error() -> None:
+    plan = TopologyPlan.build(2, 0, {"worker0": {"worker1": {"cuda:0": "cuda:1"}}})
+    error = predict_init_error(plan)
+    assert error is not None and (error.stage, error.worker, error.exception) == ("validation", "worker0", "ValueError")
+    assert error.raised_by == ("worker0", "worker1")
+    assert error.text == (
+        "ValueError: Node worker0 has source devices with invalid indices in its device map for worker1\n"
+        "device map = {device(type='cuda', index=0): device(type='cuda', index=1)}\ndevice count = 0"
+    )
+
+
+def test_building_options_fails_first_on_one_rank_for_many_to_one_maps() -> None:
+    plan = TopologyPlan.build(2, 2, {"worker1": {"worker0": {"cuda:0": "cuda:1", "cuda:1": "cuda:1"}}})
+    error = predict_init_error(plan)
+    assert error is not None and (error.stage, error.worker, error.raised_by) == ("options", "worker1", ("worker1",))
+    assert error.message == "`device_map` only supports 1-to-1 mapping, trying to map cuda:1 and cuda:0 to cuda:1"
+    assert "wait in rendezvous" in error.note
+
+
+def test_building_options_refuses_cpu_in_devices() -> None:
+    error = predict_init_error(TopologyPlan.build(2, 2, devices={"worker0": ["cpu"]}))
+    assert error is not None and error.message == (
+        "`set_devices` expect a list of CUDA devices, but got device type cpu."
+    )
+
+
+def test_a_dynamic_group_fails_at_the_first_join_whose_check_fails() -> None:
+    maps = {"worker0": {"worker2": {"cuda:0": "cuda:5"}}}
+    plan = TopologyPlan.build(3, 2, maps, static_group=False)
+    error = predict_init_error(plan)
+    assert error is not None and (error.stage, error.worker, error.raised_by) == ("join", "worker0", ("worker2",))
+    assert "DistStoreError" in error.note
+
+
+def test_a_valid_plan_predicts_no_error() -> None:
+    assert predict_init_error(TopologyPlan.full_mesh(4, 8)) is None
+    assert predict_init_error(TopologyPlan.full_mesh(4, 8, static_group=False)) is None

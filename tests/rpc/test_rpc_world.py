@@ -1,0 +1,133 @@
+"""Real TensorPipe worlds on 127.0.0.1: start, gather, measure, shut down, and fail in bounded time."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import textwrap
+import threading
+from pathlib import Path
+
+import psutil
+import pytest
+
+from inspector.rpc import LocalWorld, LocalWorldError, TopologyPlan, predict_init_error
+
+pytestmark = pytest.mark.slow
+
+
+def children() -> list[psutil.Process]:
+    return [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+
+
+def test_two_workers_gather_maps_measure_rtt_and_bandwidth_and_shut_down_cleanly() -> None:
+    plan = TopologyPlan.build(2, 0, {"worker0": {"worker1": {"cpu": "cpu"}}, "worker1": {"worker0": {"cpu": "cpu"}}})
+    steps: list[tuple[int, int, str]] = []
+    with LocalWorld.from_plan(plan, rpc_timeout=20.0, progress=lambda d, t, m: steps.append((d, t, m))) as world:
+        pids = [w.pid for w in world.workers]
+        assert [w.name for w in world.workers] == ["worker0", "worker1"] and world.start_seconds > 0
+        first = world.workers[0]
+        assert first.rank == 0 and first.device_count >= 0 and first.init_seconds > 0
+        assert first.device_maps == {"worker1": {"cpu": "cpu"}} and first.devices == ()
+        assert first.reverse_device_maps == {"worker1": {"cpu": "cpu"}} and first.device_list == ()
+        assert steps[-1][:2] == (2, 2)
+
+        rtt = world.measure_rtt(count=20, warmup=2)
+        assert rtt.names == ("worker0", "worker1") and len(rtt.pairs) == 4
+        pair = rtt.get("worker0", "worker1")
+        assert pair is not None and pair.samples == 20 and 0 < pair.median_s <= pair.p90_s
+        assert all(value > 0 for row in rtt.median_matrix() for value in row)
+
+        (sent,) = world.measure_bandwidth(nbytes=1 << 20, repeats=2, pairs=[("worker1", "worker0")])
+        assert (sent.caller, sent.callee, sent.nbytes) == ("worker1", "worker0", 1 << 20) and sent.mb_per_s > 0
+        snap = world.snapshot()
+        assert snap.rtt is rtt and snap.bandwidth == (sent,)
+    assert world.closed and world.exit_codes == {"worker0": 0, "worker1": 0}
+    assert not any(psutil.pid_exists(pid) for pid in pids) and children() == []
+    with pytest.raises(RuntimeError, match="closed"):
+        world.measure_rtt()
+
+
+def test_a_cuda_map_without_gpus_fails_on_every_rank_with_torchs_error_and_leaves_nothing_behind() -> None:
+    import torch
+
+    source = f"cuda:{torch.cuda.device_count()}"  # one past the last GPU: invalid on any machine
+    plan = TopologyPlan.build(2, torch.cuda.device_count(), {"worker0": {"worker1": {source: "cpu"}}})
+    with pytest.raises(LocalWorldError, match="did not start") as caught:
+        LocalWorld.from_plan(plan, rpc_timeout=20.0)
+    failures = caught.value.failures
+    assert [(f.name, f.stage, f.exception) for f in failures] == [
+        ("worker0", "init_rpc", "ValueError"), ("worker1", "init_rpc", "ValueError")
+    ]  # fmt: skip
+    predicted = predict_init_error(plan)
+    assert predicted is not None
+    assert all(f.message == predicted.message for f in failures)
+    assert failures[0].message.startswith(
+        "Node worker0 has source devices with invalid indices in its device map for worker1"
+    )
+    assert "worker1 = init_rpc: ValueError: Node worker0 has source devices" in str(caught.value)
+    assert children() == []
+
+
+def test_a_rank_failing_before_rendezvous_stops_its_waiting_peers_in_bounded_time() -> None:
+    plan = TopologyPlan.build(2, 1, devices={"worker1": ["cpu"]})
+    with pytest.raises(LocalWorldError) as caught:
+        LocalWorld.from_plan(plan, rpc_timeout=20.0)
+    by_name = {f.name: f for f in caught.value.failures}
+    assert by_name["worker1"].stage == "options"
+    assert by_name["worker1"].message == predict_init_error(plan).message  # type: ignore[union-attr]
+    assert by_name["worker0"].stage == "waiting" and by_name["worker0"].exception == "TimeoutError"
+    assert children() == []
+
+
+def test_cancelling_a_start_stops_every_worker() -> None:
+    cancel = threading.Event()
+    cancel.set()
+    with pytest.raises(LocalWorldError, match="Cancelled") as caught:
+        LocalWorld(2, cancel=cancel)
+    assert caught.value.cancelled and children() == []
+
+
+def test_a_custom_backend_starts_a_real_agent_through_our_init_rpc_and_stale_members_still_work(
+    tmp_path: Path,
+) -> None:
+    script = tmp_path / "custom_backend.py"
+    script.write_text(
+        textwrap.dedent("""
+        import os, socket
+        s = socket.socket(); s.bind(("127.0.0.1", 0)); port = s.getsockname()[1]; s.close()
+        os.environ.update(MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port))
+        os.environ.update(GLOO_SOCKET_IFNAME="lo", TP_SOCKET_IFNAME="lo")
+        import torch
+        import torch.distributed.rpc as torch_rpc
+        from torch.distributed.rpc import backend_registry as torch_registry
+        from inspector.rpc import BackendType, construct_rpc_backend_options, init_backend, init_rpc, register_backend
+
+        stale_torch, stale_ours = torch_rpc.BackendType.TENSORPIPE, BackendType.TENSORPIPE
+        calls = []
+        def construct(timeout, method, **kw):
+            calls.append("construct")
+            return construct_rpc_backend_options(stale_ours, timeout, method, **kw)
+        def init(*args, **kwargs):
+            calls.append("init")
+            return init_backend(stale_ours, *args, **kwargs)
+        torch_registry.register_backend("TORCH_SIDE", construct, init)
+        try:
+            torch_rpc.init_rpc("worker0", backend=stale_torch, rank=0, world_size=1)
+        except TypeError as exc:
+            print("torch refuses its stale member:", exc)
+        member = register_backend("LOGGING_TP", construct, init)
+        options = construct_rpc_backend_options(member, rpc_timeout=20, num_worker_threads=2)
+        agent = init_rpc("worker0", member, rank=0, world_size=1, rpc_backend_options=options)
+        print("agent:", type(agent).__name__, agent.get_worker_info().name)
+        print("rpc_sync:", torch_rpc.rpc_sync("worker0", torch.add, args=(torch.ones(2), 2)).tolist())
+        print("calls:", calls)
+        torch_rpc.shutdown()
+    """)
+    )
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert "torch refuses its stale member: Argument backend must be a member of BackendType" in out
+    assert "agent: TensorPipeAgent worker0" in out and "rpc_sync: [3.0, 3.0]" in out
+    assert "calls: ['construct', 'init']" in out
