@@ -1,0 +1,107 @@
+"""Widgets that edit a ``CallContext`` axis by axis (what-if editing needs no tensors)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import ipywidgets as widgets
+import torch
+
+from inspector.dispatch import CallContext
+
+DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
+FWD_MODES = {"training (fwd=None)": None, "prefill": "prefill", "decode": "decode"}
+SMALL = widgets.Layout(width="150px")
+
+
+def parse_extra(text: str) -> dict[str, Any]:
+    """``"kv_len=2048, window=none"`` -> ``{"kv_len": 2048, "window": None}`` (ints, floats, bools, None)."""
+    extra: dict[str, Any] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        key, sep, raw = item.partition("=")
+        key, raw = key.strip(), raw.strip()
+        if not sep or not key.isidentifier():
+            raise ValueError(f"Extra axes are written name=value, separated by commas; cannot read {item.strip()!r}")
+        extra[key] = _literal(raw)
+    return extra
+
+
+def _literal(raw: str) -> Any:
+    lowered = raw.lower()
+    if lowered in ("none", ""):
+        return None
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw
+
+
+class ContextEditor:
+    """One widget per axis; ``context(family)`` reads them, ``load(ctx)`` writes them."""
+
+    def __init__(self, on_change: Callable[[], None]) -> None:
+        self.dtype = widgets.Dropdown(options=list(DTYPES), value="float32", description="dtype", layout=SMALL)
+        self.device = widgets.Dropdown(options=["cpu", "cuda"], value="cpu", description="device", layout=SMALL)
+        self.fwd = widgets.Dropdown(options=list(FWD_MODES), value="training (fwd=None)", description="fwd",
+                                    layout=widgets.Layout(width="210px"))
+        self.ndim = widgets.BoundedIntText(value=4, min=1, max=8, description="ndim", layout=SMALL)
+        self.head_dim = widgets.BoundedIntText(value=64, min=1, max=4096, description="head_dim", layout=SMALL)
+        self.extra = widgets.Text(value="kv_len=128", description="extra", continuous_update=False,
+                                  placeholder="kv_len=2048", layout=widgets.Layout(width="220px"))
+        self.has_cache = widgets.Checkbox(value=False, description="cache", indent=False)
+        self.has_mask = widgets.Checkbox(value=False, description="mask", indent=False)
+        self.grad = widgets.Checkbox(value=True, description="grad", indent=False)
+        self.controls = (self.dtype, self.device, self.fwd, self.ndim, self.head_dim, self.extra,
+                         self.has_cache, self.has_mask, self.grad)
+        self._on_change = on_change
+        self._holding = False
+        for control in self.controls:
+            control.observe(self._changed, names="value")
+        self.widget = widgets.VBox([
+            widgets.HBox([self.dtype, self.device, self.fwd, self.ndim, self.head_dim]),
+            widgets.HBox([self.extra, self.has_cache, self.has_mask, self.grad]),
+        ])
+
+    def _changed(self, _change: dict[str, Any]) -> None:
+        if not self._holding:
+            self._on_change()
+
+    def context(self, family: str) -> CallContext:
+        return CallContext(
+            family,
+            fwd=FWD_MODES[self.fwd.value],
+            dtype=DTYPES[self.dtype.value],
+            device_cuda=self.device.value == "cuda",
+            ndim=self.ndim.value,
+            head_dim=self.head_dim.value,
+            has_cache=self.has_cache.value,
+            has_mask=self.has_mask.value,
+            grad_enabled=self.grad.value,
+        ).evolve(extra=parse_extra(self.extra.value))
+
+    def load(self, ctx: CallContext) -> None:
+        """Show ``ctx`` in the widgets, then notify once (dtypes outside the menu are refused)."""
+        names = {value: name for name, value in DTYPES.items()}
+        if ctx.dtype is not None and ctx.dtype not in names:
+            raise ValueError(f"The editor offers dtypes {list(DTYPES)}; got {ctx.dtype}")
+        modes = {value: name for name, value in FWD_MODES.items()}
+        self._holding = True
+        try:
+            self.dtype.value = names.get(ctx.dtype, "float32")
+            self.device.value = "cuda" if ctx.device_cuda else "cpu"
+            self.fwd.value = modes.get(ctx.fwd, "training (fwd=None)")
+            self.ndim.value = ctx.ndim or 4
+            self.head_dim.value = ctx.head_dim or 64
+            self.has_cache.value, self.has_mask.value = ctx.has_cache, ctx.has_mask
+            self.grad.value = ctx.grad_enabled
+            self.extra.value = ", ".join(f"{k}={v}" for k, v in ctx.extra.items())
+        finally:
+            self._holding = False
+        self._on_change()

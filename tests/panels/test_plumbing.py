@@ -1,0 +1,81 @@
+"""The shared panel plumbing: the callback guard, atomic rendering, background jobs."""
+
+from __future__ import annotations
+
+import threading
+
+import ipywidgets as widgets
+import pandas as pd
+import pytest
+
+from inspector.panels._background import BackgroundJob, JobCancelled
+from inspector.panels._guard import ErrorLine, error_html, guarded
+from inspector.panels._render import mimebundle, render_into
+from inspector.views._figures import new_figure
+
+
+def test_guard_turns_an_exception_into_a_message_and_clears_it_on_success() -> None:
+    line = ErrorLine()
+
+    @guarded(line)
+    def callback(fail: bool) -> str:
+        if fail:
+            raise KeyError("Unknown backend 'x'. Known: ['a']")
+        return "ok"
+
+    assert callback(True) is None
+    assert "<b>KeyError</b>: Unknown backend &#x27;x&#x27;. Known: [&#x27;a&#x27;]" in line.widget.value
+    assert isinstance(line.last, KeyError)
+    assert callback(False) == "ok" and line.widget.value == ""
+
+
+def test_error_html_splits_headline_details_and_hint() -> None:
+    exc = ValueError("Headline.\n  key = value")
+    exc.hint = "do this"  # type: ignore[attr-defined]
+    text = error_html(exc)
+    assert "<b>ValueError</b>: Headline." in text and "key = value" in text and "Next step:</i> do this" in text
+
+
+def test_render_into_replaces_outputs_atomically() -> None:
+    out = widgets.Output()
+    render_into(out, pd.DataFrame({"a": [1]}), "plain text", new_figure())
+    kinds = [sorted(o["data"]) for o in out.outputs]
+    assert kinds == [["text/html", "text/plain"], ["text/plain"], ["image/png", "text/plain"]]
+    render_into(out, "only")
+    assert len(out.outputs) == 1
+    assert mimebundle(object())["text/plain"].startswith("<object")
+
+
+def test_background_job_reports_progress_and_delivers_its_result() -> None:
+    job = BackgroundJob("Test")
+    done: list[object] = []
+
+    def work(report, cancelled) -> int:
+        for i in range(3):
+            report(i + 1, 3, f"step {i + 1}")
+        return 42
+
+    job.start(work, done.append, pytest.fail)
+    assert job.wait(10)
+    assert done == [42] and job.progress.value == 3 and job.progress.bar_style == "success"
+    assert job.cancel_button.disabled
+
+
+def test_background_job_can_be_cancelled() -> None:
+    job = BackgroundJob()
+    errors: list[BaseException] = []
+    started = threading.Event()
+
+    def work(report, cancelled: threading.Event) -> None:
+        started.set()
+        while not cancelled.wait(0.01):
+            pass
+        raise JobCancelled("stopped")
+
+    job.start(work, pytest.fail, errors.append)
+    assert started.wait(5)
+    with pytest.raises(RuntimeError, match="already running"):
+        job.start(work, pytest.fail, errors.append)
+    job.cancel_button.click()
+    assert job.wait(10)
+    assert isinstance(errors[0], JobCancelled) and job.label.value == "cancelled"
