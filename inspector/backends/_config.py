@@ -10,12 +10,26 @@ import difflib
 import os
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
-from types import MappingProxyType
 from typing import Any
 
 from inspector.backends._errors import ConfigError
 
 DEFAULT_DATASET_TYPE = "synthetic"
+
+
+class Options(dict[str, Any]):
+    """``DataConfig.options``: a dict that refuses changes, yet pickles and deep-copies like one."""
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> None:
+        raise TypeError("DataConfig.options is read-only; make a new config with dataclasses.replace().")
+
+    __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (dict(self),))
+
+    def __repr__(self) -> str:
+        return f"Options({dict.__repr__(self)})"
 
 
 def _is_int(value: Any) -> bool:
@@ -67,7 +81,7 @@ class DataConfig:
         if isinstance(self.path, os.PathLike):
             object.__setattr__(self, "path", os.fspath(self.path))
         _check(_DATA_RULES, "data.", self)
-        object.__setattr__(self, "options", MappingProxyType(dict(self.options)))
+        object.__setattr__(self, "options", Options(self.options))
 
 
 @dataclass(frozen=True)

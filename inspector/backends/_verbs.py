@@ -78,11 +78,25 @@ def declared_verbs(backend: Any) -> tuple[str, ...]:
     return (BUILD, *sorted(n for n in set(names) if n != BUILD))
 
 
+class _Written(str):
+    """An annotation kept as text (``from __future__ import annotations``), shown without quotes."""
+
+    def __repr__(self) -> str:
+        return str(self)
+
+
+def _unquoted(annotation: Any) -> Any:
+    return _Written(annotation) if isinstance(annotation, str) else annotation
+
+
 def _signature(fn: Any) -> str:
+    """The call signature as written in the source, e.g. ``(cfg: TrainConfig, ctx: BuildContext)``."""
     try:
-        return str(inspect.signature(fn))
+        sig = inspect.signature(fn)
     except (TypeError, ValueError):
         return "(...)"
+    params = [p.replace(annotation=_unquoted(p.annotation)) for p in sig.parameters.values()]
+    return str(sig.replace(parameters=params, return_annotation=_unquoted(sig.return_annotation)))
 
 
 def describe_verb(backend: Any, name: str) -> VerbInfo:
