@@ -26,7 +26,6 @@ def _plain_ipython_dir(tmp_path: Path) -> Path:
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs_headless(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IPYTHONDIR", str(_plain_ipython_dir(tmp_path)))
-    monkeypatch.setenv("MPLBACKEND", "module://matplotlib_inline.backend_inline")
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb, timeout=BUDGET_S, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
@@ -43,6 +42,15 @@ def test_notebook_runs_headless(path: Path, tmp_path: Path, monkeypatch: pytest.
         if output.get("output_type") == "error"
     ]
     assert errors == []
+    undrawn = [
+        index
+        for index, cell in enumerate(nb.cells)
+        if cell.cell_type == "code"
+        for output in cell.get("outputs", [])
+        if str(output.get("data", {}).get("text/plain", "")).startswith("<Figure size")
+        and "image/png" not in output.get("data", {})
+    ]
+    assert undrawn == [], f"{path.name}: figures shown as text in cells {undrawn} (add %matplotlib inline)"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
