@@ -35,6 +35,11 @@ class VerbInfo:
     summary: str
     doc: str
     defined_in: str
+    required: tuple[str, ...] = ()
+
+    def call(self, receiver: str) -> str:
+        """How code calls it with its required arguments: ``backend_for('npz').describe(cfg)``."""
+        return f"{receiver}.{self.name}({', '.join(self.required)})"
 
 
 def _defined_under(value: Any, module: ModuleType) -> bool:
@@ -89,14 +94,18 @@ def _unquoted(annotation: Any) -> Any:
     return _Written(annotation) if isinstance(annotation, str) else annotation
 
 
-def _signature(fn: Any) -> str:
-    """The call signature as written in the source, e.g. ``(cfg: TrainConfig, ctx: BuildContext)``."""
+def _signature(fn: Any) -> tuple[str, tuple[str, ...]]:
+    """The signature as written in the source, e.g. ``(cfg: TrainConfig, ctx: BuildContext)``,
+    and the names of its required positional parameters."""
     try:
         sig = inspect.signature(fn)
     except (TypeError, ValueError):
-        return "(...)"
+        return "(...)", ()
     params = [p.replace(annotation=_unquoted(p.annotation)) for p in sig.parameters.values()]
-    return str(sig.replace(parameters=params, return_annotation=_unquoted(sig.return_annotation)))
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    required = tuple(p.name for p in params if p.kind in positional and p.default is inspect.Parameter.empty)
+    text = str(sig.replace(parameters=params, return_annotation=_unquoted(sig.return_annotation)))
+    return text, required
 
 
 def describe_verb(backend: Any, name: str) -> VerbInfo:
@@ -106,4 +115,5 @@ def describe_verb(backend: Any, name: str) -> VerbInfo:
     summary = doc.split("\n\n", 1)[0].replace("\n", " ").strip()
     origin = getattr(fn, "__module__", None) or type(backend).__module__
     qualname = getattr(fn, "__qualname__", name)
-    return VerbInfo(name, _signature(fn), summary, doc, f"{origin}.{qualname}")
+    signature, required = _signature(fn)
+    return VerbInfo(name, signature, summary, doc, f"{origin}.{qualname}", required)

@@ -1,0 +1,155 @@
+"""Backends views: the backend x verb matrix, verb details, import failures, plugins and batch structure."""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Sequence
+
+import pandas as pd
+from pandas.io.formats.style import Styler
+
+from inspector.backends import FieldInfo, RegistrySnapshot
+
+SUPPORTED = "supported"
+MISSING = "missing"
+IMPORT_ERROR = "import error"
+UNREGISTERED = "not registered"
+
+ACTIVE = "active"
+REGISTERED = "registered"
+
+CELL_STYLES = {
+    SUPPORTED: "background-color: rgba(44, 160, 44, 0.22)",
+    MISSING: "opacity: 0.55",
+    IMPORT_ERROR: "background-color: rgba(214, 39, 40, 0.18); color: #d62728",
+    UNREGISTERED: "background-color: rgba(214, 39, 40, 0.18); color: #d62728",
+}
+ACTIVE_STYLE = "font-weight: bold; border-left: 3px solid #2ca02c"
+
+
+def verb_matrix(snapshot: RegistrySnapshot) -> pd.DataFrame:
+    """One row per backend (registered, then failed to import), one column per verb, plus status and detail.
+
+    A cell says ``supported``, ``missing`` or ``import error``; ``status`` marks the active
+    backend; ``detail`` holds where a backend came from or the import error's first line. The
+    frame's ``attrs`` carry ``active`` and ``active_set_by``.
+    """
+    verbs = list(snapshot.verbs)
+    records = []
+    for info in sorted(snapshot.backends, key=lambda b: b.name):
+        cells = {verb: SUPPORTED if info.supports(verb) else MISSING for verb in verbs}
+        status = ACTIVE if info.name == snapshot.active else REGISTERED
+        records.append({"backend": info.name, "status": status, **cells, "detail": info.origin})
+    for failure in sorted(snapshot.failed, key=lambda f: f.name):
+        cells = dict.fromkeys(verbs, IMPORT_ERROR)
+        detail = f"{failure.error_type}: {failure.error}" + (f" ({failure.install})" if failure.install else "")
+        records.append({"backend": failure.name, "status": IMPORT_ERROR, **cells, "detail": detail})
+    listed = {r["backend"] for r in records}
+    if snapshot.active is not None and snapshot.active not in listed:
+        cells = dict.fromkeys(verbs, UNREGISTERED)
+        detail = "active but never registered: data_backend() raises KeyError"
+        records.append({"backend": snapshot.active, "status": ACTIVE, **cells, "detail": detail})
+    frame = pd.DataFrame.from_records(records, columns=["backend", "status", *verbs, "detail"])
+    frame = frame.set_index("backend")
+    frame.attrs.update(active=snapshot.active, active_set_by=snapshot.active_set_by)
+    return frame
+
+
+def style_verb_matrix(frame: pd.DataFrame) -> Styler:
+    """Colour cells by support, embolden the active backend, and state it in the caption."""
+    verbs = [c for c in frame.columns if c not in ("status", "detail")]
+
+    def cell(value: object) -> str:
+        return CELL_STYLES.get(str(value), "")
+
+    def row(line: pd.Series) -> list[str]:
+        return [ACTIVE_STYLE if line["status"] == ACTIVE else ""] * len(line)
+
+    active = frame.attrs.get("active")
+    if active is None:
+        caption = "No active backend (load_config() sets one)"
+    else:
+        caption = f"Active backend: {active} (set by {frame.attrs.get('active_set_by')})"
+    return (
+        frame.style.format(escape="html")
+        .apply(row, axis=1)
+        .map(cell, subset=verbs)
+        .set_caption(html.escape(caption))
+        .set_table_attributes('class="inspector-backend-matrix"')
+    )
+
+
+def verb_table(snapshot: RegistrySnapshot, backend: str) -> pd.DataFrame:
+    """The verbs of one backend: signature, one-line summary and where each is defined."""
+    info = snapshot.backend(backend)
+    records = [
+        {"verb": v.name, "signature": f"{v.name}{v.signature}", "summary": v.summary, "defined_in": v.defined_in}
+        for v in info.verbs
+    ]
+    return pd.DataFrame.from_records(records, columns=["verb", "signature", "summary", "defined_in"])
+
+
+def call_snippet(snapshot: RegistrySnapshot, backend: str, verb: str) -> str:
+    """How code calls ``verb`` on ``backend``: ``backend_for('npz').describe(cfg)``.
+
+    For a verb the backend lacks, the arguments come from a backend that has it (else ``cfg``).
+    """
+    receiver = f"backend_for({backend!r})"
+    owners = [b for b in snapshot.backends if b.supports(verb)]
+    owners.sort(key=lambda b: b.name != backend)
+    if owners:
+        return owners[0].verb(verb).call(receiver)
+    return f"{receiver}.{verb}(cfg)"
+
+
+def import_error_table(snapshot: RegistrySnapshot) -> pd.DataFrame:
+    """Every recorded import failure: the error, what to install, where it was recorded, shadowed or not."""
+    records = [
+        {
+            "backend": f.name,
+            "error": f"{f.error_type}: {f.error}",
+            "install": f.install or "",
+            "missing_module": f.missing_module or "",
+            "source": f.source or "",
+            "shadowed": f.shadowed,
+        }
+        for f in snapshot.import_errors
+    ]
+    columns = ["backend", "error", "install", "missing_module", "source", "shadowed"]
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def plugin_table(snapshot: RegistrySnapshot) -> pd.DataFrame:
+    """Entry points found in the ``inspector.data_backends`` group and what became of each."""
+    records = [
+        {
+            "name": p.name,
+            "entry_point": p.value,
+            "distribution": p.distribution or "",
+            "status": p.status,
+            "detail": p.detail,
+        }
+        for p in snapshot.plugins
+    ]
+    return pd.DataFrame.from_records(records, columns=["name", "entry_point", "distribution", "status", "detail"])
+
+
+def batch_table(fields: Sequence[FieldInfo]) -> pd.DataFrame:
+    """A batch's structure: one line per leaf with its kind, shape and dtype."""
+    records = [
+        {"key": f.key, "kind": f.kind, "shape": "" if f.shape is None else str(tuple(f.shape)), "dtype": f.dtype or ""}
+        for f in fields
+    ]
+    return pd.DataFrame.from_records(records, columns=["key", "kind", "shape", "dtype"])
+
+
+def as_raised(call: str, exc: BaseException) -> str:
+    """The text Python prints when ``call`` raises ``exc`` in a notebook cell, chained causes first."""
+    chain: list[BaseException] = []
+    current: BaseException | None = exc
+    while current is not None and current not in chain:
+        chain.append(current)
+        current = current.__cause__
+    blocks = [f"Traceback (most recent call last):\n  ...\n{type(e).__name__}: {e}" for e in reversed(chain)]
+    joined = "\n\nThe above exception was the direct cause of the following exception:\n\n".join(blocks)
+    return f">>> {call}\n{joined}"
