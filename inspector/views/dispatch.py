@@ -85,6 +85,7 @@ def style_decision_table(frame: pd.DataFrame) -> Styler:
     return (
         frame.style.apply(row_style, axis=1)
         .format({"chosen": lambda v: "★" if v else ""})
+        .set_properties(subset=["row", "verdict", "failing", "origin"], **{"text-align": "left"})
         .set_caption(caption)
         .hide(axis="index")
         .set_table_attributes('class="inspector-decision-table"')

@@ -1,0 +1,57 @@
+"""Helpers that drive JupyterLab pages (imported by the browser tests as ``lab_driver``)."""
+
+from __future__ import annotations
+
+import os
+import secrets
+import shutil
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parents[2]
+SCREENSHOTS = REPO / "docs" / "images"
+
+
+def open_notebook(page, lab: Any, name: str, copy_as: str | None = None):  # type: ignore[no-untyped-def]
+    """Open a fresh copy of notebooks/<name> and wait until its kernel is really idle."""
+    target = copy_as or f"{Path(name).stem}-{secrets.token_hex(3)}.ipynb"
+    shutil.copy(lab.root / "notebooks" / name, lab.root / "notebooks" / target)
+    page.goto(lab.url(f"lab/tree/notebooks/{target}"))
+    page.wait_for_selector(".jp-NotebookPanel .jp-Cell")
+    # "idle" shows while the toolbar still says "No Kernel"; a Run All then is silently dropped.
+    page.wait_for_function(
+        """() => {
+            const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+            const name = panel && panel.querySelector('[data-jp-item-name="kernelName"]');
+            const state = panel && panel.querySelector('.jp-Notebook-ExecutionIndicator');
+            return name && !name.textContent.includes('No Kernel') && state && state.dataset.status === 'idle';
+        }"""
+    )
+    return target
+
+
+def run_all_cells(page) -> None:  # type: ignore[no-untyped-def]
+    page.get_by_role("menuitem", name="Run", exact=True).click()
+    page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+
+
+def wait_for_idle_kernel(page) -> None:  # type: ignore[no-untyped-def]
+    page.wait_for_function(
+        """() => {
+            const panel = document.querySelector('.jp-NotebookPanel:not(.lm-mod-hidden)');
+            const state = panel && panel.querySelector('.jp-Notebook-ExecutionIndicator');
+            const busy = [...document.querySelectorAll('.jp-InputPrompt')].some(p => p.textContent.includes('[*]'));
+            return state && state.dataset.status === 'idle' && !busy;
+        }"""
+    )
+
+
+def save_screenshot(page, name: str, tmp_path: Path) -> Path:  # type: ignore[no-untyped-def]
+    """Screenshot into tmp_path; also into docs/images when INSPECTOR_UPDATE_SCREENSHOTS=1."""
+    page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
+    target = tmp_path / name
+    page.screenshot(path=str(target))
+    if os.environ.get("INSPECTOR_UPDATE_SCREENSHOTS") == "1":
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        shutil.copy(target, SCREENSHOTS / name)
+    return target
