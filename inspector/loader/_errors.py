@@ -1,0 +1,122 @@
+"""The loader's exceptions: each subclasses the builtin it would otherwise be and carries its facts."""
+
+from __future__ import annotations
+
+
+class UnsupportedPayloadError(TypeError):
+    """``save`` met a value the storage format cannot hold without pickle."""
+
+    def __init__(self, where: str, type_name: str, reason: str, supported: tuple[str, ...]) -> None:
+        self.where = where
+        self.type_name = type_name
+        self.reason = reason
+        self.supported = supported
+        super().__init__(
+            f"Cannot store {where}: {reason}\n"
+            f"type = {type_name}\n"
+            f"supported = {', '.join(supported)}\n"
+            "next step = convert the value to one of the supported types (or drop it) before save()"
+        )
+
+
+class StorageNotFoundError(FileNotFoundError):
+    """The storage file is gone: never written, expired after ``ttl``, or removed at shutdown."""
+
+    def __init__(self, path: str, why: str | None = None) -> None:
+        self.path = path
+        self.why = why
+        self.expired = why is not None
+        headline = f"Storage file {path!r} does not exist"
+        detail = f"\nreason = {why}" if why else ""
+        hint = (
+            "raise ttl or load sooner"
+            if why and "ttl" in why
+            else "check the path, or save() again with the loader that will load it"
+        )
+        super().__init__(2, f"{headline}{detail}\nnext step = {hint}")
+        self.filename = path
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class StorageCorruptError(ValueError):
+    """The file is not a complete, well-formed storage file (truncated, garbled, or foreign)."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        self.path = path
+        self.reason = reason
+        super().__init__(
+            f"Storage file {path!r} is corrupt or not a storage file: {reason}\n"
+            "next step = save the object again; files are only ever read as raw arrays, never unpickled"
+        )
+
+
+class WorkerDiedError(RuntimeError):
+    """The worker process serving a request died before it finished."""
+
+    def __init__(self, worker: str, pid: int | None, exitcode: int | None, path: str) -> None:
+        self.worker = worker
+        self.pid = pid
+        self.exitcode = exitcode
+        self.path = path
+        how = f"killed by signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"exit code {exitcode}"
+        super().__init__(
+            f"Loader {worker} died while loading {path!r} ({how})\n"
+            f"pid = {pid}\n"
+            "next step = load again: the pool has started a replacement worker"
+        )
+
+
+class LoaderShutdownError(RuntimeError):
+    """A request was still pending when the loader shut down."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"The loader shut down before {path!r} was loaded\n"
+            "next step = load again (the loader restarts on demand) or give shutdown() a longer timeout"
+        )
+
+
+class SharedMemoryError(OSError):
+    """Reserving a shared-memory segment failed (out of memory, or a limit was hit)."""
+
+    def __init__(self, nbytes: int, cause: OSError) -> None:
+        self.nbytes = nbytes
+        super().__init__(
+            cause.errno,
+            f"Could not reserve {nbytes / 2**20:.1f} MiB of shared memory: {cause.strerror}\n"
+            "next step = free memory, load smaller payloads, or use fewer workers",
+        )
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class CudaUnavailableError(RuntimeError):
+    """``device='cuda'`` was asked for on a machine where torch sees no CUDA GPU."""
+
+    def __init__(self, device: str, reason: str) -> None:
+        self.device = device
+        self.reason = reason
+        super().__init__(
+            f"device={device!r} needs a CUDA GPU: {reason}\n"
+            "next step = load with device=None (arrays stay in host memory) or run on a GPU machine"
+        )
+
+
+class WorkerStartError(RuntimeError):
+    """Worker processes keep exiting before they are ready, so the pool stopped replacing them."""
+
+    def __init__(self, failures: int, exitcode: int | None, start_method: str) -> None:
+        self.failures = failures
+        self.exitcode = exitcode
+        self.start_method = start_method
+        super().__init__(
+            f"Loader workers exit before they start ({failures} times in a row)\n"
+            f"last exit code = {exitcode}\n"
+            f"start method = {start_method}\n"
+            "next step = read the worker's stderr; under spawn/forkserver a script must guard its top level "
+            "with `if __name__ == '__main__':`. shutdown() and load again to retry"
+        )

@@ -1,0 +1,96 @@
+"""Objects from a *file image*: the bytes of a whole storage file in one uint8 array.
+
+The same code serves the synchronous ``FileStorage.load`` (image in private memory) and the
+loader (image in a leased shared-memory segment): every leaf is a view into the image, so one
+image holds one payload and nothing else ever writes it.
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from inspector.loader._codec import decode, parse_header
+from inspector.loader._dtypes import numpy_twin
+from inspector.loader._errors import StorageCorruptError, StorageNotFoundError
+from inspector.loader._format import PRELUDE_SIZE, Prelude, check_header_crc, parse_prelude
+
+
+class ImageFactory:
+    """Leaves as views into ``image`` (numpy arrays, and tensors through ``torch.from_numpy``)."""
+
+    def __init__(self, image: np.ndarray, data_start: int) -> None:
+        self.image = image
+        self.data_start = data_start
+        self.leaves = 0
+
+    def array(self, dtype: np.dtype, shape: tuple[int, ...], offset: int, nbytes: int) -> Any:
+        self.leaves += 1
+        return np.ndarray(shape, dtype, buffer=self.image, offset=self.data_start + offset)
+
+    def tensor(self, dtype: Any, shape: tuple[int, ...], offset: int, nbytes: int, grad: bool) -> Any:
+        import torch
+
+        self.leaves += 1
+        start = self.data_start + offset
+        twin = numpy_twin(dtype)
+        if twin is not None:
+            tensor = torch.from_numpy(np.ndarray(shape, twin, buffer=self.image, offset=start))
+        else:
+            raw = torch.from_numpy(np.ndarray((nbytes,), np.uint8, buffer=self.image, offset=start))
+            tensor = raw.view(dtype).reshape(shape)
+        return tensor.requires_grad_(True) if grad else tensor
+
+
+def read_header(image: np.ndarray, size: int, path: str) -> tuple[Prelude, dict[str, Any]]:
+    """The checked prelude and parsed header of a file image."""
+    prelude = parse_prelude(image[:PRELUDE_SIZE].data, size, path)
+    header = image[prelude.header_start : prelude.header_start + prelude.header_len].data
+    check_header_crc(header, prelude, path)
+    return prelude, parse_header(header, path)
+
+
+FactoryMaker = Callable[[np.ndarray, Prelude, dict[str, Any]], ImageFactory]
+
+
+def decode_image(
+    image: np.ndarray, size: int, path: str, make_factory: FactoryMaker | None = None
+) -> tuple[Any, ImageFactory]:
+    """(object, the factory that built its leaves) from a file image; ``StorageCorruptError`` if unsound."""
+    prelude, doc = read_header(image, size, path)
+    factory = ImageFactory(image, prelude.data_start) if make_factory is None else make_factory(image, prelude, doc)
+    try:
+        obj = decode(doc, factory, prelude.data_len, path)
+    except StorageCorruptError:
+        raise
+    except (TypeError, ValueError, RuntimeError) as exc:  # e.g. requires_grad on an integer tensor
+        raise StorageCorruptError(path, f"cannot build a leaf ({exc})") from None
+    return obj, factory
+
+
+def read_file_image(path: str) -> np.ndarray:
+    """The whole file in a new uint8 array (the synchronous path; the loader reads into shared memory)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except FileNotFoundError:
+        raise StorageNotFoundError(path) from None
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StorageCorruptError(path, "not a regular file")
+        image = np.empty(info.st_size, np.uint8)
+        got = 0
+        with io.FileIO(fd, closefd=False) as file:
+            while got < info.st_size:
+                n = file.readinto(image[got:].data)
+                if not n:
+                    break
+                got += n
+        return image[:got]
+    finally:
+        os.close(fd)

@@ -1,0 +1,78 @@
+"""Frozen snapshots the loader hands out: per-load stage timings and live pool status."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+STAGES = ("queued", "read", "handoff", "wait", "build", "h2d", "callback")
+STAGE_LABELS = {
+    "queued": "waiting for a worker",
+    "read": "read into shared memory",
+    "handoff": "hand-off (worker to main)",
+    "wait": "waiting behind earlier callbacks",
+    "build": "build arrays (copy out)",
+    "h2d": "host to device",
+    "callback": "callback",
+}
+
+
+@dataclass(frozen=True)
+class LoadTiming:
+    """Where one load spent its time, in seconds (see ``STAGE_LABELS``)."""
+
+    request_id: int
+    path: str
+    worker: int | None
+    nbytes: int
+    leaves: int
+    device: str
+    ok: bool
+    queued: float
+    read: float
+    handoff: float
+    wait: float
+    build: float
+    h2d: float
+    callback: float
+    total: float
+
+    def stage_seconds(self) -> dict[str, float]:
+        return {stage: getattr(self, stage) for stage in STAGES}
+
+
+@dataclass(frozen=True)
+class WorkerStatus:
+    """One worker process as the pool last saw it."""
+
+    index: int
+    pid: int | None
+    alive: bool
+    ready: bool
+    busy: bool
+    in_flight: int
+    loads_done: int
+    segments_mapped: int
+    restarts: int
+
+
+@dataclass(frozen=True)
+class LoaderStatus:
+    """A loader's pool at one moment: workers, requests and shared-memory segments."""
+
+    name: str
+    running: bool
+    worker_num: int
+    start_method: str
+    workers: tuple[WorkerStatus, ...]
+    pending: int
+    in_flight: int
+    loads_done: int
+    loads_failed: int
+    segments_free: int
+    segments_busy: int
+    segments_leased: int
+    segment_bytes: int
+
+    @property
+    def segments(self) -> int:
+        return self.segments_free + self.segments_busy + self.segments_leased

@@ -1,0 +1,109 @@
+"""The worker process: read storage files straight into shared-memory segments the parent owns.
+
+This is the whole worker. It is a top-level function so the ``spawn`` and ``forkserver`` start
+methods can import it; it needs no torch and keeps no state but its segment mappings. Messages
+are small tuples (see NOTE [ Worker protocol ] in ``_pool``); array bytes never cross the pipe.
+"""
+
+from __future__ import annotations
+
+import errno
+import io
+import mmap
+import os
+import signal
+import stat
+import time
+import traceback
+from multiprocessing.connection import Connection
+from multiprocessing.reduction import recv_handle
+
+from inspector.loader._errors import StorageCorruptError
+from inspector.loader._format import PRELUDE_SIZE, check_header_crc, parse_prelude
+
+# How often an idle worker checks that its parent is still alive.
+POLL_INTERVAL_S = 0.5
+
+
+def worker_main(conn: Connection, index: int, parent_pid: int) -> None:
+    """Serve requests until told to stop, the pipe closes, or the parent dies."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the parent; it stops us cleanly
+    maps: dict[int, mmap.mmap] = {}
+    conn.send(("ready", os.getpid()))
+    try:
+        while True:
+            if not conn.poll(POLL_INTERVAL_S):
+                if os.getppid() != parent_pid:
+                    return
+                continue
+            message = conn.recv()
+            op = message[0]
+            if op == "load":
+                conn.send(_load(maps, *message[1:]))
+            elif op == "map":
+                _, seg_id, capacity = message
+                fd = recv_handle(conn)
+                try:
+                    maps[seg_id] = mmap.mmap(fd, capacity, flags=mmap.MAP_SHARED | _POPULATE)
+                finally:
+                    os.close(fd)
+            elif op == "unmap":
+                segment = maps.pop(message[1], None)
+                if segment is not None:
+                    segment.close()
+            elif op == "stop":
+                return
+    except (EOFError, OSError):
+        return  # the parent is gone
+    finally:
+        for segment in maps.values():
+            segment.close()
+
+
+_POPULATE = getattr(mmap, "MAP_POPULATE", 0)
+
+
+def _load(maps: dict[int, mmap.mmap], req_id: int, path: str, seg_id: int) -> tuple:
+    started = time.perf_counter()
+    try:
+        size = _read_into(maps[seg_id], path)
+    except _TooSmall as exc:
+        return ("grow", req_id, exc.size)
+    except StorageCorruptError as exc:
+        return ("err", req_id, "corrupt", exc.reason, 0, "", started, time.perf_counter())
+    except OSError as exc:
+        kind = "missing" if exc.errno == errno.ENOENT else "os"
+        return ("err", req_id, kind, exc.strerror or str(exc), exc.errno or 0, "", started, time.perf_counter())
+    except Exception as exc:  # reported with where it happened, never swallowed
+        text = traceback.format_exc()
+        return ("err", req_id, "internal", f"{type(exc).__name__}: {exc}", 0, text, started, time.perf_counter())
+    return ("ok", req_id, size, started, time.perf_counter())
+
+
+class _TooSmall(Exception):
+    def __init__(self, size: int) -> None:
+        self.size = size
+
+
+def _read_into(segment: mmap.mmap, path: str) -> int:
+    """Read the whole file at ``path`` into ``segment``; check its prelude and header checksum."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # O_NONBLOCK: a FIFO cannot hang us
+    try:
+        info = os.fstat(fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StorageCorruptError(path, "not a regular file")
+        size = info.st_size
+        if size > len(segment):
+            raise _TooSmall(size)
+        with memoryview(segment) as view, io.FileIO(fd, closefd=False) as file:
+            got = 0
+            while got < size:
+                n = file.readinto(view[got:size])
+                if not n:
+                    break
+                got += n
+            prelude = parse_prelude(view[:PRELUDE_SIZE], got, path)
+            check_header_crc(view[prelude.header_start : prelude.header_start + prelude.header_len], prelude, path)
+        return got
+    finally:
+        os.close(fd)
