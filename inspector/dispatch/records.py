@@ -65,6 +65,9 @@ class Resolution:
     def name(self) -> str:
         return self.record.name
 
+    def __repr__(self) -> str:
+        return f"Resolution({self.record.family}/{self.record.name}, origin={self.origin!r})"
+
     @property
     def obj(self) -> Any:
         return self.record.obj
