@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspector.rpc._device_lists import create_device_list, create_reverse_mapping
-from inspector.rpc._devices import Device, as_device, cuda_count
+from inspector.rpc._devices import Device, DeviceSpecError, as_device, cuda_count
 from inspector.rpc._preflight import PreflightWarning, preflight_warnings
 from inspector.rpc._problems import DeviceMapError, DeviceMapProblem
 from inspector.rpc._validation import check_device_maps, validate_device_maps
@@ -50,7 +50,10 @@ def _pairs(path: str, mapping: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) ->
     items = list(mapping.items() if isinstance(mapping, Mapping) else mapping)
     seen: dict[Device, Device] = {}
     for source, target in items:
-        src, dst = as_device(source), as_device(target)
+        try:
+            src, dst = as_device(source), as_device(target)
+        except DeviceSpecError as exc:
+            raise PlanError(path, str(exc).partition("\n")[0], "devices such as 'cuda:0' or 'cpu'") from exc
         if src in seen and seen[src] != dst:
             raise PlanError(path, f"{src} is mapped to both {seen[src]} and {dst}", "one target per source")
         seen[src] = dst

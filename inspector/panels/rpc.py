@@ -1,0 +1,423 @@
+"""RpcPanel: plan an RPC topology, see what torch's init_rpc would say as you type, and run a local world.
+
+The plan lives in the widgets (worker count, GPUs per worker, explicit devices, one row per mapped
+device pair, static or dynamic group) and is rebuilt as a ``TopologyPlan`` on every edit; all
+checking is the engine's (``check``, ``preflight``, ``predict_init_error``, ``derive``). Launching
+starts a real ``LocalWorld`` with the plan's workers on a background job; on a machine without
+GPUs only the cpu -> cpu pairs go along, and the panel says how many were left out.
+"""
+
+from __future__ import annotations
+
+import html
+import threading
+from typing import Any
+
+import ipywidgets as widgets
+
+from inspector.panels._background import BackgroundJob, JobCancelled, Report
+from inspector.panels._base import PANEL_CSS, Panel
+from inspector.panels._guard import error_html
+from inspector.panels._render import pre, render_into
+from inspector.rpc import (
+    LocalWorld,
+    LocalWorldError,
+    PlanError,
+    TopologyPlan,
+    WorldSnapshot,
+    predict_init_error,
+    registered_backends,
+)
+from inspector.views._figures import figure_to_html
+from inspector.views.rpc import (
+    backends_table,
+    bandwidth_table,
+    derived_table,
+    init_error_text,
+    maps_table,
+    problems_table,
+    rtt_heatmap,
+    rtt_table,
+    topology_figure,
+    warnings_table,
+    workers_table,
+)
+
+MAX_WORKERS = 64
+MAX_LOCAL_WORKERS = 8  # more processes than this would only measure an oversubscribed machine
+MAX_DRAWN_PAIRS = 600  # beyond this the graph takes seconds to draw; tables still show everything
+DEFAULT_PLAN = TopologyPlan.build(
+    2, 2, {"worker0": {"worker1": {"cuda:0": "cuda:1", "cpu": "cpu"}}, "worker1": {"worker0": {"cuda:1": "cuda:0"}}}
+)
+
+
+class MapRow:
+    """One mapped device pair: caller, callee, the caller's source device and the callee's target device."""
+
+    def __init__(self, names: list[str], on_change: Any, on_remove: Any, values: tuple[str, ...] = ()) -> None:
+        caller, callee, source, target = (*values, "", "", "", "")[:4]
+        small = widgets.Layout(width="130px")
+        self.caller = widgets.Combobox(value=caller, options=names, placeholder="caller", layout=small)
+        self.callee = widgets.Combobox(value=callee, options=names, placeholder="callee", layout=small)
+        self.source = widgets.Text(value=source, placeholder="cuda:0", layout=widgets.Layout(width="100px"))
+        self.target = widgets.Text(value=target, placeholder="cuda:1", layout=widgets.Layout(width="100px"))
+        remove = widgets.Button(icon="times", tooltip="remove this row", layout=widgets.Layout(width="36px"))
+        remove.on_click(lambda _b: on_remove(self))
+        for field in self.fields:
+            field.observe(on_change, names="value")
+        arrow = widgets.HTML("&nbsp;→&nbsp;")
+        self.widget = widgets.HBox(
+            [
+                self.caller,
+                widgets.HTML("&nbsp;calls&nbsp;"),
+                self.callee,
+                widgets.HTML(":&nbsp;"),
+                self.source,
+                arrow,
+                self.target,
+                remove,
+            ]
+        )
+        self.widget.add_class("inspector-rpc-map-row")
+
+    @property
+    def fields(self) -> tuple[widgets.Widget, ...]:
+        return (self.caller, self.callee, self.source, self.target)
+
+    @property
+    def values(self) -> tuple[str, str, str, str]:
+        caller, callee, source, target = (str(f.value).strip() for f in self.fields)
+        return caller, callee, source, target
+
+
+class RpcPanel(Panel):
+    """Plan, validate and launch RPC topologies; lists the registered RPC backends."""
+
+    title = "RPC"
+
+    def __init__(self, plan: TopologyPlan | None = None) -> None:
+        super().__init__()
+        self.last_plan: TopologyPlan | None = None
+        self.last_world: WorldSnapshot | None = None
+        self.last_launch_error: BaseException | None = None
+        self.launch_note = ""
+        self._names: list[str] = []
+        self._loading = False
+        self.rows: list[MapRow] = []
+
+        self.workers = widgets.BoundedIntText(
+            value=2, min=1, max=MAX_WORKERS, description="workers", layout=widgets.Layout(width="170px")
+        )
+        self.gpus = widgets.Text(
+            value="2",
+            description="GPUs per worker",
+            placeholder="8, or 8,8,4,4",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="260px"),
+        )
+        self.group = widgets.ToggleButtons(
+            options=["static", "dynamic"], value="static", tooltips=["world_size given", "workers join later"]
+        )
+        self.devices = widgets.Textarea(
+            description="devices",
+            placeholder="worker0: cuda:0, cuda:1   (optional)",
+            layout=widgets.Layout(width="520px", height="52px"),
+        )
+        self.rows_box = widgets.VBox([])
+        add_button = widgets.Button(description="Add map row", icon="plus")
+        add_button.on_click(self.guard(lambda _b: self.add_row()))
+        self.init_html = widgets.HTML()
+        self.init_html.add_class("inspector-rpc-init")
+        self.problems_out = widgets.Output()
+        self.graph_out = widgets.Output()
+        self.derived_out = widgets.Output()
+        self.json_text = widgets.Textarea(placeholder="plan JSON", layout=widgets.Layout(width="620px", height="160px"))
+        export_button = widgets.Button(description="Export plan", icon="download")
+        export_button.on_click(self.guard(lambda _b: self.export_json()))
+        import_button = widgets.Button(description="Import plan", icon="upload")
+        import_button.on_click(self.guard(lambda _b: self.import_json()))
+        self.rtt_count = widgets.BoundedIntText(
+            value=50,
+            min=1,
+            max=10_000,
+            description="RTT samples",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="170px"),
+        )
+        self.megabytes = widgets.BoundedFloatText(
+            value=16.0,
+            min=0.001,
+            max=4096.0,
+            description="tensor MB",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="170px"),
+        )
+        self.launch_button = widgets.Button(description="Launch local world", icon="rocket")
+        self.launch_button.on_click(self.guard(lambda _b: self.launch()))
+        self.job = BackgroundJob("Local world")
+        self.world_html = widgets.HTML()
+        self.world_out = widgets.Output()
+        self.backends_out = widgets.Output()
+
+        for control in (self.workers, self.gpus, self.group, self.devices):
+            control.observe(self.guard(self._on_edit), names="value")
+        details = widgets.Accordion(
+            children=[
+                widgets.VBox([self.graph_out]),
+                self.derived_out,
+                widgets.VBox([widgets.HBox([export_button, import_button]), self.json_text]),
+                widgets.VBox(
+                    [
+                        widgets.HBox([self.rtt_count, self.megabytes, self.launch_button]),
+                        self.job.widget,
+                        self.world_html,
+                        self.world_out,
+                    ]
+                ),
+                self.backends_out,
+            ]
+        )
+        details.titles = (
+            "Topology graph",
+            "Reverse maps and device lists",
+            "Plan JSON",
+            "Launch a local world",
+            "Registered RPC backends",
+        )
+        details.selected_index = 0
+        self.widget = widgets.VBox(
+            [
+                widgets.HTML(PANEL_CSS + "<b>RPC device maps</b>: plan a topology and see what init_rpc would say"),
+                widgets.HBox([self.workers, self.gpus, self.group]),
+                self.devices,
+                widgets.HTML(
+                    "<small>Each row: the caller's <i>source</i> device → the callee's <i>target</i> device "
+                    "(<code>set_device_map(callee, {source: target})</code> on the caller)</small>"
+                ),
+                self.rows_box,
+                add_button,
+                self.status,
+                self.errors.widget,
+                self.init_html,
+                self.problems_out,
+                details,
+            ]
+        )
+        self.widget.add_class("inspector-rpc-panel")
+        render_into(self.backends_out, backends_table(registered_backends()))
+        self.load_plan(plan or DEFAULT_PLAN)
+
+    # -- the plan in the widgets -----------------------------------------------------------------
+    @property
+    def names(self) -> list[str]:
+        return list(self._names)
+
+    def _sync_names(self) -> None:
+        count = self.workers.value
+        names = self._names[:count]
+        index = 0
+        while len(names) < count:
+            candidate = f"worker{index}"
+            if candidate not in names:
+                names.append(candidate)
+            index += 1
+        self._names = names
+        for row in self.rows:
+            row.caller.options = row.callee.options = tuple(names)
+
+    def _counts(self) -> dict[str, int]:
+        parts = [p.strip() for p in self.gpus.value.split(",") if p.strip()]
+        if not all(p.isdigit() for p in parts) or len(parts) not in (1, len(self._names)):
+            raise PlanError(
+                "GPUs per worker",
+                f"{self.gpus.value!r}",
+                f"one count for all workers, or {len(self._names)} comma-separated counts",
+            )
+        counts = [int(p) for p in parts] * (len(self._names) if len(parts) == 1 else 1)
+        return dict(zip(self._names, counts, strict=True))
+
+    def _devices(self) -> dict[str, list[str]]:
+        listed: dict[str, list[str]] = {}
+        for number, line in enumerate(self.devices.value.splitlines(), 1):
+            if not line.strip():
+                continue
+            name, colon, rest = line.partition(":")
+            if not colon or name.strip() not in self._names:
+                raise PlanError(
+                    f"devices line {number}", repr(line), f"'<worker>: cuda:0, cuda:1' with a worker in {self._names}"
+                )
+            listed[name.strip()] = [d.strip() for d in rest.split(",") if d.strip()]
+        return listed
+
+    @property
+    def plan(self) -> TopologyPlan:
+        """The plan the widgets describe (incomplete map rows are left out)."""
+        maps: dict[str, dict[str, list[tuple[str, str]]]] = {}
+        for caller, callee, source, target in (row.values for row in self.rows):
+            if not all((caller, callee, source, target)):
+                continue
+            if caller not in self._names:
+                raise PlanError("map rows", f"caller {caller!r} is not a worker", f"one of {self._names}")
+            maps.setdefault(caller, {}).setdefault(callee, []).append((source, target))
+        return TopologyPlan.build(self._names, self._counts(), maps, self._devices(), self.group.value == "static")
+
+    def load_plan(self, plan: TopologyPlan) -> None:
+        """Show ``plan`` in the widgets and validate it."""
+        self._loading = True
+        try:
+            self._names = plan.names
+            self.workers.value = len(plan.workers)
+            counts = [str(w.device_count) for w in plan.workers]
+            self.gpus.value = counts[0] if len(set(counts)) == 1 else ",".join(counts)
+            self.group.value = "static" if plan.static_group else "dynamic"
+            self.devices.value = "\n".join(f"{w.name}: {', '.join(w.devices)}" for w in plan.workers if w.devices)
+            self.rows = []
+            for worker in plan.workers:
+                for callee, pairs in worker.device_maps:
+                    for source, target in pairs:
+                        self.rows.append(self._row((worker.name, callee, source, target)))
+            self.rows_box.children = [row.widget for row in self.rows]
+            self._sync_names()
+        finally:
+            self._loading = False
+        self.refresh()
+
+    def _row(self, values: tuple[str, ...] = ()) -> MapRow:
+        return MapRow(self._names, self.guard(self._on_edit), self.guard(self.remove_row), values)
+
+    def add_row(self, caller: str = "", callee: str = "", source: str = "", target: str = "") -> MapRow:
+        """Append a map row (filled in when values are given) and re-validate."""
+        row = self._row((caller, callee, source, target))
+        self.rows.append(row)
+        self.rows_box.children = [r.widget for r in self.rows]
+        self.refresh()
+        return row
+
+    def remove_row(self, row: MapRow) -> None:
+        self.rows.remove(row)
+        self.rows_box.children = [r.widget for r in self.rows]
+        self.refresh()
+
+    def _on_edit(self, _change: Any = None) -> None:
+        if self._loading:
+            return
+        self._sync_names()
+        self.refresh()
+
+    # -- validation ------------------------------------------------------------------------------
+    def refresh(self) -> None:
+        """Rebuild the plan and show every problem, warnings, what init_rpc would raise, graph and devices."""
+        plan = self.plan
+        problems = plan.check()
+        predicted = predict_init_error(plan)
+        self.last_plan = plan
+        self.init_html.value = "<b>init_rpc</b>:" + pre(init_error_text(predicted))
+        warnings = plan.preflight()
+        shown: list[Any] = [problems_table(problems)] if problems else []
+        if warnings:
+            shown += ["Pre-flight warnings (torch accepts these):", warnings_table(warnings)]
+        shown.append(maps_table(plan, problems))
+        render_into(self.problems_out, *shown)
+        pairs = sum(len(p) for w in plan.workers for _, p in w.device_maps)
+        if pairs <= MAX_DRAWN_PAIRS:
+            render_into(self.graph_out, topology_figure(plan, problems))
+        else:
+            render_into(self.graph_out, f"{pairs} mapped pairs: too many to draw; the tables list them all.")
+        render_into(self.derived_out, derived_table(plan.derive()))
+        verdict = "init_rpc would start" if predicted is None else f"init_rpc would fail ({predicted.stage})"
+        self.set_status(f"{len(plan.workers)} workers, {pairs} mapped pairs, {len(problems)} problem(s): {verdict}")
+
+    # -- JSON ------------------------------------------------------------------------------------
+    def export_json(self) -> str:
+        """Put the plan's JSON in the text box (and return it)."""
+        self.json_text.value = self.plan.to_json()
+        return self.json_text.value
+
+    def import_json(self, text: str | None = None) -> TopologyPlan:
+        """Load a plan from JSON (the text box's, by default)."""
+        plan = TopologyPlan.from_json(self.json_text.value if text is None else text)
+        self.load_plan(plan)
+        return plan
+
+    # -- a real local world ----------------------------------------------------------------------
+    def launch(self, *, wait: bool = False) -> None:
+        """Start a LocalWorld for the plan on a background job, measure RTT and bandwidth, close it."""
+        import torch
+
+        plan = self.plan
+        if len(plan.workers) > MAX_LOCAL_WORKERS:
+            raise ValueError(
+                f"Launching {len(plan.workers)} local workers would only measure an oversubscribed "
+                f"machine.\nlimit = {MAX_LOCAL_WORKERS}\nnext step = lower 'workers' to launch"
+            )
+        dropped = 0
+        if torch.cuda.device_count() == 0:
+            plan, dropped = plan.cpu_only()
+        self.launch_note = f"No GPU here: {dropped} non-cpu map pair(s) left out. " if dropped else ""
+        samples, nbytes = self.rtt_count.value, int(self.megabytes.value * 1e6)
+        names = plan.names
+        ring = [(names[i], names[(i + 1) % len(names)]) for i in range(len(names))] if len(names) > 1 else []
+
+        def job(report: Report, cancelled: threading.Event) -> WorldSnapshot:
+            n = len(names)
+            total = n + n * n + len(ring)
+            try:
+                world = LocalWorld.from_plan(plan, progress=lambda d, _t, m: report(d, total, m), cancel=cancelled)
+            except LocalWorldError as exc:
+                if exc.cancelled:
+                    raise JobCancelled("cancelled while starting") from exc
+                raise
+            with world:
+                world.measure_rtt(samples, progress=lambda d, _t, m: report(n + d, total, f"RTT {m}"))
+                if cancelled.is_set():
+                    raise JobCancelled("cancelled after the RTT measurement")
+                report(n + n * n, total, "bandwidth")
+                world.measure_bandwidth(nbytes, repeats=3, pairs=ring)
+                return world.snapshot()
+
+        self.world_html.value = html.escape(self.launch_note) + "starting…"
+        render_into(self.world_out)
+        self.job.start(job, self._launched, self._launch_failed)
+        if wait:
+            self.job.wait()
+
+    def _launched(self, snapshot: WorldSnapshot) -> None:
+        self.last_world = snapshot
+        self.last_launch_error = None
+        self.world_html.value = html.escape(
+            f"{self.launch_note}{len(snapshot.workers)} workers ready in {snapshot.start_seconds:.2f} s, "
+            "then shut down."
+        )
+        render_into(self.world_out, *self._world_objects(snapshot))
+
+    def _launch_failed(self, exc: BaseException) -> None:
+        # Shown here, not in the error line, which the guard clears when the click handler returns.
+        self.last_launch_error = exc
+        self.world_html.value = error_html(exc)
+
+    @staticmethod
+    def _world_objects(snapshot: WorldSnapshot) -> list[Any]:
+        shown: list[Any] = [workers_table(snapshot.workers)]
+        if snapshot.rtt is not None:
+            shown += [rtt_heatmap(snapshot.rtt), rtt_table(snapshot.rtt)]
+        if snapshot.bandwidth:
+            shown.append(bandwidth_table(snapshot.bandwidth))
+        return shown
+
+    # -- static view -----------------------------------------------------------------------------
+    def static_html(self) -> str:
+        parts = [PANEL_CSS]
+        plan = self.last_plan
+        if plan is not None:
+            problems = plan.check()
+            parts.append("<p><b>init_rpc</b>:</p>" + pre(init_error_text(predict_init_error(plan))))
+            if problems:
+                parts.append(problems_table(problems).to_html(index=False))
+            parts.append(maps_table(plan, problems).to_html(index=False))
+            if sum(len(p) for w in plan.workers for _, p in w.device_maps) <= MAX_DRAWN_PAIRS:
+                parts.append(figure_to_html(topology_figure(plan, problems), alt="device-map graph"))
+            parts.append(derived_table(plan.derive()).to_html(index=False))
+        if self.last_world is not None:
+            for obj in self._world_objects(self.last_world):
+                parts.append(obj.to_html(index=False) if hasattr(obj, "to_html") else figure_to_html(obj, alt="RTT"))
+        return "<div class='inspector-rpc-static'>" + "".join(parts) + "</div>"

@@ -1,0 +1,150 @@
+"""RpcPanel driven through its real widgets: live validation, JSON, backends, and a real local world."""
+
+from __future__ import annotations
+
+import json
+
+import psutil
+import pytest
+
+from inspector.panels.rpc import MAX_LOCAL_WORKERS, RpcPanel
+from inspector.rpc import TopologyPlan
+
+
+def html_of(out) -> str:
+    """What an Output widget currently shows, as text (HTML tables, plain text, PNG markers)."""
+    parts = []
+    for output in out.outputs:
+        data = output["data"]
+        parts.append(data.get("text/html", "") + data.get("text/plain", "") + ("<png>" if "image/png" in data else ""))
+    return "\n".join(parts)
+
+
+@pytest.fixture
+def panel() -> RpcPanel:
+    return RpcPanel()
+
+
+def test_panel_opens_on_a_valid_two_worker_plan(panel: RpcPanel) -> None:
+    assert panel.names == ["worker0", "worker1"] and len(panel.rows) == 3
+    assert panel.status.value == "2 workers, 3 mapped pairs, 0 problem(s): init_rpc would start"
+    assert "init_rpc would accept this topology." in panel.init_html.value
+    assert "<png>" in html_of(panel.graph_out)
+    assert "worker0: cuda:1-&gt;cuda:0" in html_of(panel.derived_out)
+
+
+def test_editing_gpu_counts_shows_every_problem_and_torchs_first_error_verbatim(panel: RpcPanel) -> None:
+    panel.gpus.value = "1"
+    assert panel.status.value.endswith("2 problem(s): init_rpc would fail (validation)")
+    shown = html_of(panel.problems_out)
+    assert "INVALID_TARGET_INDEX" in shown and "INVALID_SOURCE_INDEX" in shown
+    assert (
+        "ValueError: Node worker0 has target devices with invalid indices in its device map for worker1\n"
+        "device map = {device(type=&#x27;cuda&#x27;, index=0): device(type=&#x27;cuda&#x27;, index=1), "
+        "device(type=&#x27;cpu&#x27;): device(type=&#x27;cpu&#x27;)}\ndevice count = 1"
+    ) in panel.init_html.value
+    assert "raised by: worker0, worker1" in panel.init_html.value
+
+
+def test_rows_are_editable_and_an_unknown_callee_is_flagged(panel: RpcPanel) -> None:
+    row = panel.add_row("worker1", "worker7", "cpu", "cpu")
+    assert "UNKNOWN_TARGET_NAME" in html_of(panel.problems_out)
+    row.callee.value = "worker0"
+    assert "UNKNOWN_TARGET_NAME" not in html_of(panel.problems_out)
+    panel.remove_row(row)
+    assert len(panel.rows) == 3 and panel.status.value.endswith("init_rpc would start")
+
+
+def test_a_dynamic_group_accepts_maps_to_workers_not_yet_joined_with_a_warning(panel: RpcPanel) -> None:
+    panel.add_row("worker1", "worker7", "cpu", "cpu")
+    panel.group.value = "dynamic"
+    shown = html_of(panel.problems_out)
+    assert "UNKNOWN_TARGET_NAME" not in shown and "TARGET_NOT_JOINED" in shown
+    assert panel.plan.static_group is False
+
+
+def test_more_workers_and_per_worker_counts(panel: RpcPanel) -> None:
+    panel.workers.value = 4
+    panel.gpus.value = "2,2,0,8"
+    assert panel.names == ["worker0", "worker1", "worker2", "worker3"]
+    assert panel.plan.device_counts == {"worker0": 2, "worker1": 2, "worker2": 0, "worker3": 8}
+    assert panel.rows[0].callee.options == ("worker0", "worker1", "worker2", "worker3")
+
+
+def test_a_mistyped_device_is_a_readable_message_not_a_traceback(panel: RpcPanel) -> None:
+    panel.rows[0].source.value = "gpu:0"
+    assert "Invalid plan at worker &#x27;worker0&#x27;.device_maps[&#x27;worker1&#x27;]" in panel.errors.widget.value
+    assert "unknown device type" in panel.errors.widget.value and "Traceback" not in panel.errors.widget.value
+    panel.rows[0].source.value = "cuda:0"
+    assert panel.errors.widget.value == ""
+
+
+def test_a_bad_gpu_count_names_what_is_expected(panel: RpcPanel) -> None:
+    panel.gpus.value = "2,2,2"
+    assert "one count for all workers, or 2 comma-separated counts" in panel.errors.widget.value
+
+
+def test_explicit_devices_are_parsed_per_worker(panel: RpcPanel) -> None:
+    panel.devices.value = "worker1: cuda:1"
+    assert panel.plan.devices == {"worker0": [], "worker1": ["cuda:1"]}
+    shown = html_of(panel.problems_out)
+    assert "UNEXPECTED_SOURCE" not in shown  # worker1 maps from cuda:1, which it lists
+    assert "UNEXPECTED_TARGET" in shown  # worker0 sends cpu -> cpu, and worker1 does not list cpu
+    assert "Node worker0 has unexpected target devices in its device map for worker1" in panel.init_html.value
+
+
+def test_plan_json_round_trips_through_the_text_box(panel: RpcPanel) -> None:
+    panel.gpus.value = "1"
+    text = panel.export_json()
+    assert json.loads(text)["workers"][0]["device_count"] == 1
+    other = TopologyPlan.full_mesh(4, 8)
+    panel.json_text.value = other.to_json()
+    assert panel.import_json() == other and panel.plan == other and len(panel.rows) == 96
+    assert panel.status.value == "4 workers, 96 mapped pairs, 0 problem(s): init_rpc would start"
+
+
+def test_importing_invalid_json_is_a_readable_message(panel: RpcPanel) -> None:
+    panel.guard(panel.import_json)('{"workers": [{"name": "a", "gpus": 1}]}')
+    assert "Invalid plan at workers[0]: unknown keys [&#x27;gpus&#x27;]" in panel.errors.widget.value
+
+
+def test_registered_backends_lists_ours_and_torchs(panel: RpcPanel) -> None:
+    shown = html_of(panel.backends_out)
+    assert "inspector" in shown and "torch" in shown and shown.count("TENSORPIPE") >= 2
+
+
+def test_static_html_shows_tables_and_the_graph(panel: RpcPanel) -> None:
+    panel.gpus.value = "1"
+    static = panel.static_html()
+    assert "INVALID_TARGET_INDEX" in static and '<img alt="device-map graph"' in static
+    assert "init_rpc" in static and "device list" in static
+
+
+def test_launching_too_many_workers_is_refused_with_the_limit(panel: RpcPanel) -> None:
+    panel.workers.value = MAX_LOCAL_WORKERS + 1
+    panel.guard(panel.launch)()
+    assert f"limit = {MAX_LOCAL_WORKERS}" in panel.errors.widget.value
+
+
+@pytest.mark.slow
+def test_launch_runs_a_real_world_and_shows_rtt_and_bandwidth(panel: RpcPanel) -> None:
+    panel.rtt_count.value = 10
+    panel.megabytes.value = 1.0
+    panel.launch(wait=True)
+    assert panel.job.label.value == "done", panel.world_html.value
+    assert panel.last_world is not None and panel.last_world.rtt is not None
+    assert len(panel.last_world.rtt.pairs) == 4 and len(panel.last_world.bandwidth) == 2
+    shown = html_of(panel.world_out)
+    assert "<png>" in shown and "MB/s" in shown and "median us" in shown
+    assert "2 non-cpu map pair(s) left out" in panel.world_html.value or "ready in" in panel.world_html.value
+    assert "RTT" in panel.static_html()
+    assert [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE] == []
+
+
+@pytest.mark.slow
+def test_cancelling_a_launch_leaves_no_worker_behind(panel: RpcPanel) -> None:
+    panel.launch()
+    panel.job.cancel()
+    assert panel.job.wait(60)
+    assert panel.job.label.value in ("cancelled", "done")
+    assert [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE] == []
