@@ -215,7 +215,7 @@ class BackendsPanel(Panel):
             f"<small>{html.escape(type(bundle.dataset).__name__)} of {len(bundle.dataset)} items; "
             f"train_iters={bundle.train_iters}, val_iters={bundle.val_iters}; first batch:</small>"
         )
-        render_into(self.build_out, batch_table(fields))
+        render_into(self.build_out, batch_table(fields).style.hide(axis="index"))
 
     def _build_failed(self, exc: BaseException) -> None:
         # Rendered here rather than in the error line: the guard clears that line when the

@@ -1,0 +1,47 @@
+"""The Backends tab of the tour's Inspector in a real JupyterLab: matrix, verb errors, a sample batch."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from lab_driver import open_notebook, run_all_cells, save_screenshot, wait_for_idle_kernel
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+PANEL = ".inspector-backends-panel"
+
+
+def test_backends_tab_shows_the_matrix_explains_a_missing_verb_and_builds_a_sample(page, lab, tmp_path: Path) -> None:
+    open_notebook(page, lab, "00_tour.ipynb")
+    run_all_cells(page)
+    page.locator(".jp-OutputArea .widget-tab").first.wait_for()
+    wait_for_idle_kernel(page)
+    page.locator(".widget-tab .lm-TabBar-tab", has_text="Backends").first.click()
+
+    panel = page.locator(PANEL).first
+    panel.locator(".inspector-status", has_text="registered").wait_for()
+    matrix = panel.locator("table.inspector-backend-matrix")
+    for name in ("npz", "synthetic"):
+        assert matrix.locator("th", has_text=name).count() >= 1
+
+    panel.locator(".widget-dropdown", has_text="backend").locator("select").select_option("npz")
+    panel.locator(".widget-dropdown", has_text="verb").locator("select").select_option("stats")
+    verb = panel.locator(".inspector-backend-verb")
+    verb.filter(has_text="MissingOperationError").wait_for()
+    assert "Supported by: ['synthetic']" in verb.inner_text()
+
+    panel.locator(".widget-dropdown", has_text="backend").locator("select").select_option("synthetic")
+    verb.filter(has_text="Mean and standard deviation").wait_for()
+    panel.get_by_role("button", name="Build sample").click()
+    panel.get_by_text("SyntheticTrajectories of").wait_for()
+    batch = panel.locator("table", has_text="episode_index")
+    batch.wait_for()
+    assert "(4, 2, 4)" in batch.inner_text() and "float32" in batch.inner_text()
+
+    panel.scroll_into_view_if_needed()
+    page.mouse.move(5, 5)
+    shot = save_screenshot(page, "backends_tab.png", tmp_path)
+    assert shot.read_bytes().startswith(b"\x89PNG")
+    widget_errors = [e for e in page.console_errors if "widget" in e.lower() or "model" in e.lower()]
+    assert widget_errors == []
