@@ -23,7 +23,7 @@ from inspector.backends._errors import (
     UnknownBackendError,
 )
 from inspector.backends._plugins import ENTRY_POINT_GROUP, PluginInfo, load_plugins
-from inspector.backends._proxy import BackendProxy
+from inspector.backends._proxy import BackendProxy, proxy_class
 from inspector.backends._snapshot import BackendInfo, ImportFailure, RegistrySnapshot
 from inspector.backends._verbs import BUILD, declared_verbs, describe_verb
 
@@ -54,6 +54,7 @@ class _Entry:
     target: Any
     verbs: tuple[str, ...]
     origin: str
+    proxy: type[BackendProxy]
 
 
 @dataclass(frozen=True)
@@ -108,7 +109,8 @@ class BackendRegistry:
                 f"Backend module for {name!r} must expose a ``build(cfg, ctx) -> DataBundle`` callable; "
                 f"got {backend!r}."
             )
-        entry = _Entry(backend, declared_verbs(backend), origin or f"registered by {_caller_module(1)}")
+        verbs = declared_verbs(backend)
+        entry = _Entry(backend, verbs, origin or f"registered by {_caller_module(1)}", proxy_class(verbs))
         with self._lock:
             previous = self._entries.get(name)
             if previous is not None and previous.target is backend:
@@ -144,11 +146,10 @@ class BackendRegistry:
     def backend_for(self, name: str) -> BackendProxy:
         """A proxy for backend ``name``; unknown and failed-to-import names raise with the next step."""
         self._ensure_plugins()
-        with self._lock:
-            entry = self._entries.get(name)
-            failure = self._failures.get(name)
+        entry = self._entries.get(name)  # single dict reads are atomic; no lock on the hot path
         if entry is not None:
-            return BackendProxy(name, entry.target, entry.verbs, self.missing_operation)
+            return entry.proxy(name, entry.target, self.missing_operation)
+        failure = self._failures.get(name)
         if failure is not None:
             raise BackendImportError(
                 name, failure.error, self.available_backends(), failure.install, failure.source

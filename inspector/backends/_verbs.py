@@ -12,7 +12,8 @@ The seed treated every attribute of a backend module as an operation, so a submo
   ``from typing import cast`` does not publish ``cast``.
 
 The proxy forwards only these names and the snapshot lists only these names, so what the
-inspector shows and what ``supports`` answers are one list.
+inspector shows and what ``supports`` answers are one list. ``supports`` itself is the proxy's
+own method, so it can never be a verb.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from types import ModuleType
 from typing import Any
 
 BUILD = "build"
+RESERVED = frozenset({"supports"})  # the proxy's own method; a verb of that name could not be reached
 
 
 @dataclass(frozen=True)
@@ -49,7 +51,7 @@ def _defined_under(value: Any, module: ModuleType) -> bool:
 
 
 def _is_default_verb(backend: Any, name: str) -> bool:
-    if name.startswith("_"):
+    if name.startswith("_") or name in RESERVED:
         return False
     try:
         value = getattr(backend, name)
@@ -64,11 +66,11 @@ def _explicit_verbs(backend: Any, declared: Any) -> list[str]:
     if isinstance(declared, str) or not isinstance(declared, Iterable):
         raise TypeError(f"__verbs__ of {backend!r} must be a tuple of names; got {declared!r}.")
     names = list(dict.fromkeys(declared))
-    bad = [n for n in names if not isinstance(n, str) or not callable(getattr(backend, n, None))]
+    bad = [n for n in names if not isinstance(n, str) or n in RESERVED or not callable(getattr(backend, n, None))]
     if bad:
         raise TypeError(
             f"__verbs__ of {backend!r} names {bad}, which are not callable attributes of the backend. "
-            "List only functions the backend defines."
+            f"List only functions the backend defines; {sorted(RESERVED)} is reserved by the proxy."
         )
     return names
 

@@ -126,3 +126,18 @@ def test_verbs_are_fixed_at_registration(registry, make_backend):
     backends.register_module("m", module)
     module.late = lambda cfg: None
     assert not backends.backend_for("m").supports("late")
+
+
+def test_supports_is_reserved_for_the_proxy(make_backend):
+    module = make_backend("m", "def supports(op):\n    return True\n")
+    assert declared_verbs(module) == ("build",)
+    explicit = make_backend("m", "__verbs__ = ('supports',)\ndef supports(op):\n    return True\n")
+    with pytest.raises(TypeError, match="reserved by the proxy"):
+        declared_verbs(explicit)
+
+
+def test_each_backend_proxy_is_a_backend_proxy_with_its_verbs_as_properties(registry, make_backend):
+    backends.register_module("m", make_backend("m", "def stats(cfg):\n    return 1\n"))
+    proxy = backends.backend_for("m")
+    assert isinstance(proxy, backends.BackendProxy) and type(proxy).__name__ == "BackendProxy"
+    assert proxy.stats(None) == 1
