@@ -184,7 +184,7 @@ class BackendRegistry:
         The active backend is set once per process: loading a config naming the same backend
         again is a no-op; a different one raises :class:`ActiveBackendConflictError`.
         """
-        where = describe_source(source)
+        where = "<TrainConfig>" if isinstance(source, TrainConfig) else describe_source(source)
         self._ensure_plugins()
         known = {*self._entries, *self._failures}
         if isinstance(source, TrainConfig):
@@ -195,7 +195,7 @@ class BackendRegistry:
             cfg = parse_config(read_config(source), known=known, source=where)
         self.backend_for(cfg.data.dataset_type)  # a failed import raises here, chained
         if activate:
-            shown = where if where == "<mapping>" else repr(where)
+            shown = where if where.startswith("<") else repr(where)
             self.set_active(cfg.data.dataset_type, set_by=f"load_config({shown}) at {_call_site(1)}")
         return cfg
 

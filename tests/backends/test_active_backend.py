@@ -127,3 +127,11 @@ def test_isolated_registry_can_keep_the_current_backends(make_backend):
             assert backends.available_backends() == ["kept"]
             assert not backends.has_data_backend()
         assert backends.active_backend() == "kept"
+
+
+def test_load_config_of_a_typed_config_says_so_in_set_by(registry, make_backend):
+    from inspector.backends import DataConfig, TrainConfig
+
+    backends.register_module("a", make_backend("a"))
+    backends.load_config(TrainConfig(data=DataConfig("a")))
+    assert backends.snapshot().active_set_by.startswith("load_config(<TrainConfig>) at test_active_backend.py:")
