@@ -64,3 +64,9 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert "urlpath=lab/tree/notebooks/00_tour.ipynb" in readme
     makefile = (ROOT / "Makefile").read_text()
     assert 'torch==2.13.0' in makefile and "-c constraints.txt" in makefile
+
+
+def test_test_modules_have_unique_basenames() -> None:
+    # tests/ folders are not packages: pytest imports test modules by basename.
+    names = [p.name for p in (ROOT / "tests").rglob("test_*.py")]
+    assert sorted({n for n in names if names.count(n) > 1}) == []

@@ -1,22 +1,33 @@
-"""The embedded default: real op families (and demo data) so every panel has something to show.
+"""The embedded default: real op families and demo data backends, so every panel has something to show.
 
-Importing this package registers the ``attention`` and ``rotary`` families.
+Importing this package registers the ``attention`` and ``rotary`` op families and the
+``synthetic``, ``npz`` and ``hdf5`` data backends (``hdf5`` as an import error without h5py).
 """
 
 from __future__ import annotations
 
 from inspector.examples import attention as _attention
+from inspector.examples import data_backends
 from inspector.examples import rotary as _rotary
 from inspector.examples.attention import attention, attention_context
 from inspector.examples.rotary import apply_rotary, rotary_angles, rotary_context
 
-__all__ = ["apply_rotary", "attention", "attention_context", "register_all", "rotary_angles", "rotary_context"]
+__all__ = [
+    "apply_rotary",
+    "attention",
+    "attention_context",
+    "data_backends",
+    "register_all",
+    "rotary_angles",
+    "rotary_context",
+]
 
 
 def register_all() -> None:
-    """(Re-)register every embedded family, e.g. after a test emptied the registry."""
+    """(Re-)register every embedded family and data backend, e.g. after a test emptied a registry."""
     _attention.register()
     _rotary.register()
+    data_backends.install()
 
 
 register_all()
