@@ -111,7 +111,7 @@ def test_unregistered_object_is_probed_once_through_supports_call(toy: str) -> N
     resolution = resolve(toy, ctx, explicit=probe)
     assert resolution.record.obj is probe and resolution.name == "Probe"
     assert probe.calls == [((1, 2), {"k": 3})]
-    with pytest.raises(ExplicitSelectionError, match="Probe.supports_call"):
+    with pytest.raises(ExplicitSelectionError, match=r"Probe\.supports_call"):
         resolve(toy, ctx, explicit=Probe(False))
 
 
@@ -250,7 +250,8 @@ def test_malformed_entries_and_unknown_names_warn_once_and_are_dropped(
 def test_entry_for_a_family_registered_later_applies(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INSPECTOR_OPS", "late=beta")
     reload_env()
-    register_family("late", [ImplRecord("late", "beta", "b", Spec.always()), ImplRecord("late", "gamma", "g", Spec.always(), priority=0)], "gamma")
+    register_family("late", [ImplRecord("late", "beta", "b", Spec.always()),
+                             ImplRecord("late", "gamma", "g", Spec.always(), priority=0)], "gamma")
     assert resolve("late", CallContext("late")).origin == "env"
 
 

@@ -22,7 +22,7 @@ def test_rotation_preserves_pair_norms_and_position_zero() -> None:
     x = torch.randn(1, 8, 32, dtype=torch.float64)
     out = rotary_reference(x, rotary_angles(8, 32))
     torch.testing.assert_close(out[0, 0], x[0, 0])
-    pair_norm = lambda t: t.reshape(*t.shape[:-1], -1, 2).norm(dim=-1)  # noqa: E731
+    pair_norm = lambda t: t.reshape(*t.shape[:-1], -1, 2).norm(dim=-1)
     torch.testing.assert_close(pair_norm(out), pair_norm(x))
 
 

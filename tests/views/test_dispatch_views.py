@@ -79,7 +79,10 @@ def test_plan_table_summarises_each_family() -> None:
 CELLS = [
     WhatIfCell((("dtype", torch.float16), ("has_mask", m)), "fast" if not m else "ref", "chain", None)
     for m in (False, True)
-] + [WhatIfCell((("dtype", torch.float64), ("has_mask", m)), None, None, "No attention implementation") for m in (False, True)]
+] + [
+    WhatIfCell((("dtype", torch.float64), ("has_mask", m)), None, None, "No attention implementation")
+    for m in (False, True)
+]
 
 
 def test_what_if_table_and_pivot() -> None:
