@@ -5,34 +5,25 @@
 memory and delivers the rebuilt object (numpy arrays, torch tensors, nested dicts, lists and
 tuples, plain Python values) to ``callback`` and to the returned ``Future``.
 ``inspector.loader.bench`` measures it against the usual alternatives.
+
+Names are served lazily: a spawned worker imports ``inspector.loader._worker``, which needs only
+the standard library, and must not pay for numpy or the rest of this package on start-up.
 """
 
 from __future__ import annotations
 
-from inspector.loader._errors import (
-    CudaUnavailableError,
-    LoaderShutdownError,
-    SharedMemoryError,
-    StorageCorruptError,
-    StorageNotFoundError,
-    UnsupportedPayloadError,
-    WorkerDiedError,
-    WorkerStartError,
-)
-from inspector.loader._lifecycle import loader_statuses
-from inspector.loader._loader import FileStorageLoader, StorageLoader
-from inspector.loader._records import STAGE_LABELS, STAGES, LoaderStatus, LoadTiming, WorkerStatus
-from inspector.loader._storage import FileStorage, Storage
+import importlib
+from typing import TYPE_CHECKING, Any
 
 __all__ = [
+    "STAGES",
+    "STAGE_LABELS",
     "CudaUnavailableError",
     "FileStorage",
     "FileStorageLoader",
     "LoadTiming",
     "LoaderShutdownError",
     "LoaderStatus",
-    "STAGES",
-    "STAGE_LABELS",
     "SharedMemoryError",
     "Storage",
     "StorageCorruptError",
@@ -44,3 +35,53 @@ __all__ = [
     "WorkerStatus",
     "loader_statuses",
 ]
+
+_HOMES = {
+    "CudaUnavailableError": "_errors",
+    "LoaderShutdownError": "_errors",
+    "SharedMemoryError": "_errors",
+    "StorageCorruptError": "_errors",
+    "StorageNotFoundError": "_errors",
+    "UnsupportedPayloadError": "_errors",
+    "WorkerDiedError": "_errors",
+    "WorkerStartError": "_errors",
+    "loader_statuses": "_lifecycle",
+    "FileStorageLoader": "_loader",
+    "StorageLoader": "_loader",
+    "STAGES": "_records",
+    "STAGE_LABELS": "_records",
+    "LoadTiming": "_records",
+    "LoaderStatus": "_records",
+    "WorkerStatus": "_records",
+    "FileStorage": "_storage",
+    "Storage": "_storage",
+}
+
+if TYPE_CHECKING:
+    from inspector.loader._errors import (
+        CudaUnavailableError,
+        LoaderShutdownError,
+        SharedMemoryError,
+        StorageCorruptError,
+        StorageNotFoundError,
+        UnsupportedPayloadError,
+        WorkerDiedError,
+        WorkerStartError,
+    )
+    from inspector.loader._lifecycle import loader_statuses
+    from inspector.loader._loader import FileStorageLoader, StorageLoader
+    from inspector.loader._records import STAGE_LABELS, STAGES, LoaderStatus, LoadTiming, WorkerStatus
+    from inspector.loader._storage import FileStorage, Storage
+
+
+def __getattr__(name: str) -> Any:
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'inspector.loader' has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"inspector.loader.{home}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))

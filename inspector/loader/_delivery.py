@@ -111,6 +111,7 @@ class Deliverer:
                 logger.exception("inspector.loader: delivery failed unexpectedly")
             finally:
                 self._finished(item.request, ok)
+                del item  # holding the last item would keep its object (and segment) alive
 
     def _deliver(self, item: Item) -> bool:
         request = item.request

@@ -363,7 +363,10 @@ class WorkerPool:
             if request.segment is not None:
                 self._segments.release(request.segment)
                 request.segment = None
-        if orphans:
+        if orphans and not worker.ready:  # it never started, so none of them did
+            with self._lock:
+                self._pending.extendleft(reversed(orphans))
+        elif orphans:
             first = orphans[0]
             error = WorkerDiedError(f"worker {worker.index}", worker.process.pid, exitcode, first.label)
             self._enqueue(Failed(first, error))

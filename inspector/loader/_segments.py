@@ -29,6 +29,7 @@ still export: it drops its reference and the mapping disappears with the last ar
 from __future__ import annotations
 
 import collections
+import errno
 import mmap
 import os
 import threading
@@ -42,6 +43,7 @@ import numpy as np
 from inspector.loader._errors import SharedMemoryError
 
 MIN_CAPACITY = 64 * 1024
+HEADROOM = 0.10  # share of available memory a new segment must leave free
 State = Literal["free", "busy", "leased"]
 
 
@@ -49,7 +51,7 @@ def capacity_for(nbytes: int) -> int:
     """The segment size used for ``nbytes``: eight size classes per doubling (at most 12.5% slack)."""
     if nbytes <= MIN_CAPACITY:
         return MIN_CAPACITY
-    step = 1 << max((nbytes - 1).bit_length() - 3, 12)
+    step = 1 << max((nbytes - 1).bit_length() - 4, 12)
     return (nbytes + step - 1) // step * step
 
 
@@ -79,8 +81,36 @@ class Segment:
         self.last_used = time.monotonic()
 
 
+def available_memory() -> int | None:
+    """Bytes this process could still get: MemAvailable, capped by a cgroup v2 limit (None if unknown)."""
+    found: list[int] = []
+    try:
+        with open("/proc/meminfo") as meminfo:
+            for line in meminfo:
+                if line.startswith("MemAvailable:"):
+                    found.append(int(line.split()[1]) * 1024)
+                    break
+        with open("/sys/fs/cgroup/memory.max") as limit_file:
+            limit = limit_file.read().strip()
+        if limit != "max":
+            with open("/sys/fs/cgroup/memory.current") as current_file:
+                found.append(int(limit) - int(current_file.read()))
+    except (OSError, ValueError):
+        pass
+    return min(found) if found else None
+
+
 def create_segment(seg_id: int, capacity: int, name: str) -> Segment:
-    """A new anonymous segment of ``capacity`` bytes, its pages reserved."""
+    """A new anonymous segment of ``capacity`` bytes, its pages reserved.
+
+    An anonymous segment is limited by memory, not by the size of ``/dev/shm``, and reserving
+    more than the machine has would summon the OOM killer rather than return an error; so the
+    size is checked against the memory still available (keeping ``HEADROOM`` of it free) first.
+    """
+    room = available_memory()
+    if room is not None and capacity > room * (1 - HEADROOM):
+        shortage = OSError(errno.ENOMEM, f"only {room / 2**20:.0f} MiB of memory are available")
+        raise SharedMemoryError(capacity, shortage)
     try:
         fd = _anonymous_fd(name)
     except OSError as exc:
