@@ -57,6 +57,8 @@ def _count_hint(worker: str, count: int, bad: list[Device]) -> str:
         return "give every cuda device an index (cuda:0, cuda:1, ...); torch cannot check a bare 'cuda'"
     if count == 0:
         return f"{worker} has no CUDA devices: only cpu is valid there"
+    if count == 1:
+        return f"{worker} has 1 CUDA device: use cpu or cuda:0"
     return f"{worker} has {count} CUDA devices: use cpu or cuda:0 .. cuda:{count - 1}"
 
 
