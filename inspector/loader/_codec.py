@@ -110,7 +110,7 @@ def encode(obj: Any) -> Encoded:
     while stack:
         value, path = stack.pop()
         if value is _CLOSE:
-            open_ids.discard(path)  # type: ignore[arg-type]
+            open_ids.discard(path)
             continue
         kind = type(value)
         if value is None or kind is str or kind is bool:

@@ -42,6 +42,7 @@ class Request:
     segment: Segment | None = None
     size_hint: int = 0
     running: bool = False
+    reserved: int = 0  # segment bytes counted against the pool's budget
 
     @property
     def label(self) -> str:

@@ -17,7 +17,8 @@ the moment it finishes. Workers process their requests in order, so a reply alwa
 oldest request in flight at that worker. Replies go to the delivery thread (``_delivery``),
 which builds the object and runs the callback, so a slow callback never stalls reading. At most
 ``worker_num * (DEPTH + 1)`` requests hold a segment at once (in flight or waiting for their
-callback): memory stays bounded when the consumer is slow.
+callback), and once they hold ``OUTSTANDING_BYTES`` no more than ``worker_num`` do: memory stays
+bounded when the consumer is slow or payloads are large.
 
 *A worker that dies* (its sentinel fires) first has its remaining replies drained; the oldest
 request still in flight is the one it was reading, and fails with ``WorkerDiedError`` naming
@@ -45,15 +46,15 @@ import itertools
 import logging
 import multiprocessing
 import os
+import selectors
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from multiprocessing.connection import Connection, wait
+from multiprocessing.connection import Connection
 from multiprocessing.process import BaseProcess
 from multiprocessing.reduction import send_handle
-from typing import Any
 
 from inspector.loader._cuda import StagingPool
 from inspector.loader._delivery import Deliverer, Failed, InProcess, Item, Loaded, Request
@@ -71,7 +72,8 @@ from inspector.loader._worker import worker_main
 
 logger = logging.getLogger("inspector.loader")
 
-DEPTH = 2
+DEPTH = 4
+OUTSTANDING_BYTES = 1 << 30  # past this, only worker_num requests hold segments at once
 POLL_INTERVAL_S = 0.25
 STOP_GRACE_S = 5.0
 MAX_START_FAILURES = 3
@@ -112,6 +114,7 @@ class WorkerPool:
         self._workers: list[_Worker] = []
         self._restarts = [0] * worker_num
         self._open = self._undelivered = self._done = self._failed = 0
+        self._reserved = 0  # segment bytes held by requests in flight or awaiting delivery
         self._start_failures = 0
         self._broken: BaseException | None = None
         self._exit = False
@@ -121,6 +124,8 @@ class WorkerPool:
         self._wake_r, self._wake_w = os.pipe()
         os.set_blocking(self._wake_w, False)
         self._wake_open = True
+        self._wake_pending = False
+        self._throttled = False
         prefix = f"inspector-loader-{os.getpid()}-{next(_sessions)}"
         self._segments = SegmentPool(prefix, max_free=self._max_outstanding + 2)
         self._staging = StagingPool()
@@ -216,29 +221,40 @@ class WorkerPool:
 
     # ---- the I/O thread ---------------------------------------------------------------------
     def _run(self) -> None:
+        selector = selectors.DefaultSelector()
         try:
+            selector.register(self._wake_r, selectors.EVENT_READ, None)
+            watched: set[_Worker] = set()
             while not self._exit:
+                with self._lock:
+                    self._wake_pending = False  # from here on, a submit must wake us again
+                    workers = list(self._workers)
+                for w in workers:
+                    if w not in watched and not w.dead:
+                        selector.register(w.conn, selectors.EVENT_READ, ("reply", w))
+                        selector.register(w.process.sentinel, selectors.EVENT_READ, ("death", w))
+                        watched.add(w)
                 self._flush_unmaps()
                 self._dispatch()
-                with self._lock:
-                    workers = list(self._workers)
-                watched: list[Any] = [self._wake_r]
-                watched += [w.conn for w in workers if not w.conn.closed]
-                watched += [w.process.sentinel for w in workers]
-                ready = wait(watched, timeout=POLL_INTERVAL_S)
-                if self._wake_r in ready:
-                    with contextlib.suppress(BlockingIOError):
-                        os.read(self._wake_r, 4096)
-                for w in workers:
-                    if w.conn in ready:
-                        self._drain(w)
-                for w in workers:
-                    if w.process.sentinel in ready:
-                        self._on_death(w)
+                deaths = []
+                for key, _events in selector.select(POLL_INTERVAL_S):
+                    if key.data is None:
+                        with contextlib.suppress(BlockingIOError):
+                            os.read(self._wake_r, 4096)
+                    elif key.data[0] == "reply":
+                        self._drain(key.data[1])
+                    else:
+                        deaths.append(key.data[1])
+                for w in deaths:
+                    selector.unregister(w.conn)
+                    selector.unregister(w.process.sentinel)
+                    watched.discard(w)
+                    self._on_death(w)
         except BaseException as exc:  # keep every future answered even if this thread breaks
             logger.exception("inspector.loader: the I/O thread of %s crashed", self.name)
             self._broken = RuntimeError(f"The loader's I/O thread crashed: {exc!r}")
         finally:
+            selector.close()
             self._teardown()
 
     def _dispatch(self) -> None:
@@ -266,7 +282,11 @@ class WorkerPool:
                 self._send(worker, request)
 
     def _pick_worker(self) -> _Worker | None:
-        if sum(len(w.in_flight) for w in self._workers) + self._undelivered >= self._max_outstanding:
+        outstanding = sum(len(w.in_flight) for w in self._workers) + self._undelivered
+        if outstanding >= self._max_outstanding or (
+            self._reserved >= OUTSTANDING_BYTES and outstanding >= self.worker_num
+        ):
+            self._throttled = True  # the delivery thread wakes us when a slot frees up
             return None
         open_workers = [w for w in self._workers if not w.dead and len(w.in_flight) < DEPTH]
         return min(open_workers, key=lambda w: (len(w.in_flight), w.index), default=None)
@@ -299,10 +319,12 @@ class WorkerPool:
                 self._pending.appendleft(request)
             return
         request.segment = segment
+        request.reserved = segment.capacity
         request.worker, request.worker_key = worker.index, worker.key
         request.dispatched = time.perf_counter()
         with self._lock:
             worker.in_flight.append(request)
+            self._reserved += request.reserved
 
     def _drain(self, worker: _Worker) -> None:
         try:
@@ -332,6 +354,7 @@ class WorkerPool:
         if op == "grow":  # the file grew after we looked at it: retry with a bigger segment
             request.size_hint = message[2]
             with self._lock:
+                self._unreserve(request)
                 self._pending.appendleft(request)
         else:
             self._enqueue(Failed(request, self._error(worker, request, message)))
@@ -363,15 +386,17 @@ class WorkerPool:
             if request.segment is not None:
                 self._segments.release(request.segment)
                 request.segment = None
-        if orphans and not worker.ready:  # it never started, so none of them did
-            with self._lock:
-                self._pending.extendleft(reversed(orphans))
-        elif orphans:
-            first = orphans[0]
-            error = WorkerDiedError(f"worker {worker.index}", worker.process.pid, exitcode, first.label)
-            self._enqueue(Failed(first, error))
-            with self._lock:
-                self._pending.extendleft(reversed(orphans[1:]))
+        # It handles requests in order: the oldest was being read; the rest had not started (nor
+        # had any, if it never said "ready"), so they go back to the front of the queue.
+        failed = orphans[0] if orphans and worker.ready else None
+        retry = orphans[1:] if failed is not None else orphans
+        with self._lock:
+            for request in retry:
+                self._unreserve(request)
+            self._pending.extendleft(reversed(retry))
+        if failed is not None:
+            error = WorkerDiedError(f"worker {worker.index}", worker.process.pid, exitcode, failed.label)
+            self._enqueue(Failed(failed, error))
         if self._exit:
             return
         if not worker.ready:
@@ -416,8 +441,14 @@ class WorkerPool:
         self._deliverer.put(item)
 
     # ---- called from the delivery thread ----------------------------------------------------
+    def _unreserve(self, request: Request) -> None:
+        """Stop counting a request's segment against ``OUTSTANDING_BYTES`` (call with the lock held)."""
+        self._reserved -= request.reserved
+        request.reserved = 0
+
     def _finished(self, request: Request, ok: bool, delivered: bool = True) -> None:
         with self._lock:
+            self._unreserve(request)
             self._open -= 1
             if delivered:
                 self._undelivered -= 1
@@ -427,7 +458,9 @@ class WorkerPool:
                     self._failed += 1
             if self._open == 0:
                 self._idle.notify_all()
-        self._wake()
+            throttled, self._throttled = self._throttled, False
+        if throttled or not delivered:
+            self._wake()
 
     # ---- teardown ---------------------------------------------------------------------------
     def _teardown(self) -> None:
@@ -456,10 +489,13 @@ class WorkerPool:
             self._enqueue(Failed(request, LoaderShutdownError(request.label)))
 
     def _wake(self) -> None:
+        """Make the I/O thread look at the queue again (one write per sleep, not one per request)."""
         with self._lock:
-            if self._wake_open:
-                with contextlib.suppress(BlockingIOError):  # a wake-up is already pending
-                    os.write(self._wake_w, b"x")
+            if not self._wake_open or self._wake_pending:
+                return
+            self._wake_pending = True
+        with contextlib.suppress(BlockingIOError, OSError):  # a full pipe is a pending wake-up too
+            os.write(self._wake_w, b"x")
 
     def _release(self) -> None:
         self._segments.close()

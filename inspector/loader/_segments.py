@@ -14,13 +14,13 @@ the last mapping. Reserving up front turns "shared memory is full" into a clear
 then builds the delivered arrays as views over that segment, with no copy. From that moment
 the segment is *leased*: it belongs to the arrays just delivered, and the pool will not give
 it to a worker again until every one of them has been garbage-collected (a ``weakref``
-finalizer on the one uint8 array all leaves are views of). So a delivered array never aliases
+callback on the one uint8 array all leaves are views of). So a delivered array never aliases
 memory a worker may write again, consumers may keep what they got for as long as they like,
 and recycled segments stay mapped, avoiding the first-touch page-fault cost a fresh buffer per
 load would pay. The price: a consumer that keeps one small leaf keeps the whole segment; copy
 it (``leaf.copy()``) to let the rest go.
 
-The finalizer may run on any thread, even inside garbage collection while this pool's lock is
+The callback may run on any thread, even inside garbage collection while this pool's lock is
 held, so it only appends to a deque (atomic, lock-free); the pool folds released segments back
 in the next time it is used. The pool never calls ``mmap.close()`` on a segment a lease may
 still export: it drops its reference and the mapping disappears with the last array.
@@ -43,6 +43,7 @@ import numpy as np
 from inspector.loader._errors import SharedMemoryError
 
 MIN_CAPACITY = 64 * 1024
+MAX_FREE_BYTES = 1 << 30  # free segments kept for reuse beyond this are unmapped
 HEADROOM = 0.10  # share of available memory a new segment must leave free
 State = Literal["free", "busy", "leased"]
 
@@ -58,7 +59,7 @@ def capacity_for(nbytes: int) -> int:
 def _anonymous_fd(name: str) -> int:
     if hasattr(os, "memfd_create"):
         return os.memfd_create(name, os.MFD_CLOEXEC)
-    import _posixshmem  # type: ignore[import-not-found]
+    import _posixshmem
 
     shm_name = "/" + name
     fd = _posixshmem.shm_open(shm_name, os.O_CREAT | os.O_EXCL | os.O_RDWR, 0o600)
@@ -69,7 +70,7 @@ def _anonymous_fd(name: str) -> int:
 class Segment:
     """One shared-memory segment as the main process sees it."""
 
-    __slots__ = ("capacity", "fd", "id", "last_used", "mapped_by", "mm", "state")
+    __slots__ = ("capacity", "fd", "id", "last_used", "lease", "mapped_by", "mm", "state")
 
     def __init__(self, seg_id: int, capacity: int, fd: int, mm: mmap.mmap) -> None:
         self.id = seg_id
@@ -79,6 +80,7 @@ class Segment:
         self.mapped_by: set[int] = set()
         self.state: State = "busy"
         self.last_used = time.monotonic()
+        self.lease: weakref.ref[np.ndarray] | None = None
 
 
 def available_memory() -> int | None:
@@ -174,8 +176,8 @@ class SegmentPool:
         assert seg.mm is not None
         base = np.frombuffer(seg.mm, np.uint8, count=nbytes)
         seg.state = "leased"
-        finalizer = weakref.finalize(base, self._released.append, seg)
-        finalizer.atexit = False
+        released = self._released
+        seg.lease = weakref.ref(base, lambda _ref: released.append(seg))  # kept on seg so it can fire
         return base
 
     def release(self, seg: Segment) -> None:
@@ -231,7 +233,9 @@ class SegmentPool:
         self._trim()
 
     def _trim(self) -> None:
-        while len(self._free) > self._max_free:
+        while len(self._free) > self._max_free or (
+            len(self._free) > 1 and sum(s.capacity for s in self._free) > MAX_FREE_BYTES
+        ):
             oldest = min(self._free, key=lambda s: s.last_used)
             self._free.remove(oldest)
             self._drop(oldest)

@@ -33,7 +33,7 @@ class Storage(ABC):
         return f"{type(self).__name__}({self.path!r})"
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is type(self) and other.path == self.path  # type: ignore[attr-defined]
+        return isinstance(other, Storage) and type(other) is type(self) and other.path == self.path
 
     def __hash__(self) -> int:
         return hash((type(self).__name__, self.path))

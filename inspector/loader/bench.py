@@ -97,8 +97,8 @@ class Startup:
 
 
 def loads_per_repeat(size_mb: float, workers: int) -> int:
-    """Enough loads to keep every worker busy and to move about 64 MiB per repeat."""
-    return max(2 * workers, min(64, math.ceil(64 / max(size_mb, 1e-3))))
+    """Enough loads to keep every worker busy and to move about 256 MiB per repeat."""
+    return max(2 * workers, min(256, math.ceil(256 / max(size_mb, 1e-3))))
 
 
 def run(
@@ -316,10 +316,12 @@ def _ours(
                 errors.append(exc)
                 count(0)
 
+            def checker(index: int) -> Callable[[Any], None]:
+                return lambda obj: count(files.check(obj, index))
+
             for i in range(n):
                 index = i % len(storages)
-                loader.load(storages[index], lambda obj, k=index: count(files.check(obj, k)),
-                            on_error=on_error, device=device)  # fmt: skip
+                loader.load(storages[index], checker(index), on_error=on_error, device=device)
             if not finished.wait(WAIT_S):
                 raise TimeoutError("loader benchmark: deliveries did not arrive")
             if errors:
@@ -379,7 +381,7 @@ def _dataloader(
 ) -> tuple[list[float], int]:
     from torch.utils.data import DataLoader
 
-    loader = DataLoader(
+    loader: DataLoader[Any] = DataLoader(
         FileDataset(files.paths, loads),  # type: ignore[arg-type]
         batch_size=None,
         num_workers=workers,

@@ -327,3 +327,21 @@ def test_bad_arguments_are_refused() -> None:
     supported = r"start_method 'fork' is not supported\. Supported: \['spawn', 'forkserver'\]"
     with pytest.raises(ValueError, match=supported):
         FileStorageLoader(start_method="fork")
+
+
+def test_a_slow_consumer_bounds_the_segments_in_use(loader: FileStorageLoader) -> None:
+    import gc
+
+    from inspector.loader._pool import DEPTH
+
+    gc.collect()
+    held_before = loader.status().segments_leased
+    storage = loader.save({"a": np.ones(10_000)})
+    gate = threading.Event()
+    futures = [loader.load(storage, lambda _obj: gate.wait(10)) for _ in range(40)]
+    time.sleep(0.3)
+    status = loader.status()
+    gate.set()
+    assert status.pending > 0  # the rest wait in the queue, holding no memory
+    assert status.segments_busy + status.segments_leased - held_before <= 2 * (DEPTH + 1)
+    assert all(f.result(WAIT_S)["a"].sum() == 10_000 for f in futures)
