@@ -204,6 +204,15 @@ class RpcPanel(Panel):
             ]
         )
         self.widget.add_class("inspector-rpc-panel")
+        for control, name in (
+            (self.workers, "workers"),
+            (self.gpus, "gpus"),
+            (self.group, "group"),
+            (self.launch_button, "launch"),
+            (self.world_html, "world"),
+            (self.graph_out, "graph"),
+        ):
+            control.add_class(f"inspector-rpc-{name}")
         render_into(self.backends_out, backends_table(registered_backends()))
         self.load_plan(plan or DEFAULT_PLAN)
 
