@@ -131,3 +131,22 @@ def test_a_custom_backend_starts_a_real_agent_through_our_init_rpc_and_stale_mem
     assert "torch refuses its stale member: Argument backend must be a member of BackendType" in out
     assert "agent: TensorPipeAgent worker0" in out and "rpc_sync: [3.0, 3.0]" in out
     assert "calls: ['construct', 'init']" in out
+
+
+@pytest.mark.cuda
+def test_a_cuda_map_on_a_gpu_machine_starts_and_derives_the_planned_device_lists() -> None:
+    import torch
+
+    count = torch.cuda.device_count()
+    last = f"cuda:{count - 1}"
+    plan = TopologyPlan.build(
+        2, count, {"worker0": {"worker1": {"cuda:0": last}}, "worker1": {"worker0": {last: "cuda:0"}}}
+    )
+    assert predict_init_error(plan) is None
+    with LocalWorld.from_plan(plan, rpc_timeout=60.0) as world:
+        assert [w.device_count for w in world.workers] == [count, count]
+        planned = {d.worker: tuple(str(x) for x in d.device_list) for d in plan.derive()}
+        assert {w.name: w.device_list for w in world.workers} == planned
+        pair = world.measure_rtt(count=5, warmup=1).get("worker0", "worker1")
+        assert pair is not None and pair.median_s > 0
+    assert world.exit_codes == {"worker0": 0, "worker1": 0} and children() == []
