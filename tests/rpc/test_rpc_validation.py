@@ -85,7 +85,8 @@ def test_source_devices_with_invalid_indices_the_direction_mistake() -> None:
     assert (error.category, error.worker, error.target, error.device_count) == (
         "INVALID_SOURCE_INDEX", "worker0", "worker1", 1
     )  # fmt: skip
-    assert "sources are the caller's devices" in str(error) and "worker0 has 1 CUDA device: use cpu or cuda:0" in str(error)
+    assert "sources are the caller's devices" in str(error)
+    assert "worker0 has 1 CUDA device: use cpu or cuda:0" in str(error)
 
 
 def test_unexpected_target_devices() -> None:
