@@ -4,13 +4,15 @@ The process is started as ``python -c "from inspector.rpc._worker import main; m
 one end of a socket pair (fd in ``INSPECTOR_RPC_FD``), so nothing from the parent's
 ``__main__`` is re-imported (works from Jupyter and from scripts without a main guard), and the
 RPC targets below live in an importable module, so every peer can unpickle them. The loop
-polls every ``POLL_INTERVAL_S`` and exits when the parent's end closes (see NOTE [ LocalWorld
+polls every ``POLL_INTERVAL_S`` and exits when the parent's end closes; a watcher thread exits
+the process when the parent dies, even while it is blocked in rendezvous (see NOTE [ LocalWorld
 lifecycle ] in ``_world``).
 """
 
 from __future__ import annotations
 
 import os
+import threading
 import time
 import traceback
 from multiprocessing.connection import Connection
@@ -101,7 +103,15 @@ def _serve(conn: Connection) -> None:
             conn.send(("error", (type(exc).__name__, str(exc))))
 
 
+def _exit_when_orphaned(parent: int) -> None:
+    """Leave at once if the parent dies, even while blocked in rendezvous or an RPC."""
+    while os.getppid() == parent:
+        time.sleep(POLL_INTERVAL_S)
+    os._exit(3)
+
+
 def main() -> None:
+    threading.Thread(target=_exit_when_orphaned, args=(os.getppid(),), name="orphan-watch", daemon=True).start()
     conn = Connection(int(os.environ["INSPECTOR_RPC_FD"]))
     stage = "configuration"
     try:

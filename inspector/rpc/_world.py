@@ -13,7 +13,8 @@ each rank. Reverse maps and device lists are derived in the parent with the same
 functions the planner uses (gather, then check). Close: every worker is asked for a graceful
 ``rpc.shutdown`` (a barrier over all of them), waited on up to ``shutdown_timeout``, and
 whatever is left is terminated, then killed. A ``weakref.finalize`` does the same at garbage
-collection or interpreter exit, so no worker outlives its world.
+collection or interpreter exit, and each worker watches its parent and exits when it dies (even
+mid-rendezvous), so no worker outlives its world.
 """
 
 from __future__ import annotations

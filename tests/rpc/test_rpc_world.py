@@ -150,3 +150,31 @@ def test_a_cuda_map_on_a_gpu_machine_starts_and_derives_the_planned_device_lists
         pair = world.measure_rtt(count=5, warmup=1).get("worker0", "worker1")
         assert pair is not None and pair.median_s > 0
     assert world.exit_codes == {"worker0": 0, "worker1": 0} and children() == []
+
+
+def test_a_worker_blocked_in_rendezvous_exits_when_its_parent_is_killed(tmp_path: Path) -> None:
+    # worker1 fails while building its options, so worker0 waits in rendezvous (for 30 min, left alone)
+    script = tmp_path / "parent.py"
+    script.write_text(
+        textwrap.dedent("""
+        import os, signal, threading, time
+        import psutil
+        from inspector.rpc import LocalWorld
+        threading.Thread(target=lambda: LocalWorld(2, devices={"worker1": ["cpu"]}), daemon=True).start()
+        time.sleep(3.0)
+        print(" ".join(str(p.pid) for p in psutil.Process().children()), flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # no close(), no atexit: the workers are on their own
+    """)
+    )
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
+    workers = [p for p in map(_process, (int(pid) for pid in result.stdout.split())) if p is not None]
+    assert result.stdout.split(), result.stderr[-2000:]
+    _gone, alive = psutil.wait_procs(workers, timeout=15)
+    assert alive == []
+
+
+def _process(pid: int) -> psutil.Process | None:
+    try:
+        return psutil.Process(pid)
+    except psutil.NoSuchProcess:
+        return None
