@@ -230,11 +230,6 @@ def _shape(value: Any, path: str) -> tuple[int, ...]:
     return tuple(value)
 
 
-def _checked_span(offset: Any, nbytes: int, data_len: int, path: str) -> None:
-    if type(offset) is not int or offset < 0 or offset + nbytes > data_len:
-        raise StorageCorruptError(path, f"array bytes [{offset}, +{nbytes}) lie outside the data region")
-
-
 Scalar = Callable[[list[Any], str], Any]
 
 
@@ -264,33 +259,35 @@ def _scalar(token: list[Any], path: str) -> Any:
 
 def decode(doc: dict[str, Any], factory: LeafFactory, data_len: int, path: str) -> Any:
     """Rebuild the object from a parsed header; every array leaf comes from ``factory``."""
-    from inspector.loader._dtypes import torch_dtype
-
     stack: list[list[Any]] = []  # frames: [tag, items needed, items]
+    layouts: dict[tuple[Any, ...], tuple[Any, tuple[int, ...], int]] = {}  # leaves repeat their dtype/shape
+    make_array, make_tensor = factory.array, factory.tensor
     done = False
     result: Any = None
     for token in doc["tokens"]:
         kind = type(token)
         if kind is list and token and type(token[0]) is str:
             tag = token[0]
-            if tag in ("l", "t", "d") and len(token) == 2 and type(token[1]) is int and token[1] >= 0:
+            if (tag == "A" and len(token) == 4) or (tag == "T" and len(token) == 5 and type(token[4]) is bool):
+                shape_token = token[2]
+                key = (tag, token[1], tuple(shape_token) if type(shape_token) is list else shape_token)
+                layout = layouts.get(key)
+                if layout is None:
+                    layout = layouts[key] = _leaf_layout(tag, token[1], shape_token, path)
+                dtype, shape, nbytes = layout
+                offset = token[3]
+                if type(offset) is not int or offset < 0 or offset + nbytes > data_len:
+                    raise StorageCorruptError(path, f"array bytes [{offset}, +{nbytes}) lie outside the data region")
+                if tag == "A":
+                    value: Any = make_array(dtype, shape, offset, nbytes)
+                else:
+                    value = make_tensor(dtype, shape, offset, nbytes, token[4])
+            elif tag in ("l", "t", "d") and len(token) == 2 and type(token[1]) is int and token[1] >= 0:
                 need = token[1] * (2 if tag == "d" else 1)
                 if need:
                     stack.append([tag, need, []])
                     continue
-                value: Any = [] if tag == "l" else () if tag == "t" else {}
-            elif tag == "A" and len(token) == 4:
-                dtype = numpy_dtype(token[1], path)
-                shape = _shape(token[2], path)
-                nbytes = math.prod(shape) * dtype.itemsize
-                _checked_span(token[3], nbytes, data_len, path)
-                value = factory.array(dtype, shape, token[3], nbytes)
-            elif tag == "T" and len(token) == 5 and type(token[4]) is bool:
-                tdtype = torch_dtype(token[1], path)
-                shape = _shape(token[2], path)
-                nbytes = math.prod(shape) * tdtype.itemsize
-                _checked_span(token[3], nbytes, data_len, path)
-                value = factory.tensor(tdtype, shape, token[3], nbytes, token[4])
+                value = [] if tag == "l" else () if tag == "t" else {}
             else:
                 value = _scalar(token, path)
         elif token is None or kind is str or kind is int or kind is bool:
@@ -299,8 +296,9 @@ def decode(doc: dict[str, Any], factory: LeafFactory, data_len: int, path: str) 
             raise StorageCorruptError(path, f"unexpected token {token!r}")
         while stack:
             frame = stack[-1]
-            frame[2].append(value)
-            if len(frame[2]) < frame[1]:
+            items = frame[2]
+            items.append(value)
+            if len(items) < frame[1]:
                 break
             stack.pop()
             value = _build(frame, path)
@@ -311,6 +309,15 @@ def decode(doc: dict[str, Any], factory: LeafFactory, data_len: int, path: str) 
     if stack or not done:
         raise StorageCorruptError(path, "the token list ends before the tree is complete")
     return result
+
+
+def _leaf_layout(tag: str, dtype_token: Any, shape_token: Any, path: str) -> tuple[Any, tuple[int, ...], int]:
+    """(dtype, shape, byte count) of an array leaf, checked once per distinct (dtype, shape)."""
+    from inspector.loader._dtypes import torch_dtype
+
+    dtype = numpy_dtype(dtype_token, path) if tag == "A" else torch_dtype(dtype_token, path)
+    shape = _shape(shape_token, path)
+    return dtype, shape, math.prod(shape) * dtype.itemsize
 
 
 def _build(frame: list[Any], path: str) -> Any:

@@ -17,8 +17,8 @@ the moment it finishes. Workers process their requests in order, so a reply alwa
 oldest request in flight at that worker. Replies go to the delivery thread (``_delivery``),
 which builds the object and runs the callback, so a slow callback never stalls reading. At most
 ``worker_num * (DEPTH + 1)`` requests hold a segment at once (in flight or waiting for their
-callback), and once they hold ``OUTSTANDING_BYTES`` no more than ``worker_num`` do: memory stays
-bounded when the consumer is slow or payloads are large.
+callback), and once they hold ``OUTSTANDING_BYTES`` no more than two per worker do (one being
+read, one queued behind it): memory stays bounded when the consumer is slow or payloads are large.
 
 *A worker that dies* (its sentinel fires) first has its remaining replies drained; the oldest
 request still in flight is the one it was reading, and fails with ``WorkerDiedError`` naming
@@ -73,7 +73,7 @@ from inspector.loader._worker import worker_main
 logger = logging.getLogger("inspector.loader")
 
 DEPTH = 4
-OUTSTANDING_BYTES = 1 << 30  # past this, only worker_num requests hold segments at once
+OUTSTANDING_BYTES = 1 << 30  # past this, only two requests per worker hold segments at once
 POLL_INTERVAL_S = 0.25
 STOP_GRACE_S = 5.0
 MAX_START_FAILURES = 3
@@ -225,6 +225,7 @@ class WorkerPool:
         try:
             selector.register(self._wake_r, selectors.EVENT_READ, None)
             watched: set[_Worker] = set()
+            next_trim = time.monotonic()
             while not self._exit:
                 with self._lock:
                     self._wake_pending = False  # from here on, a submit must wake us again
@@ -234,6 +235,9 @@ class WorkerPool:
                         selector.register(w.conn, selectors.EVENT_READ, ("reply", w))
                         selector.register(w.process.sentinel, selectors.EVENT_READ, ("death", w))
                         watched.add(w)
+                if time.monotonic() >= next_trim:
+                    self._segments.trim_idle()
+                    next_trim = time.monotonic() + POLL_INTERVAL_S
                 self._flush_unmaps()
                 self._dispatch()
                 deaths = []
@@ -284,7 +288,7 @@ class WorkerPool:
     def _pick_worker(self) -> _Worker | None:
         outstanding = sum(len(w.in_flight) for w in self._workers) + self._undelivered
         if outstanding >= self._max_outstanding or (
-            self._reserved >= OUTSTANDING_BYTES and outstanding >= self.worker_num
+            self._reserved >= OUTSTANDING_BYTES and outstanding >= 2 * self.worker_num
         ):
             self._throttled = True  # the delivery thread wakes us when a slot frees up
             return None

@@ -43,7 +43,8 @@ import numpy as np
 from inspector.loader._errors import SharedMemoryError
 
 MIN_CAPACITY = 64 * 1024
-MAX_FREE_BYTES = 1 << 30  # free segments kept for reuse beyond this are unmapped
+MAX_FREE_BYTES = 1 << 30  # free bytes kept for reuse: at least this, or five of the largest segments
+IDLE_DROP_S = 10.0  # a free segment unused this long is unmapped
 HEADROOM = 0.10  # share of available memory a new segment must leave free
 State = Literal["free", "busy", "leased"]
 
@@ -232,9 +233,20 @@ class SegmentPool:
             self._free.append(seg)
         self._trim()
 
+    def trim_idle(self) -> None:
+        """Unmap free segments nobody has used for ``IDLE_DROP_S`` (the pool shrinks when idle)."""
+        with self._lock:
+            self._collect_released()
+            stale = time.monotonic() - IDLE_DROP_S
+            for seg in [s for s in self._free if s.last_used < stale]:
+                self._free.remove(seg)
+                self._drop(seg)
+
     def _trim(self) -> None:
+        largest = max((s.capacity for s in self._segments.values()), default=0)
+        budget = max(MAX_FREE_BYTES, 5 * largest)
         while len(self._free) > self._max_free or (
-            len(self._free) > 1 and sum(s.capacity for s in self._free) > MAX_FREE_BYTES
+            len(self._free) > 1 and sum(s.capacity for s in self._free) > budget
         ):
             oldest = min(self._free, key=lambda s: s.last_used)
             self._free.remove(oldest)
