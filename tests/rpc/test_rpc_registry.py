@@ -158,3 +158,12 @@ def test_members_are_read_only_and_pickle_by_name() -> None:
 def test_a_backend_name_must_be_a_non_empty_string(name: Any) -> None:
     with pytest.raises(TypeError, match="non-empty str"):
         register_backend(name, construct, init)
+
+
+def test_init_rpc_checks_its_name_and_backend_before_touching_torch() -> None:
+    from inspector.rpc import init_rpc
+
+    with pytest.raises(ValueError, match="non-empty str"):
+        init_rpc("")
+    with pytest.raises(UnknownBackendError, match="Known: \\['TENSORPIPE'\\]"):
+        init_rpc("worker0", backend="NOPE", rank=0, world_size=1)
