@@ -10,7 +10,7 @@ STAGE_LABELS = {
     "read": "read into shared memory",
     "handoff": "hand-off (worker to main)",
     "wait": "waiting behind earlier callbacks",
-    "build": "build arrays (copy out)",
+    "build": "copy out: build arrays (views, no copy)",
     "h2d": "host to device",
     "callback": "callback",
 }

@@ -1,0 +1,237 @@
+"""Loader views: benchmark rows, per-stage timings and pool status as DataFrames and Figures.
+
+Throughput is MB/s with MB = 2**20 bytes. The memcpy row is the ceiling a single thread can
+copy the same bytes at; the charts draw it dashed so every other line reads as a share of it.
+Rows may be ``BenchRow`` records or plain dicts with the same keys (what ``as_dict`` gives).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, is_dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+from matplotlib.figure import Figure
+
+from inspector.loader import STAGE_LABELS, STAGES, LoaderStatus, LoadTiming
+from inspector.loader.bench import METHOD_LABELS
+from inspector.views._figures import NEUTRAL_INK, new_figure, style_axes
+
+METHOD_COLOURS = {
+    "ours": "#1f77b4",
+    "sync": "#2ca02c",
+    "mp_queue": "#9467bd",
+    "dataloader": "#d62728",
+    "memcpy": NEUTRAL_INK,
+    "h2d": "#8c564b",
+}
+BASELINES = ("sync", "mp_queue", "dataloader")
+STAGE_COLOURS = dict(
+    zip(STAGES, ("#c7c7c7", "#1f77b4", "#ff7f0e", "#bcbd22", "#2ca02c", "#9467bd", "#8c564b"), strict=True)
+)
+BENCH_COLUMNS = [
+    "layout", "size_mb", "workers", "device", "method", "label", "mb_s", "mb_s_min", "mb_s_max",
+    "share_of_memcpy", "repeats", "loads", "leaves", "corrupt",
+]  # fmt: skip
+
+
+def _records(rows: Iterable[Any]) -> list[dict[str, Any]]:
+    return [asdict(r) if is_dataclass(r) and not isinstance(r, type) else dict(r) for r in rows]
+
+
+def bench_table(rows: Iterable[Any]) -> pd.DataFrame:
+    """One row per measured cell, with the method's label and its share of memcpy of the same bytes."""
+    frame = pd.DataFrame.from_records(_records(rows))
+    if frame.empty:
+        return pd.DataFrame(columns=BENCH_COLUMNS)
+    frame["label"] = frame["method"].map(lambda m: METHOD_LABELS.get(m, m))
+    ceiling = frame[frame["method"] == "memcpy"].set_index(["layout", "size_mb", "device"])["mb_s"]
+    keys = list(zip(frame["layout"], frame["size_mb"], frame["device"], strict=True))
+    frame["share_of_memcpy"] = [row / ceiling.get(key, np.nan) for row, key in zip(frame["mb_s"], keys, strict=True)]
+    extra = [c for c in frame.columns if c not in BENCH_COLUMNS]
+    return frame[BENCH_COLUMNS + extra].sort_values(["layout", "size_mb", "method", "workers"], ignore_index=True)
+
+
+def ratio_table(rows: Iterable[Any]) -> pd.DataFrame:
+    """Ours against everything else, per layout, size and worker count (the benchmark's verdict)."""
+    frame = bench_table(rows)
+    columns = ["layout", "size_mb", "workers", "ours_mb_s", "share_of_memcpy", "share_of_dram_memcpy"] + [
+        f"x_{b}" for b in BASELINES
+    ]
+    ours = frame[frame["method"] == "ours"]
+    if ours.empty:
+        return pd.DataFrame(columns=columns)
+    memcpy = frame[frame["method"] == "memcpy"]
+    dram = memcpy.loc[memcpy["size_mb"].idxmax(), "mb_s"] if not memcpy.empty else np.nan
+    records = []
+    for row in ours.itertuples():
+        record = {
+            "layout": row.layout, "size_mb": row.size_mb, "workers": row.workers, "ours_mb_s": row.mb_s,
+            "share_of_memcpy": row.share_of_memcpy, "share_of_dram_memcpy": row.mb_s / dram,
+        }  # fmt: skip
+        for baseline in BASELINES:
+            match = frame[(frame["method"] == baseline) & (frame["layout"] == row.layout)
+                          & (frame["size_mb"] == row.size_mb) & (frame["device"] == row.device)]  # fmt: skip
+            if baseline != "sync":
+                match = match[match["workers"] == row.workers]
+            record[f"x_{baseline}"] = row.mb_s / match["mb_s"].iloc[0] if not match.empty else np.nan
+        records.append(record)
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def _method_order(methods: Iterable[str]) -> list[str]:
+    known = [m for m in METHOD_LABELS if m in set(methods)]
+    return known + sorted(set(methods) - set(known))
+
+
+def throughput_by_size_figure(rows: Iterable[Any], workers: int | None = None) -> Figure:
+    """MB/s against payload size, a line per method (spread as error bars), memcpy dashed; one panel per layout."""
+    frame = bench_table(rows)
+    layouts = sorted(frame["layout"].unique()) if not frame.empty else ["(no results yet)"]
+    fig = new_figure(width=5.2 * len(layouts), height=3.8)
+    axes = fig.subplots(1, len(layouts), squeeze=False)[0]
+    for ax, layout in zip(axes, layouts, strict=True):
+        part = frame[frame["layout"] == layout]
+        if workers is None and not part.empty:
+            chosen = int(part[part["method"] == "ours"]["workers"].max()) if (part["method"] == "ours").any() else None
+        else:
+            chosen = workers
+        for method in _method_order(part["method"]):
+            line = part[part["method"] == method]
+            if method not in ("sync", "memcpy", "h2d") and chosen is not None:
+                line = line[line["workers"] == chosen]
+            line = line.sort_values("size_mb")
+            if line.empty:
+                continue
+            errors = [line["mb_s"] - line["mb_s_min"], line["mb_s_max"] - line["mb_s"]]
+            dashed = method in ("memcpy", "h2d")
+            ax.errorbar(line["size_mb"], line["mb_s"], yerr=errors, marker="o", capsize=3,
+                        linestyle="--" if dashed else "-", color=METHOD_COLOURS.get(method),
+                        label=METHOD_LABELS.get(method, method))  # fmt: skip
+        ax.set_xscale("log", base=2)
+        sizes = sorted(part["size_mb"].unique())
+        if sizes:
+            ax.set_xticks(sizes, [f"{size:g}" for size in sizes])
+            ax.minorticks_off()
+        ax.set_yscale("log")
+        ax.set_xlabel("payload size (MiB)")
+        ax.set_ylabel("MB/s (log)")
+        suffix = f", {chosen} workers" if chosen is not None else ""
+        ax.set_title(f"{layout}{suffix}")
+        style_axes(ax)
+        if not part.empty:
+            ax.legend(fontsize=7, frameon=False, labelcolor=NEUTRAL_INK)
+    return fig
+
+
+def throughput_by_workers_figure(
+    rows: Iterable[Any], layout: str | None = None, size_mb: float | None = None
+) -> Figure:
+    """MB/s against the number of workers for one layout and size; workerless methods as flat lines."""
+    frame = bench_table(rows)
+    fig = new_figure(width=5.2, height=3.8)
+    ax = fig.add_subplot(1, 1, 1)
+    if not frame.empty:
+        layout = layout if layout is not None else str(frame["layout"].iloc[0])
+        part = frame[frame["layout"] == layout]
+        size_mb = size_mb if size_mb is not None else float(part["size_mb"].max())
+        part = part[part["size_mb"] == size_mb]
+        span = (part["workers"].min(), part["workers"].max())
+        for method in _method_order(part["method"]):
+            line = part[part["method"] == method].sort_values("workers")
+            colour, label = METHOD_COLOURS.get(method), METHOD_LABELS.get(method, method)
+            if method in ("sync", "memcpy", "h2d"):
+                level = line["mb_s"].iloc[0]
+                ax.hlines(level, span[0] - 0.2, span[1] + 0.2, linestyles="--", color=colour, label=label)
+            else:
+                ax.plot(line["workers"], line["mb_s"], marker="o", color=colour, label=label)
+        ax.set_title(f"{layout}, {size_mb:g} MiB")
+        ax.set_xticks(sorted(part["workers"].unique()))
+        ax.legend(fontsize=7, frameon=False, labelcolor=NEUTRAL_INK)
+    ax.set_yscale("log")
+    ax.set_xlabel("workers")
+    ax.set_ylabel("MB/s (log)")
+    style_axes(ax)
+    return fig
+
+
+def stage_table(source: Iterable[Any]) -> pd.DataFrame:
+    """Median milliseconds per stage, by payload size: from ``LoadTiming`` records or from bench rows (ours)."""
+    items = list(source)
+    columns = ["payload", *STAGES]
+    if not items:
+        return pd.DataFrame(columns=columns)
+    if isinstance(items[0], LoadTiming):
+        frame = pd.DataFrame.from_records([asdict(t) for t in items if t.ok])
+        if frame.empty:
+            return pd.DataFrame(columns=columns)
+        frame["payload"] = frame["nbytes"].map(_size_bucket)
+        table = frame.groupby("payload", sort=False)[list(STAGES)].median() * 1e3
+        order = sorted(table.index, key=lambda label: float(label.split()[0]))
+        return table.loc[order].reset_index()[columns]
+    records = []
+    for row in _records(items):
+        if row.get("method") != "ours" or row.get("read_ms") is None:
+            continue
+        stages = {stage: row.get(f"{stage}_ms") or 0.0 for stage in STAGES}
+        records.append({"payload": f"{row['layout']} {row['size_mb']:g} MiB", **stages})
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def _size_bucket(nbytes: int) -> str:
+    """Loads grouped by size to the nearest power of two ("16 MiB", "0.25 MiB")."""
+    mib = max(nbytes, 1) / 2**20
+    return f"{2.0 ** round(float(np.log2(mib))):g} MiB"
+
+
+def stage_figure(source: Iterable[Any]) -> Figure:
+    """Stacked bars: where a load's time goes (read into shared memory, hand-off, build, H2D, callback)."""
+    table = stage_table(source)
+    fig = new_figure(width=6.4, height=0.5 + 0.45 * max(len(table), 2))
+    ax = fig.add_subplot(1, 1, 1)
+    left = np.zeros(len(table))
+    for stage in STAGES:
+        values = table[stage].to_numpy(dtype=float) if not table.empty else np.zeros(0)
+        if values.size and values.any():
+            ax.barh(table["payload"], values, left=left, color=STAGE_COLOURS[stage], label=STAGE_LABELS[stage])
+            left += values
+    ax.set_xlabel("median ms per load")
+    ax.invert_yaxis()
+    if len(table):
+        ax.legend(fontsize=7, frameon=False, labelcolor=NEUTRAL_INK, loc="lower right")
+    else:
+        ax.set_title("no timings yet")
+    style_axes(ax)
+    return fig
+
+
+def workers_table(statuses: Sequence[LoaderStatus] | LoaderStatus) -> pd.DataFrame:
+    """One row per worker of every loader: alive, busy, requests in flight, segments it has mapped."""
+    statuses = [statuses] if isinstance(statuses, LoaderStatus) else list(statuses)
+    columns = ["loader", "worker", "pid", "alive", "ready", "busy", "in_flight", "loads_done", "segments_mapped",
+               "restarts"]  # fmt: skip
+    records = [
+        {"loader": s.name, "worker": w.index, "pid": w.pid, "alive": w.alive, "ready": w.ready, "busy": w.busy,
+         "in_flight": w.in_flight, "loads_done": w.loads_done, "segments_mapped": w.segments_mapped,
+         "restarts": w.restarts}
+        for s in statuses
+        for w in s.workers
+    ]  # fmt: skip
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def loaders_table(statuses: Sequence[LoaderStatus] | LoaderStatus) -> pd.DataFrame:
+    """One row per loader: running, requests, and the shared-memory segments held (free, in use, leased out)."""
+    statuses = [statuses] if isinstance(statuses, LoaderStatus) else list(statuses)
+    columns = ["loader", "running", "workers", "pending", "in_flight", "loads_done", "loads_failed",
+               "segments_free", "segments_busy", "segments_leased", "segment_mib"]  # fmt: skip
+    records: list[Mapping[str, Any]] = [
+        {"loader": s.name, "running": s.running, "workers": f"{sum(w.alive for w in s.workers)}/{s.worker_num}",
+         "pending": s.pending, "in_flight": s.in_flight, "loads_done": s.loads_done, "loads_failed": s.loads_failed,
+         "segments_free": s.segments_free, "segments_busy": s.segments_busy, "segments_leased": s.segments_leased,
+         "segment_mib": round(s.segment_bytes / 2**20, 1)}
+        for s in statuses
+    ]  # fmt: skip
+    return pd.DataFrame.from_records(records, columns=columns)
