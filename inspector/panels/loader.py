@@ -1,0 +1,212 @@
+"""LoaderPanel: benchmark the shared-memory loader against the usual alternatives, and watch its workers.
+
+Pick sizes, worker counts, layouts, methods, device and repeats, then Run: ``bench.run`` goes on a
+background job (progress bar, Cancel), and the charts and the results table redraw as each result
+arrives. The worker table shows every loader alive in this kernel (the benchmark's while it runs,
+and your own): which workers are alive and busy, and how many shared-memory segments are held.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+
+import ipywidgets as widgets
+
+from inspector.loader import loader_statuses
+from inspector.loader.bench import METHOD_LABELS, METHODS, BenchCancelled, BenchRow, run
+from inspector.panels._background import BackgroundJob, JobCancelled, Report
+from inspector.panels._base import PANEL_CSS, Panel
+from inspector.panels._guard import error_html
+from inspector.panels._render import render_into
+from inspector.views._figures import figure_to_html
+from inspector.views.loader import (
+    bench_table,
+    loaders_table,
+    ratio_table,
+    stage_figure,
+    throughput_by_size_figure,
+    throughput_by_workers_figure,
+    workers_table,
+)
+
+SIZE_CHOICES = (0.25, 1, 4, 16, 64, 256)
+WORKER_CHOICES = (1, 2, 3, 4)
+STATUS_INTERVAL_S = 0.5  # how often the worker table refreshes while a benchmark runs
+TABLE_COLUMNS = ["layout", "size_mb", "workers", "label", "mb_s", "mb_s_min", "mb_s_max", "share_of_memcpy", "corrupt"]
+
+
+def cuda_available() -> bool:
+    try:
+        import torch
+    except ImportError:
+        return False
+    return bool(torch.cuda.is_available())
+
+
+class LoaderPanel(Panel):
+    """Loader throughput by size and by worker count, where the time goes, and live worker status."""
+
+    title = "Loader"
+
+    def __init__(
+        self,
+        sizes_mb: Sequence[float] = (1, 16),
+        workers: Sequence[int] = (2,),
+        layouts: Sequence[str] = ("steps",),
+        methods: Sequence[str] = METHODS,
+        repeats: int = 2,
+    ) -> None:
+        super().__init__()
+        self.rows: list[BenchRow] = []
+        self.last_error: BaseException | None = None
+        self._rows_lock = threading.Lock()
+        wide = widgets.Layout(width="220px")
+        self.sizes = widgets.SelectMultiple(options=SIZE_CHOICES, value=tuple(sizes_mb), description="sizes (MiB)",
+                                            rows=len(SIZE_CHOICES), layout=wide)  # fmt: skip
+        self.workers = widgets.SelectMultiple(options=WORKER_CHOICES, value=tuple(workers), description="workers",
+                                              rows=len(WORKER_CHOICES), layout=wide)  # fmt: skip
+        self.layouts = widgets.SelectMultiple(options=("steps", "columnar"), value=tuple(layouts),
+                                              description="layouts", rows=2, layout=wide)  # fmt: skip
+        self.methods = widgets.SelectMultiple(
+            options=[(METHOD_LABELS[m], m) for m in METHODS], value=tuple(methods), description="methods",
+            rows=len(METHODS), layout=widgets.Layout(width="300px"),
+        )  # fmt: skip
+        devices = [("CPU", "cpu")] + ([("CUDA", "cuda")] if cuda_available() else [])
+        self.device = widgets.Dropdown(options=devices, value="cpu", description="device", layout=wide)
+        self.repeats = widgets.IntSlider(value=repeats, min=1, max=5, description="repeats", layout=wide)
+        self.run_button = widgets.Button(description="Run", icon="play", button_style="primary")
+        self.run_button.on_click(self.guard(lambda _b: self.run()))
+        refresh = widgets.Button(description="Refresh workers", icon="refresh", layout=widgets.Layout(width="150px"))
+        refresh.on_click(self.guard(lambda _b: self.refresh_status()))
+        self.job = BackgroundJob("Benchmark")
+        self.run_html = widgets.HTML()
+        self.chart_out = widgets.Output()
+        self.workers_chart_out = widgets.Output()
+        self.stage_out = widgets.Output()
+        self.table_out = widgets.Output()
+        self.status_out = widgets.Output()
+        charts = widgets.Tab(children=[self.chart_out, self.workers_chart_out, self.stage_out])
+        charts.titles = ("By size", "By workers", "Stages")
+        self.widget = widgets.VBox([
+            widgets.HTML(PANEL_CSS + "<b>Shared-memory loader</b>: throughput against the usual alternatives"),
+            self.status,
+            self.errors.widget,
+            widgets.HBox([widgets.VBox([self.sizes, self.workers]), widgets.VBox([self.layouts, self.device,
+                          self.repeats]), self.methods]),
+            widgets.HBox([self.run_button, self.job.widget]),
+            self.run_html,
+            charts,
+            self.table_out,
+            widgets.HBox([widgets.HTML("<b>Loaders in this kernel</b>"), refresh]),
+            self.status_out,
+        ])  # fmt: skip
+        self.widget.add_class("inspector-loader-panel")
+        self._render_results()
+        self.refresh_status()
+        self.set_status("Pick sizes and workers, then Run (start-up of workers is excluded from the numbers).")
+
+    # -- running the benchmark -----------------------------------------------------------------
+    def run(
+        self,
+        *,
+        sizes_mb: Sequence[float] | None = None,
+        workers: Sequence[int] | None = None,
+        layouts: Sequence[str] | None = None,
+        methods: Sequence[str] | None = None,
+        device: str | None = None,
+        repeats: int | None = None,
+        wait: bool = False,
+    ) -> None:
+        """Start a benchmark with the widgets' choices (or the ones given here) on a background job."""
+        settings = {
+            "sizes_mb": tuple(sorted(sizes_mb if sizes_mb is not None else self.sizes.value)),
+            "workers": tuple(sorted(workers if workers is not None else self.workers.value)),
+            "layouts": tuple(layouts if layouts is not None else self.layouts.value),
+            "methods": tuple(methods if methods is not None else self.methods.value),
+            "device": None if (device or self.device.value) == "cpu" else (device or self.device.value),
+            "repeats": repeats if repeats is not None else self.repeats.value,
+        }
+        for name in ("sizes_mb", "workers", "layouts", "methods"):
+            if not settings[name]:
+                raise ValueError(f"Pick at least one of {name.replace('_mb', '')} before running.")
+        with self._rows_lock:
+            self.rows = []
+        self.last_error = None
+        self.run_html.value = ""
+        self._render_results()
+        started = time.perf_counter()
+
+        def job(report: Report, cancelled: threading.Event) -> list[BenchRow]:
+            watcher = threading.Thread(target=self._watch_status, args=(cancelled,), daemon=True)
+            watcher.start()
+            try:
+                return run(progress=report, on_row=self._on_row, cancel=cancelled, **settings)  # type: ignore[arg-type]
+            except BenchCancelled as exc:
+                raise JobCancelled(str(exc)) from exc
+            finally:
+                self.refresh_status()
+
+        def done(rows: list[BenchRow]) -> None:
+            self.set_status(f"{len(rows)} results in {time.perf_counter() - started:.0f} s")
+            self.refresh_status()
+
+        self.set_status("running…")
+        self.job.start(job, done, self._failed)
+        if wait:
+            self.job.wait()
+
+    def _on_row(self, row: BenchRow) -> None:
+        with self._rows_lock:
+            self.rows.append(row)
+        self._render_results()
+
+    def _failed(self, exc: BaseException) -> None:
+        self.last_error = exc
+        if isinstance(exc, JobCancelled):
+            self.set_status(f"cancelled after {len(self.rows)} results")
+        else:  # rendered here: the guard has already returned from the button callback
+            self.run_html.value = error_html(exc)
+            self.set_status("the benchmark failed")
+        self.refresh_status()
+
+    def _watch_status(self, cancelled: threading.Event) -> None:
+        while self.job.running and not cancelled.is_set():
+            self.refresh_status()
+            time.sleep(STATUS_INTERVAL_S)
+
+    # -- rendering -----------------------------------------------------------------------------
+    def _render_results(self) -> None:
+        with self._rows_lock:
+            rows = list(self.rows)
+        render_into(self.chart_out, throughput_by_size_figure(rows))
+        render_into(self.workers_chart_out, throughput_by_workers_figure(rows))
+        render_into(self.stage_out, stage_figure(rows))
+        table = bench_table(rows)[TABLE_COLUMNS]
+        render_into(self.table_out, table.style.hide(axis="index").format(precision=2))
+
+    def refresh_status(self) -> None:
+        """Redraw the table of live loaders and their workers."""
+        statuses = loader_statuses()
+        if not statuses:
+            render_into(self.status_out, "No loader is running in this kernel.")
+            return
+        render_into(self.status_out, loaders_table(statuses).style.hide(axis="index"),
+                    workers_table(statuses).style.hide(axis="index"))  # fmt: skip
+
+    def static_html(self) -> str:
+        with self._rows_lock:
+            rows = list(self.rows)
+        parts = [PANEL_CSS]
+        if rows:
+            parts.append(figure_to_html(throughput_by_size_figure(rows), alt="loader throughput by size"))
+            parts.append(ratio_table(rows).to_html(index=False, float_format=lambda v: f"{v:.2f}"))
+            parts.append(bench_table(rows)[TABLE_COLUMNS].to_html(index=False, float_format=lambda v: f"{v:.2f}"))
+        else:
+            parts.append("<p>No benchmark results yet.</p>")
+        statuses = loader_statuses()
+        if statuses:
+            parts.append(loaders_table(statuses).to_html(index=False))
+        body = "".join(parts)
+        return f"<div class='inspector-loader-static'>{body}<p>{self.status.value}</p></div>"  # already escaped
