@@ -21,18 +21,21 @@ __all__ = [
     "CudaUnavailableError",
     "FileStorage",
     "FileStorageLoader",
+    "LeafInfo",
     "LoadTiming",
     "LoaderShutdownError",
     "LoaderStatus",
     "SharedMemoryError",
     "Storage",
     "StorageCorruptError",
+    "StorageInfo",
     "StorageLoader",
     "StorageNotFoundError",
     "UnsupportedPayloadError",
     "WorkerDiedError",
     "WorkerStartError",
     "WorkerStatus",
+    "describe_storage",
     "loader_statuses",
 ]
 
@@ -45,6 +48,9 @@ _HOMES = {
     "UnsupportedPayloadError": "_errors",
     "WorkerDiedError": "_errors",
     "WorkerStartError": "_errors",
+    "LeafInfo": "_describe",
+    "StorageInfo": "_describe",
+    "describe_storage": "_describe",
     "loader_statuses": "_lifecycle",
     "FileStorageLoader": "_loader",
     "StorageLoader": "_loader",
@@ -58,6 +64,7 @@ _HOMES = {
 }
 
 if TYPE_CHECKING:
+    from inspector.loader._describe import LeafInfo, StorageInfo, describe_storage
     from inspector.loader._errors import (
         CudaUnavailableError,
         LoaderShutdownError,

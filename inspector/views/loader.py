@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from inspector.loader import STAGE_LABELS, STAGES, LoaderStatus, LoadTiming
+from inspector.loader import STAGE_LABELS, STAGES, LoaderStatus, LoadTiming, StorageInfo
 from inspector.loader.bench import METHOD_LABELS
 from inspector.views._figures import NEUTRAL_INK, new_figure, style_axes
 
@@ -233,5 +233,16 @@ def loaders_table(statuses: Sequence[LoaderStatus] | LoaderStatus) -> pd.DataFra
          "segments_free": s.segments_free, "segments_busy": s.segments_busy, "segments_leased": s.segments_leased,
          "segment_mib": round(s.segment_bytes / 2**20, 1)}
         for s in statuses
+    ]  # fmt: skip
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def leaves_table(info: StorageInfo) -> pd.DataFrame:
+    """Every array leaf of a storage file: where it sits in the object and where its bytes sit in the file."""
+    columns = ["where", "kind", "dtype", "shape", "offset", "bytes", "requires_grad"]
+    records = [
+        {"where": leaf.where, "kind": leaf.kind, "dtype": leaf.dtype, "shape": leaf.shape,
+         "offset": info.data_start + leaf.offset, "bytes": leaf.nbytes, "requires_grad": leaf.requires_grad}
+        for leaf in info.leaves
     ]  # fmt: skip
     return pd.DataFrame.from_records(records, columns=columns)

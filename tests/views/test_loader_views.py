@@ -106,3 +106,13 @@ def test_worker_and_loader_tables_show_liveness_and_segments() -> None:
     assert loaders.iloc[0]["workers"] == "1/2" and loaders.iloc[0]["segments_leased"] == 1
     assert loaders.iloc[0]["segment_mib"] == 6.0
     assert isinstance(views.loaders_table([]), pd.DataFrame)
+
+
+def test_leaves_table_places_each_leaf_in_the_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from inspector.loader import FileStorage, describe_storage
+
+    storage = FileStorage(tmp_path / "a.istore")
+    storage.save({"obs": np.zeros((2, 3), np.float32), "r": [np.ones(1)]})
+    table = views.leaves_table(describe_storage(storage))
+    assert list(table["where"]) == ["obj['obs']", "obj['r'][0]"]
+    assert list(table["bytes"]) == [24, 8] and all(table["offset"] % 64 == 0)
