@@ -16,8 +16,9 @@ def open_notebook(page, lab: Any, name: str, copy_as: str | None = None):  # typ
     """Open a fresh copy of notebooks/<name> and wait until its kernel is really idle."""
     target = copy_as or f"{Path(name).stem}-{secrets.token_hex(3)}.ipynb"
     shutil.copy(lab.root / "notebooks" / name, lab.root / "notebooks" / target)
-    page.goto(lab.url(f"lab/tree/notebooks/{target}"))
-    page.wait_for_selector(".jp-NotebookPanel .jp-Cell")
+    # ?reset: start from an empty workspace, so notebooks of earlier tests are not restored beside it.
+    page.goto(lab.url(f"lab/tree/notebooks/{target}") + "&reset")
+    page.wait_for_selector(".jp-NotebookPanel:not(.lm-mod-hidden) .jp-Cell")
     # "idle" shows while the toolbar still says "No Kernel"; a Run All then is silently dropped.
     page.wait_for_function(
         """() => {
