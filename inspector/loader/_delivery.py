@@ -24,6 +24,34 @@ from inspector.loader._segments import Segment, SegmentPool
 logger = logging.getLogger("inspector.loader")
 
 
+class LoadFuture(Future):
+    """A ``Future`` that logs a failure nobody retrieved, when it is garbage-collected.
+
+    A failed load always reaches its future and ``on_error``; when neither is looked at (no
+    ``on_error``, and ``result()``/``exception()`` never called), the error is logged as a warning
+    once the future is dropped, as asyncio does for tasks, so it is never lost silently.
+    """
+
+    _label = ""
+    _observed = False
+
+    def result(self, timeout: float | None = None) -> Any:
+        self._observed = True
+        return super().result(timeout)
+
+    def exception(self, timeout: float | None = None) -> BaseException | None:
+        self._observed = True
+        return super().exception(timeout)
+
+    def __del__(self) -> None:
+        try:
+            if not self._observed and not self.cancelled() and self.done() and self._exception is not None:
+                logger.warning("inspector.loader: loading %s failed and nobody retrieved the error: %s",
+                               self._label, self._exception)  # fmt: skip
+        except Exception:  # never raise from a finalizer (e.g. at interpreter exit)
+            pass
+
+
 @dataclass(eq=False)
 class Request:
     """One ``load`` call on its way through the pool (internal and mutable)."""
@@ -34,7 +62,7 @@ class Request:
     callback: Callable[[Any], Any] | None
     on_error: Callable[[BaseException], Any] | None
     device: Any  # None for host memory, else a torch.device
-    future: Future = field(default_factory=Future)
+    future: LoadFuture = field(default_factory=LoadFuture)
     submitted: float = field(default_factory=time.perf_counter)
     dispatched: float = 0.0
     worker: int | None = None
@@ -134,11 +162,9 @@ class Deliverer:
         built = time.perf_counter()
         if error is None:
             _call(request.callback, obj, "callback", request)
-        else:
-            if request.on_error is not None:
-                _call(request.on_error, error, "on_error", request)
-            else:
-                logger.warning("inspector.loader: loading %s failed: %s", request.label, error)
+        elif request.on_error is not None:
+            request.future._observed = True  # handed to on_error: someone looked
+            _call(request.on_error, error, "on_error", request)
         ended = time.perf_counter()
         if isinstance(item, Loaded):
             self._record(
@@ -164,6 +190,7 @@ class Deliverer:
             if error is None:
                 request.future.set_result(obj)
             else:
+                request.future._label = request.label
                 request.future.set_exception(error)
         except InvalidStateError:
             pass

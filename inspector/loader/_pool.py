@@ -398,9 +398,12 @@ class WorkerPool:
             for request in retry:
                 self._unreserve(request)
             self._pending.extendleft(reversed(retry))
+        self._replace(worker, exitcode)  # first, so the pool looks whole when the failure arrives
         if failed is not None:
             error = WorkerDiedError(f"worker {worker.index}", worker.process.pid, exitcode, failed.label)
             self._enqueue(Failed(failed, error))
+
+    def _replace(self, worker: _Worker, exitcode: int | None) -> None:
         if self._exit:
             return
         if not worker.ready:

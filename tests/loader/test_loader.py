@@ -345,3 +345,19 @@ def test_a_slow_consumer_bounds_the_segments_in_use(loader: FileStorageLoader) -
     assert status.pending > 0  # the rest wait in the queue, holding no memory
     assert status.segments_busy + status.segments_leased - held_before <= 2 * (DEPTH + 1)
     assert all(f.result(WAIT_S)["a"].sum() == 10_000 for f in futures)
+
+
+def test_a_failure_nobody_looks_at_is_logged_when_its_future_is_dropped(
+    loader: FileStorageLoader, caplog: pytest.LogCaptureFixture
+) -> None:
+    import gc
+
+    with caplog.at_level(logging.WARNING, logger="inspector.loader"):
+        loader.load(FileStorage("/nonexistent/ignored.istore"))  # future dropped at once
+        looked_at = loader.load(FileStorage("/nonexistent/looked-at.istore"))
+        assert isinstance(looked_at.exception(WAIT_S), StorageNotFoundError)
+        loader.load(loader.save([1])).result(WAIT_S)  # delivered after both failures
+        del looked_at
+        gc.collect()
+    messages = [r.getMessage() for r in caplog.records if "nobody retrieved the error" in r.getMessage()]
+    assert len(messages) == 1 and "ignored.istore" in messages[0]
