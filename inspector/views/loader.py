@@ -118,7 +118,7 @@ def throughput_by_size_figure(rows: Iterable[Any], workers: int | None = None) -
         ax.set_yscale("log")
         ax.set_xlabel("payload size (MiB)")
         ax.set_ylabel("MB/s (log)")
-        suffix = f", {chosen} workers" if chosen is not None else ""
+        suffix = f", {chosen} worker{'s' if chosen != 1 else ''}" if chosen is not None else ""
         ax.set_title(f"{layout}{suffix}")
         style_axes(ax)
         if not part.empty:
