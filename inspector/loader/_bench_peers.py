@@ -1,8 +1,13 @@
-"""The baselines ``bench`` runs against, and the payload layouts it moves (top-level, so spawn can import them)."""
+"""The payloads ``bench`` moves and the baselines it runs (top-level, so spawned workers can import them)."""
 
 from __future__ import annotations
 
+import contextlib
 import math
+import multiprocessing
+import os
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -12,6 +17,7 @@ from inspector.loader._storage import FileStorage
 STEP_SHAPE = (4, 84, 84)  # float32: 112,896 bytes, the ~100 KiB leaf of an Atari-style step
 _STEP_BYTES = 2 * 4 * math.prod(STEP_SHAPE) + 4 + 8
 LAYOUTS = ("steps", "columnar")
+WAIT_S = 300.0
 
 
 def payload(layout: str, size_mb: float, marker: float, tensors: bool = False) -> tuple[Any, int, int]:
@@ -64,6 +70,169 @@ def markers(obj: Any) -> set[float]:
     middle = obj[len(obj) // 2]
     found = {float(step["reward"][0]) for step in (obj[0], middle, obj[-1])}
     return found | {float(obj[-1]["obs"].reshape(-1)[-1]), float(obj[0]["next_obs"].reshape(-1)[0])}
+
+
+class BenchFiles:
+    """The storage files of one layout and size, written and read once (page cache hot)."""
+
+    def __init__(self, tmp: str, layout: str, size_mb: float, tensors: bool) -> None:
+        self.layout, self.size_mb = layout, size_mb
+        count = 2 if size_mb >= 64 else 4
+        self.paths: list[str] = []
+        self.markers: list[float] = []
+        for k in range(count):
+            obj, self.nbytes, self.leaves = payload(layout, size_mb, float(k + 1), tensors)
+            path = os.path.join(tmp, f"{layout}-{size_mb:g}-{k}.istore")
+            FileStorage(path).save(obj)
+            del obj
+            with open(path, "rb") as file:
+                while file.read(1 << 24):
+                    pass
+            self.paths.append(path)
+            self.markers.append(float(k + 1))
+
+    def check(self, obj: Any, index: int | None) -> int:
+        """0 when ``obj`` is intact (and from file ``index`` when given), else 1."""
+        found = markers(obj)
+        if index is not None:
+            return int(found != {self.markers[index % len(self.markers)]})
+        return int(len(found) != 1 or not found <= set(self.markers))
+
+    def remove(self) -> None:
+        for path in self.paths:
+            os.unlink(path)
+
+
+Once = Callable[[int], int]  # load n payloads, return how many arrived corrupt
+
+
+def memcpy_speeds(nbytes: int, repeats: int) -> list[float]:
+    """The ceiling: one thread copying ``nbytes`` into memory already touched, MB/s per repeat."""
+    source = np.ones(nbytes, np.uint8)
+    target = np.zeros(nbytes, np.uint8)  # touched: every page is mapped before timing
+    speeds = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        np.copyto(target, source)
+        speeds.append(nbytes / (time.perf_counter() - started) / 2**20)
+    return speeds
+
+
+def h2d_speeds(nbytes: int, device: Any, repeats: int) -> list[float]:
+    """The device ceiling: one pinned host-to-device copy of ``nbytes``, MB/s per repeat."""
+    import torch
+
+    source = torch.ones(nbytes, dtype=torch.uint8).pin_memory()
+    target = torch.empty(nbytes, dtype=torch.uint8, device=device)
+    speeds = []
+    for _ in range(repeats):
+        torch.cuda.synchronize(device)
+        started = time.perf_counter()
+        target.copy_(source, non_blocking=True)
+        torch.cuda.synchronize(device)
+        speeds.append(nbytes / (time.perf_counter() - started) / 2**20)
+    return speeds
+
+
+def to_device(obj: Any, device: Any, non_blocking: bool = False) -> Any:
+    """Every tensor in ``obj`` moved to ``device`` (what a user of the baselines would do), synchronized."""
+    moved = _move(obj, device, non_blocking)
+    if device is not None:
+        import torch
+
+        torch.cuda.synchronize(device)
+    return moved
+
+
+def _move(obj: Any, device: Any, non_blocking: bool) -> Any:
+    if hasattr(obj, "to") and hasattr(obj, "is_cuda"):
+        return obj.to(device, non_blocking=non_blocking)
+    if isinstance(obj, dict):
+        return {k: _move(v, device, non_blocking) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_move(v, device, non_blocking) for v in obj]
+    return obj
+
+
+def sync_peer(files: BenchFiles, device: Any) -> Once:
+    """``FileStorage.load()`` in the calling thread, one payload after another."""
+
+    def once(loads: int) -> int:
+        corrupt = 0
+        for i in range(loads):
+            obj = FileStorage(files.paths[i % len(files.paths)]).load()
+            if device is not None:
+                obj = to_device(obj, device)
+            corrupt += files.check(obj, i)
+        return corrupt
+
+    return once
+
+
+@contextlib.contextmanager
+def mp_queue_peer(files: BenchFiles, workers: int, device: Any) -> Iterator[Once]:
+    """Worker processes load and put the arrays on a ``multiprocessing.Queue`` (pickled through a pipe)."""
+    ctx = multiprocessing.get_context("spawn")
+    tasks, results = ctx.Queue(), ctx.Queue()
+    processes = [
+        ctx.Process(target=queue_worker, args=(files.paths, tasks, results), daemon=True) for _ in range(workers)
+    ]
+    for process in processes:
+        process.start()
+
+    def once(loads: int) -> int:
+        for i in range(loads):
+            tasks.put(i % len(files.paths))
+        corrupt = 0
+        for _ in range(loads):
+            obj = results.get(timeout=WAIT_S)
+            if device is not None:
+                obj = to_device(obj, device)
+            corrupt += files.check(obj, None)  # results arrive in any order
+        return corrupt
+
+    try:
+        yield once
+    finally:
+        for _ in processes:
+            tasks.put(None)
+        for process in processes:
+            process.join(10)
+            if process.is_alive():
+                process.kill()
+                process.join(5)
+        tasks.close()
+        results.close()
+
+
+@contextlib.contextmanager
+def dataloader_peer(files: BenchFiles, workers: int, loads: int, device: Any) -> Iterator[Once]:
+    """``torch.utils.data.DataLoader`` with ``workers`` persistent workers; an epoch is ``loads`` payloads."""
+    from torch.utils.data import DataLoader
+
+    loader: DataLoader[Any] = DataLoader(
+        FileDataset(files.paths, loads),  # type: ignore[arg-type]
+        batch_size=None,
+        num_workers=workers,
+        persistent_workers=True,
+        multiprocessing_context="spawn",
+        pin_memory=device is not None,
+    )
+
+    def once(n: int) -> int:
+        corrupt = 0
+        for i, obj in enumerate(loader):
+            if device is not None:
+                obj = to_device(obj, device, non_blocking=True)
+            corrupt += files.check(obj, i)
+        return corrupt
+
+    try:
+        yield once
+    finally:
+        iterator = getattr(loader, "_iterator", None)
+        if iterator is not None:
+            iterator._shutdown_workers()
 
 
 def queue_worker(paths: list[str], tasks: Any, results: Any) -> None:

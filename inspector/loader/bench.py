@@ -19,7 +19,6 @@ ours). Rows are plain frozen records; ``BenchRow.as_dict`` feeds a DataFrame in 
 from __future__ import annotations
 
 import math
-import multiprocessing
 import os
 import statistics
 import tempfile
@@ -31,7 +30,16 @@ from typing import Any
 
 import numpy as np
 
-from inspector.loader._bench_peers import LAYOUTS, FileDataset, markers, payload, queue_worker
+from inspector.loader._bench_peers import (
+    LAYOUTS,
+    WAIT_S,
+    BenchFiles,
+    dataloader_peer,
+    h2d_speeds,
+    memcpy_speeds,
+    mp_queue_peer,
+    sync_peer,
+)
 from inspector.loader._cuda import resolve_device
 from inspector.loader._loader import FileStorageLoader
 from inspector.loader._storage import FileStorage
@@ -47,7 +55,6 @@ METHOD_LABELS = {
 }
 WORKERLESS = ("sync", "memcpy", "h2d")  # measured once per size, reported with workers=1
 CELL_BUDGET_S = 6.0  # fewer timed repeats when one repeat of a slow baseline takes longer than this
-WAIT_S = 300.0
 
 Progress = Callable[[int, int, str], None]
 
@@ -136,7 +143,7 @@ def run(
     with tempfile.TemporaryDirectory(prefix="inspector-bench-", dir=directory) as tmp:
         for layout in layouts:
             for size in sizes_mb:
-                files = _Files(tmp, layout, size, tensors=target is not None)
+                files = BenchFiles(tmp, layout, size, tensors=target is not None)
                 try:
                     for cell_layout, cell_size, w, method in plan:
                         if (cell_layout, cell_size) != (layout, size):
@@ -156,58 +163,29 @@ def run(
     return rows
 
 
-class _Files:
-    """The storage files of one layout and size, written and read once (page cache hot)."""
-
-    def __init__(self, tmp: str, layout: str, size_mb: float, tensors: bool) -> None:
-        self.layout, self.size_mb = layout, size_mb
-        count = 2 if size_mb >= 64 else 4
-        self.paths: list[str] = []
-        self.markers: list[float] = []
-        for k in range(count):
-            obj, self.nbytes, self.leaves = payload(layout, size_mb, float(k + 1), tensors)
-            path = os.path.join(tmp, f"{layout}-{size_mb:g}-{k}.istore")
-            FileStorage(path).save(obj)
-            del obj
-            with open(path, "rb") as file:
-                while file.read(1 << 24):
-                    pass
-            self.paths.append(path)
-            self.markers.append(float(k + 1))
-
-    def check(self, obj: Any, index: int | None) -> int:
-        """0 when ``obj`` is intact (and from file ``index`` when given), else 1."""
-        found = markers(obj)
-        if index is not None:
-            return int(found != {self.markers[index % len(self.markers)]})
-        return int(len(found) != 1 or not found <= set(self.markers))
-
-    def remove(self) -> None:
-        for path in self.paths:
-            os.unlink(path)
-
-
 def _check(cancel: threading.Event | None) -> None:
     if cancel is not None and cancel.is_set():
         raise BenchCancelled("benchmark cancelled")
 
 
-def _measure(method: str, files: _Files, workers: int, device: Any, repeats: int, cancel: Any) -> BenchRow:
+def _measure(method: str, files: BenchFiles, workers: int, device: Any, repeats: int, cancel: Any) -> BenchRow:
     loads = loads_per_repeat(files.size_mb, workers)
     extra: dict[str, float | None] = {}
     if method == "memcpy":
-        speeds, corrupt, loads = _memcpy(files.nbytes, max(5, 3 * repeats)), 0, 1
+        speeds, corrupt, loads = memcpy_speeds(files.nbytes, max(5, 3 * repeats)), 0, 1
     elif method == "h2d":
-        speeds, corrupt, loads = _h2d(files.nbytes, device, max(5, 3 * repeats)), 0, 1
+        speeds, corrupt, loads = h2d_speeds(files.nbytes, device, max(5, 3 * repeats)), 0, 1
     elif method == "ours":
         speeds, corrupt, extra = _ours(files, workers, device, loads, repeats, cancel)
     elif method == "sync":
         loads = max(2, loads // workers)
-        speeds, corrupt = _repeat(lambda n: _sync_once(files, n, device), files.nbytes, loads, repeats, cancel)
+        speeds, corrupt = _repeat(sync_peer(files, device), files.nbytes, loads, repeats, cancel)
     elif method == "mp_queue":
-        speeds, corrupt = _mp_queue(files, workers, device, loads, repeats, cancel)
+        with mp_queue_peer(files, workers, device) as once:
+            speeds, corrupt = _repeat(once, files.nbytes, loads, repeats, cancel)
     else:
-        speeds, corrupt = _dataloader(files, workers, device, loads, repeats, cancel)
+        with dataloader_peer(files, workers, loads, device) as once:
+            speeds, corrupt = _repeat(once, files.nbytes, loads, repeats, cancel)
     return BenchRow(
         layout=files.layout,
         size_mb=files.size_mb,
@@ -241,62 +219,8 @@ def _repeat(
     return speeds, corrupt
 
 
-def _memcpy(nbytes: int, repeats: int) -> list[float]:
-    source = np.ones(nbytes, np.uint8)
-    target = np.zeros(nbytes, np.uint8)  # touched: every page is mapped before timing
-    speeds = []
-    for _ in range(repeats):
-        started = time.perf_counter()
-        np.copyto(target, source)
-        speeds.append(nbytes / (time.perf_counter() - started) / 2**20)
-    return speeds
-
-
-def _h2d(nbytes: int, device: Any, repeats: int) -> list[float]:
-    import torch
-
-    source = torch.ones(nbytes, dtype=torch.uint8).pin_memory()
-    target = torch.empty(nbytes, dtype=torch.uint8, device=device)
-    speeds = []
-    for _ in range(repeats):
-        torch.cuda.synchronize(device)
-        started = time.perf_counter()
-        target.copy_(source, non_blocking=True)
-        torch.cuda.synchronize(device)
-        speeds.append(nbytes / (time.perf_counter() - started) / 2**20)
-    return speeds
-
-
-def _to_device(obj: Any, device: Any, non_blocking: bool = False) -> Any:
-    if hasattr(obj, "to") and hasattr(obj, "is_cuda"):
-        return obj.to(device, non_blocking=non_blocking)
-    if isinstance(obj, dict):
-        return {k: _to_device(v, device, non_blocking) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_to_device(v, device, non_blocking) for v in obj]
-    return obj
-
-
-def _synchronize(device: Any) -> None:
-    if device is not None:
-        import torch
-
-        torch.cuda.synchronize(device)
-
-
-def _sync_once(files: _Files, loads: int, device: Any) -> int:
-    corrupt = 0
-    for i in range(loads):
-        obj = FileStorage(files.paths[i % len(files.paths)]).load()
-        if device is not None:
-            obj = _to_device(obj, device)
-            _synchronize(device)
-        corrupt += files.check(obj, i)
-    return corrupt
-
-
 def _ours(
-    files: _Files, workers: int, device: Any, loads: int, repeats: int, cancel: Any
+    files: BenchFiles, workers: int, device: Any, loads: int, repeats: int, cancel: Any
 ) -> tuple[list[float], int, dict[str, float | None]]:
     storages = [FileStorage(p) for p in files.paths]
     with FileStorageLoader(ttl=None, worker_num=workers) as loader:
@@ -339,80 +263,12 @@ def _ours(
     return speeds, corrupt, stages
 
 
-def _mp_queue(
-    files: _Files, workers: int, device: Any, loads: int, repeats: int, cancel: Any
-) -> tuple[list[float], int]:
-    ctx = multiprocessing.get_context("spawn")
-    tasks, results = ctx.Queue(), ctx.Queue()
-    processes = [
-        ctx.Process(target=queue_worker, args=(files.paths, tasks, results), daemon=True) for _ in range(workers)
-    ]
-    for process in processes:
-        process.start()
-
-    def once(n: int) -> int:
-        for i in range(n):
-            tasks.put(i % len(files.paths))
-        corrupt = 0
-        for _ in range(n):
-            obj = results.get(timeout=WAIT_S)
-            if device is not None:
-                obj = _to_device(obj, device)
-                _synchronize(device)
-            corrupt += files.check(obj, None)
-        return corrupt
-
-    try:
-        return _repeat(once, files.nbytes, loads, repeats, cancel)
-    finally:
-        for _ in processes:
-            tasks.put(None)
-        for process in processes:
-            process.join(10)
-            if process.is_alive():
-                process.kill()
-                process.join(5)
-        tasks.close()
-        results.close()
-
-
-def _dataloader(
-    files: _Files, workers: int, device: Any, loads: int, repeats: int, cancel: Any
-) -> tuple[list[float], int]:
-    from torch.utils.data import DataLoader
-
-    loader: DataLoader[Any] = DataLoader(
-        FileDataset(files.paths, loads),  # type: ignore[arg-type]
-        batch_size=None,
-        num_workers=workers,
-        persistent_workers=True,
-        multiprocessing_context="spawn",
-        pin_memory=device is not None,
-    )
-
-    def once(n: int) -> int:
-        corrupt = 0
-        for i, obj in enumerate(loader):
-            if device is not None:
-                obj = _to_device(obj, device, non_blocking=True)
-                _synchronize(device)
-            corrupt += files.check(obj, i)
-        return corrupt
-
-    try:
-        return _repeat(once, files.nbytes, loads, repeats, cancel)
-    finally:
-        iterator = getattr(loader, "_iterator", None)
-        if iterator is not None:
-            iterator._shutdown_workers()
-
-
 def measure_startup(
     size_mb: float = 256, workers: int = 2, layout: str = "steps", directory: str | None = None
 ) -> Startup:
     """Seconds from ``FileStorageLoader(...)`` to the first payload of ``size_mb`` delivered (cache hot)."""
     with tempfile.TemporaryDirectory(prefix="inspector-bench-", dir=directory) as tmp:
-        files = _Files(tmp, layout, size_mb, tensors=False)
+        files = BenchFiles(tmp, layout, size_mb, tensors=False)
         storage = FileStorage(files.paths[0])
         started = time.perf_counter()
         with FileStorageLoader(ttl=None, worker_num=workers) as loader:

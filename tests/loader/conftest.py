@@ -3,62 +3,12 @@
 from __future__ import annotations
 
 import gc
-import os
 from collections.abc import Iterator
 
-import psutil
 import pytest
+from loader_probes import memfd_fds, memfd_mappings, shm_entries, worker_processes
 
 from inspector.loader import FileStorageLoader
-
-
-def shm_entries() -> set[str]:
-    """Names in /dev/shm (ours would start with 'inspector')."""
-    return set(os.listdir("/dev/shm")) if os.path.isdir("/dev/shm") else set()
-
-
-def memfd_mappings(pid: int | None = None) -> list[str]:
-    """Lines of /proc/<pid>/maps that map one of our anonymous segments."""
-    with open(f"/proc/{pid or os.getpid()}/maps") as maps:
-        return [line for line in maps if "memfd:inspector-loader" in line]
-
-
-def memfd_fds(pid: int | None = None) -> list[str]:
-    """Open file descriptors of ``pid`` that point at one of our anonymous segments."""
-    folder = f"/proc/{pid or os.getpid()}/fd"
-    found = []
-    for name in os.listdir(folder):
-        try:
-            target = os.readlink(os.path.join(folder, name))
-        except OSError:
-            continue
-        if "memfd:inspector-loader" in target:
-            found.append(target)
-    return found
-
-
-def worker_processes(root: int | None = None) -> set[int]:
-    """Live loader workers below ``root`` (not multiprocessing's resource tracker or forkserver)."""
-    root = root or os.getpid()
-    found = set()
-    for child in psutil.Process(root).children(recursive=True):
-        try:
-            cmdline = " ".join(child.cmdline())
-            if child.status() == psutil.STATUS_ZOMBIE or "resource_tracker" in cmdline:
-                continue
-            if "forkserver" in cmdline and child.ppid() == root:
-                continue  # the fork server itself; the workers are its children
-        except psutil.NoSuchProcess:
-            continue
-        found.add(child.pid)
-    return found
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return False
 
 
 @pytest.fixture(scope="module")

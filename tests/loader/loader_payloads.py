@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import pickle
 import struct
+from pathlib import Path
 from typing import Any
 
 import hypothesis.extra.numpy as npst
@@ -109,3 +112,18 @@ def assert_same(expected: Any, got: Any, where: str = "obj") -> None:
         ), where  # fmt: skip
     else:
         assert got == expected, where
+
+
+class Hostile:
+    """Unpickling this runs code: it creates the marker file."""
+
+    def __init__(self, marker: str) -> None:
+        self.marker = marker
+
+    def __reduce__(self):  # type: ignore[no-untyped-def]
+        return (os.mkdir, (self.marker,))
+
+
+def write_hostile(path: Path, marker: Path) -> None:
+    path.write_bytes(pickle.dumps({"obs": Hostile(str(marker))}, protocol=pickle.HIGHEST_PROTOCOL))
+    assert not marker.exists()

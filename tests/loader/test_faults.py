@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from conftest import pid_alive
+from loader_probes import pid_alive
 
 from inspector.loader import FileStorageLoader, SharedMemoryError, WorkerDiedError
 from inspector.loader._segments import create_segment

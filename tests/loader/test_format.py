@@ -5,7 +5,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import pickle
 import stat
 from pathlib import Path
 
@@ -13,26 +12,10 @@ import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from loader_payloads import write_hostile
 
 from inspector.loader import FileStorage, StorageCorruptError, StorageNotFoundError, UnsupportedPayloadError
 from inspector.loader._format import ALIGN, MAGIC, PRELUDE_SIZE, align, pack_prelude
-
-MARKER_ENV = "INSPECTOR_TEST_MARKER"
-
-
-class Hostile:
-    """Unpickling this runs code: it creates the marker file."""
-
-    def __init__(self, marker: str) -> None:
-        self.marker = marker
-
-    def __reduce__(self):  # type: ignore[no-untyped-def]
-        return (os.mkdir, (self.marker,))
-
-
-def write_hostile(path: Path, marker: Path) -> None:
-    path.write_bytes(pickle.dumps({"obs": Hostile(str(marker))}, protocol=pickle.HIGHEST_PROTOCOL))
-    assert not marker.exists()
 
 
 def test_a_file_crafted_to_run_code_when_unpickled_is_rejected_and_runs_nothing(tmp_path: Path) -> None:

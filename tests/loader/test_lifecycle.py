@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from conftest import memfd_mappings, pid_alive, shm_entries, worker_processes
+from loader_probes import memfd_mappings, pid_alive, shm_entries, worker_processes
 
 from inspector.loader import FileStorageLoader, LoaderShutdownError, loader_statuses
 

@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
-from loader_payloads import assert_same, payloads
+from loader_payloads import assert_same, payloads, write_hostile
 
 from inspector.loader import (
     CudaUnavailableError,
@@ -136,8 +136,6 @@ def test_truncated_and_corrupt_files_reach_the_caller(loader: FileStorageLoader,
     raw[40] ^= 0xFF
     Path(corrupt.path).write_bytes(bytes(raw))
     marker = tmp_path / "pwned"
-    from test_format import write_hostile
-
     write_hostile(Path(hostile.path), marker)
     errors: list[BaseException] = []
     reasons = []
@@ -332,7 +330,7 @@ def test_bad_arguments_are_refused() -> None:
 def test_a_slow_consumer_bounds_the_segments_in_use(loader: FileStorageLoader) -> None:
     import gc
 
-    from inspector.loader._pool import DEPTH
+    from inspector.loader._io_loop import DEPTH
 
     gc.collect()
     held_before = loader.status().segments_leased

@@ -1,0 +1,91 @@
+"""The loader benchmark: every baseline measured in one run, progress reported, cancellable, nothing left behind."""
+
+from __future__ import annotations
+
+import os
+import threading
+from pathlib import Path
+
+import pytest
+import torch
+
+from inspector.loader import CudaUnavailableError
+from inspector.loader.bench import (
+    METHODS,
+    BenchCancelled,
+    BenchRow,
+    loads_per_repeat,
+    measure_startup,
+    per_leaf_cost_us,
+    run,
+)
+
+
+@pytest.mark.slow
+def test_one_run_measures_every_method_on_both_layouts(tmp_path: Path) -> None:
+    progress: list[tuple[int, int, str]] = []
+    arrived: list[BenchRow] = []
+    rows = run(
+        sizes_mb=(0.25,),
+        workers=(1,),
+        layouts=("steps", "columnar"),
+        repeats=1,
+        progress=lambda *args: progress.append(args),
+        on_row=arrived.append,
+        directory=str(tmp_path),
+    )
+    assert arrived == rows
+    assert {(r.layout, r.method) for r in rows} == {(lay, m) for lay in ("steps", "columnar") for m in METHODS}
+    assert all(r.mb_s > 0 and r.mb_s_min <= r.mb_s <= r.mb_s_max and r.corrupt == 0 for r in rows)
+    assert all(r.device == "cpu" and r.size_mb == 0.25 for r in rows)
+    ours = [r for r in rows if r.method == "ours"]
+    assert all(r.read_ms is not None and r.build_ms is not None for r in ours)
+    assert {r.leaves for r in rows if r.layout == "columnar"} == {4}
+    assert progress[-1] == (len(rows), len(rows), "done") and progress[0][0] == 0
+    assert os.listdir(tmp_path) == []  # payload files and their directory are gone
+    assert rows[0].as_dict()["method"] == rows[0].method
+
+
+def test_a_set_cancel_event_stops_the_run_and_cleans_up(tmp_path: Path) -> None:
+    cancel = threading.Event()
+    seen: list[BenchRow] = []
+
+    def stop_after_first(row: BenchRow) -> None:
+        seen.append(row)
+        cancel.set()
+
+    with pytest.raises(BenchCancelled):
+        run(sizes_mb=(0.25, 1), workers=(1,), methods=("memcpy", "sync"), repeats=1, on_row=stop_after_first,
+            cancel=cancel, directory=str(tmp_path))  # fmt: skip
+    assert len(seen) == 1 and os.listdir(tmp_path) == []
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "fragment"),
+    [
+        ({"methods": ("ours", "pickle")}, r"Unknown methods \['pickle'\]\. Known: \['ours'"),
+        ({"layouts": ("rows",)}, r"Unknown layouts \['rows'\]\. Known: \['steps', 'columnar'\]"),
+        ({"workers": (0,)}, "must be non-empty and positive"),
+        ({"sizes_mb": ()}, "must be non-empty and positive"),
+    ],
+)
+def test_bad_arguments_are_refused_with_what_is_known(kwargs: dict, fragment: str) -> None:
+    with pytest.raises(ValueError, match=fragment):
+        run(**kwargs)
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on machines without CUDA")
+def test_a_device_benchmark_without_cuda_says_so() -> None:
+    with pytest.raises(CudaUnavailableError):
+        run(sizes_mb=(0.25,), device="cuda")
+
+
+def test_each_repeat_keeps_every_worker_busy() -> None:
+    assert loads_per_repeat(256, 2) == 4 and loads_per_repeat(1, 2) == 256 and loads_per_repeat(16, 8) == 16
+
+
+def test_start_up_and_per_leaf_cost_are_measured(tmp_path: Path) -> None:
+    startup = measure_startup(size_mb=1, workers=1, directory=str(tmp_path))
+    assert startup.seconds > 0 and startup.target_s == pytest.approx(0.5 + 2**20 / 2e9)
+    assert per_leaf_cost_us(workers=1, leaves=256, loads=3, directory=str(tmp_path)) >= 0
+    assert os.listdir(tmp_path) == []
