@@ -214,6 +214,8 @@ class IOLoop:
             return
         segment, request.segment = request.segment, None
         if segment is not None:
+            if op == "err" and message[2] == "unmapped":
+                self._segments.forget_mapping(segment, worker.key)
             self._segments.release(segment)
         if op == "grow":  # the file grew after we looked at it: retry with a bigger segment
             request.size_hint = message[2]

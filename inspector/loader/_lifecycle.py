@@ -78,6 +78,9 @@ class Core:
         """The loader object was dropped: finish what was submitted, then shut down."""
         if sys.is_finalizing():
             return
+        if self._pool is None:  # nothing is running: only the files to tidy (idempotent, quick)
+            self.shutdown(None)
+            return
         threading.Thread(target=self.shutdown, args=(None,), name=f"{self.name}-close", daemon=True).start()
 
 

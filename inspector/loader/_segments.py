@@ -189,6 +189,11 @@ class SegmentPool:
         with self._lock:
             seg.mapped_by.add(worker)
 
+    def forget_mapping(self, seg: Segment, worker: int) -> None:
+        """``worker`` could not map ``seg``: hand it over again next time."""
+        with self._lock:
+            seg.mapped_by.discard(worker)
+
     def forget_worker(self, worker: int) -> None:
         """A worker died: its mappings are gone with it."""
         with self._lock:

@@ -29,6 +29,7 @@ def worker_main(conn: Connection, index: int, parent_pid: int) -> None:
     """Serve requests until told to stop, the pipe closes, or the parent dies."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the parent; it stops us cleanly
     maps: dict[int, mmap.mmap] = {}
+    unmappable: dict[int, OSError] = {}
     conn.send(("ready", os.getpid()))
     try:
         while True:
@@ -39,12 +40,21 @@ def worker_main(conn: Connection, index: int, parent_pid: int) -> None:
             message = conn.recv()
             op = message[0]
             if op == "load":
-                conn.send(_load(maps, *message[1:]))
+                if message[3] in maps:
+                    conn.send(_load(maps, *message[1:]))
+                else:  # the segment could not be mapped here: say so, the parent forgets the mapping
+                    failed = unmappable.pop(message[3], None)
+                    reason = failed.strerror if failed is not None else "unknown segment"
+                    errno_value = (failed.errno or 0) if failed is not None else 0
+                    conn.send(("err", message[1], "unmapped", f"cannot map the shared-memory segment: {reason}",
+                               errno_value, "", 0.0, 0.0))  # fmt: skip
             elif op == "map":
                 _, seg_id, capacity = message
                 fd = recv_handle(conn)
                 try:
                     maps[seg_id] = mmap.mmap(fd, capacity, flags=mmap.MAP_SHARED | _POPULATE)
+                except OSError as exc:  # answered by the load that wanted it, not fatal to the worker
+                    unmappable[seg_id] = exc
                 finally:
                     os.close(fd)
             elif op == "unmap":

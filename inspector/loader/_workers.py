@@ -84,7 +84,7 @@ def reply_error(worker: WorkerHandle, path: str, message: tuple[Any, ...], why_m
         return StorageNotFoundError(path, why_missing)
     if kind == "corrupt":
         return StorageCorruptError(path, text)
-    if kind == "os":
+    if kind in ("os", "unmapped"):
         return OSError(errno_value, f"{text}: {path!r}")
     return RuntimeError(f"Loader worker {worker.index} failed while loading {path!r}: {text}\n{trace}")
 

@@ -359,3 +359,21 @@ def test_a_failure_nobody_looks_at_is_logged_when_its_future_is_dropped(
         gc.collect()
     messages = [r.getMessage() for r in caplog.records if "nobody retrieved the error" in r.getMessage()]
     assert len(messages) == 1 and "ignored.istore" in messages[0]
+
+
+def test_a_worker_asked_for_a_segment_it_does_not_have_answers_with_an_error() -> None:
+    import multiprocessing
+
+    from inspector.loader._worker import worker_main
+
+    parent, child = multiprocessing.Pipe()
+    thread = threading.Thread(target=worker_main, args=(child, 0, os.getppid()), daemon=True)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("signal.signal", lambda *args: None)  # only the main thread may set handlers
+        thread.start()
+        assert parent.recv()[0] == "ready"
+        parent.send(("load", 7, "/nonexistent.istore", 99))
+        reply = parent.recv()
+        parent.send(("stop",))
+        thread.join(10)
+    assert reply[:3] == ("err", 7, "unmapped") and "cannot map" in reply[3]
