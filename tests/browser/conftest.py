@@ -106,7 +106,9 @@ def lab(chromium_path: str) -> Iterator[Lab]:
         shutil.rmtree(home, ignore_errors=True)
 
 
-@pytest.fixture(scope="session")
+# Module scope: Playwright's sync API keeps an event loop running in this thread while it is
+# open, and a later test calling asyncio.run() would fail if it stayed open all session.
+@pytest.fixture(scope="module")
 def browser_context(lab: Lab, chromium_path: str) -> Iterator[object]:
     from playwright.sync_api import sync_playwright
 

@@ -16,8 +16,23 @@ from inspector.rpc import LocalWorld, LocalWorldError, TopologyPlan, predict_ini
 pytestmark = pytest.mark.slow
 
 
+# Interpreter-wide helpers that other tests' multiprocessing may have started; not ours to clean up.
+SHARED_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+
+
 def children() -> list[psutil.Process]:
-    return [p for p in psutil.Process().children(recursive=True) if p.status() != psutil.STATUS_ZOMBIE]
+    """Live child processes of this test process, except multiprocessing's shared helpers."""
+    found = []
+    for process in psutil.Process().children(recursive=True):
+        try:
+            if process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if any(helper in " ".join(process.cmdline()) for helper in SHARED_HELPERS):
+                continue
+        except psutil.NoSuchProcess:
+            continue
+        found.append(process)
+    return found
 
 
 def test_two_workers_gather_maps_measure_rtt_and_bandwidth_and_shut_down_cleanly() -> None:
