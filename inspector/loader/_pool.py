@@ -215,12 +215,12 @@ class WorkerPool(IOLoop):
 
     def _wake(self) -> None:
         """Make the I/O thread look at the queue again (one write per sleep, not one per request)."""
-        with self._lock:
+        with self._lock:  # held while writing, so _release cannot close the pipe under us
             if not self._wake_open or self._wake_pending:
                 return
             self._wake_pending = True
-        with contextlib.suppress(BlockingIOError, OSError):  # a full pipe is a pending wake-up too
-            os.write(self._wake_w, b"x")
+            with contextlib.suppress(BlockingIOError):  # a full pipe is a pending wake-up too
+                os.write(self._wake_w, b"x")
 
     def _release(self) -> None:
         self._segments.close()
