@@ -158,7 +158,7 @@ def test_worker_processes_deliver_the_same_batches(demos):
 def test_synthetic_verbs_are_found_the_default_way(demos):
     proxy = backends.backend_for("synthetic")
     assert dir(proxy) == ["build", "describe", "stats", "supports"]
-    with pytest.raises(MissingOperationError, match=r"Supported by: \['npz'\]"):
+    with pytest.raises(MissingOperationError, match=r"Supported by: \['npz', 'storage'\]"):
         proxy.load_episode_indices  # noqa: B018
 
 
