@@ -15,7 +15,7 @@ PANEL = ".inspector-dispatch-panel"
 def chosen_row(page) -> str:  # type: ignore[no-untyped-def]
     table = page.locator(f"{PANEL} table.inspector-decision-table")
     starred = table.locator("tbody tr", has_text="★")
-    return starred.locator("td").first.inner_text().strip()
+    return (starred.locator("td").first.text_content() or "").strip()
 
 
 def test_tour_runs_and_the_attention_toggle_changes_the_decision(page, lab, tmp_path: Path) -> None:
@@ -33,7 +33,7 @@ def test_tour_runs_and_the_attention_toggle_changes_the_decision(page, lab, tmp_
 
     toggle.get_by_role("button", name="chunked", exact=True).click()
     status.filter(has_text="attention: ERROR").wait_for()
-    assert page.locator(f"{PANEL} .inspector-decision-table caption").inner_text().startswith("attention: ERROR")
+    assert (page.locator(f"{PANEL} .inspector-decision-table caption").text_content() or "").startswith("attention: ERROR")
 
     toggle.get_by_role("button", name="auto", exact=True).click()
     status.filter(has_text="attention: sdpa (origin=chain)").wait_for()

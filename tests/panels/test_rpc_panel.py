@@ -126,13 +126,24 @@ def test_launching_too_many_workers_is_refused_with_the_limit(panel: RpcPanel) -
     assert f"limit = {MAX_LOCAL_WORKERS}" in panel.errors.widget.value
 
 
+_before: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _children_before_the_test() -> None:
+    _before.clear()
+    _before.update(p.pid for p in psutil.Process().children(recursive=True))
+
+
 def live_children() -> list[psutil.Process]:
-    """Child processes left running, except multiprocessing's interpreter-wide helpers."""
+    """Child processes this test left running, except multiprocessing's interpreter-wide helpers."""
     shared = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
     found = []
     for process in psutil.Process().children(recursive=True):
         try:
-            if process.status() != psutil.STATUS_ZOMBIE and not any(h in " ".join(process.cmdline()) for h in shared):
+            if process.pid in _before or process.status() == psutil.STATUS_ZOMBIE:
+                continue
+            if not any(h in " ".join(process.cmdline()) for h in shared):
                 found.append(process)
         except psutil.NoSuchProcess:
             pass

@@ -18,14 +18,22 @@ pytestmark = pytest.mark.slow
 
 # Interpreter-wide helpers that other tests' multiprocessing may have started; not ours to clean up.
 SHARED_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+_before: set[int] = set()
+
+
+@pytest.fixture(autouse=True)
+def _children_before_the_test() -> None:
+    """Processes already running (another suite's JupyterLab, say) are not this test's to clean up."""
+    _before.clear()
+    _before.update(p.pid for p in psutil.Process().children(recursive=True))
 
 
 def children() -> list[psutil.Process]:
-    """Live child processes of this test process, except multiprocessing's shared helpers."""
+    """Live child processes this test started and left, except multiprocessing's shared helpers."""
     found = []
     for process in psutil.Process().children(recursive=True):
         try:
-            if process.status() == psutil.STATUS_ZOMBIE:
+            if process.pid in _before or process.status() == psutil.STATUS_ZOMBIE:
                 continue
             if any(helper in " ".join(process.cmdline()) for helper in SHARED_HELPERS):
                 continue
