@@ -33,7 +33,8 @@ def test_tour_runs_and_the_attention_toggle_changes_the_decision(page, lab, tmp_
 
     toggle.get_by_role("button", name="chunked", exact=True).click()
     status.filter(has_text="attention: ERROR").wait_for()
-    assert (page.locator(f"{PANEL} .inspector-decision-table caption").text_content() or "").startswith("attention: ERROR")
+    caption = page.locator(f"{PANEL} .inspector-decision-table caption").text_content() or ""
+    assert caption.startswith("attention: ERROR")
 
     toggle.get_by_role("button", name="auto", exact=True).click()
     status.filter(has_text="attention: sdpa (origin=chain)").wait_for()
