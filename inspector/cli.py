@@ -79,7 +79,7 @@ def _explain(args: argparse.Namespace) -> int:
 
     import inspector.examples  # noqa: F401
     from inspector.dispatch import CallContext, UnknownFamilyError, trace
-    from inspector.panels.context_editor import parse_extra
+    from inspector.dispatch.context import parse_extra
 
     try:
         extra = parse_extra(",".join(args.extra))

@@ -50,3 +50,12 @@ def test_every_verb_has_help(verb: str) -> None:
 def test_lab_without_the_tour_says_where_to_run_it(tmp_path) -> None:
     result = run("lab", "--no-browser", "--notebooks", str(tmp_path))
     assert result.returncode == 2 and "00_tour.ipynb" in result.stderr
+
+
+def test_explain_works_without_jupyter_libraries() -> None:
+    code = (
+        "import sys, inspector.cli as cli; cli.main(['explain', 'rotary']); "
+        "print('LOADED', [m for m in ('ipywidgets', 'IPython', 'pandas', 'matplotlib') if m in sys.modules])"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert "LOADED []" in result.stdout, result.stdout + result.stderr

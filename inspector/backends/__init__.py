@@ -57,8 +57,6 @@ from inspector.backends._snapshot import BackendInfo, ImportFailure, RegistrySna
 from inspector.backends._verbs import VerbInfo, declared_verbs
 
 __all__ = [
-    "DEFAULT_DATASET_TYPE",
-    "ENTRY_POINT_GROUP",
     "ActiveBackendConflictError",
     "BackendImportError",
     "BackendInfo",
@@ -66,8 +64,10 @@ __all__ = [
     "BackendRegistry",
     "BuildContext",
     "ConfigError",
+    "DEFAULT_DATASET_TYPE",
     "DataBundle",
     "DataConfig",
+    "ENTRY_POINT_GROUP",
     "FieldInfo",
     "ImportFailure",
     "MissingOperationError",

@@ -74,4 +74,35 @@ class CallContext(NamedTuple):
         return self._replace(raw=(), raw_kwargs=EMPTY)
 
 
+def parse_extra(text: str) -> dict[str, Any]:
+    """``"kv_len=2048, window=none"`` -> ``{"kv_len": 2048, "window": None}`` (ints, floats, bools, None).
+
+    How the panel and the command line read family-specific axes; anything else stays a string.
+    """
+    extra: dict[str, Any] = {}
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        key, sep, raw = item.partition("=")
+        key, raw = key.strip(), raw.strip()
+        if not sep or not key.isidentifier():
+            raise ValueError(f"Extra axes are written name=value, separated by commas; cannot read {item.strip()!r}")
+        extra[key] = _literal(raw)
+    return extra
+
+
+def _literal(raw: str) -> Any:
+    lowered = raw.lower()
+    if lowered in ("none", ""):
+        return None
+    if lowered in ("true", "false"):
+        return lowered == "true"
+    for kind in (int, float):
+        try:
+            return kind(raw)
+        except ValueError:
+            pass
+    return raw
+
+
 AXES: tuple[str, ...] = tuple(f for f in CallContext._fields if f not in ("family", "extra", "raw", "raw_kwargs"))

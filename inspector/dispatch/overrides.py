@@ -16,10 +16,15 @@ from typing import Any
 from inspector.dispatch.errors import UnknownFamilyError, UnknownImplementationError
 from inspector.dispatch.registry import _FAMILIES, _PLANS, plan_for
 
-# The mapping stored here is never mutated: entering a scope stores a merged copy.
-_OVERRIDES: contextvars.ContextVar[dict[str, Any] | None] = contextvars.ContextVar(
-    "inspector_op_overrides", default=None
-)
+# NOTE [ Scope stack ]
+# The ContextVar holds the innermost scope as ``[selections, token]``: ``selections`` is the
+# merged mapping in force (never mutated) and ``token`` the one that restores the enclosing
+# scope. Leaving a scope resets the token found in the current scope, so the ``op_backend``
+# object keeps no per-use state and one instance can be entered concurrently from many
+# threads or tasks (a ``Token`` kept on the object would belong to whichever context entered
+# last). ``reset`` is also cheaper than a second ``set``.
+Scope = list[Any]  # [selections: dict[str, Any], token: contextvars.Token]
+_OVERRIDES: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("inspector_op_overrides", default=None)
 
 
 class op_backend:  # lower-case: used like a function, ``with op_backend(attention="math"):``
@@ -30,9 +35,10 @@ class op_backend:  # lower-case: used like a function, ``with op_backend(attenti
     outer scope's selection for the block. Selections are strict: a selected row that cannot
     handle a call raises ``ExplicitSelectionError`` instead of falling back. A class rather
     than a generator because it sits on hot paths (entering and leaving costs well under 1 µs).
+    One instance may be shared by threads and tasks (see NOTE [ Scope stack ]).
     """
 
-    __slots__ = ("_handles", "_outer", "_token")
+    __slots__ = ("_handles",)
 
     def __init__(self, **handles: Any) -> None:
         for family, handle in handles.items():
@@ -44,23 +50,15 @@ class op_backend:  # lower-case: used like a function, ``with op_backend(attenti
             if handle.__class__ is str and handle not in plan.by_name:
                 raise UnknownImplementationError(family, handle, plan.names)
         self._handles = handles
-        self._token: contextvars.Token[dict[str, Any] | None] | None = None
-        self._outer: list[contextvars.Token[dict[str, Any] | None]] | None = None
 
     def __enter__(self) -> op_backend:
         current = _OVERRIDES.get()
-        token = _OVERRIDES.set({**current, **self._handles} if current else self._handles)
-        if self._token is not None:  # the same object entered again while still active
-            if self._outer is None:
-                self._outer = []
-            self._outer.append(self._token)
-        self._token = token
+        scope: Scope = [self._handles if current is None else {**current[0], **self._handles}, None]
+        scope[1] = _OVERRIDES.set(scope)
         return self
 
     def __exit__(self, *exc_info: object) -> None:
-        token = self._token
-        self._token = self._outer.pop() if self._outer else None
-        _OVERRIDES.reset(token)  # type: ignore[arg-type]
+        _OVERRIDES.reset(_OVERRIDES.get()[1])  # type: ignore[index]
 
     @property
     def handles(self) -> Mapping[str, Any]:
@@ -74,10 +72,11 @@ class op_backend:  # lower-case: used like a function, ``with op_backend(attenti
 def current_overrides() -> Mapping[str, Any]:
     """The selections in force in this context (family -> name or object), read-only."""
     current = _OVERRIDES.get()
-    return MappingProxyType({k: v for k, v in (current or {}).items() if v is not None})
+    selections = {} if current is None else current[0]
+    return MappingProxyType({k: v for k, v in selections.items() if v is not None})
 
 
 def get_override(family: str) -> Any:
     """The context selection for ``family`` here, or ``None``."""
     current = _OVERRIDES.get()
-    return None if current is None else current.get(family)
+    return None if current is None else current[0].get(family)

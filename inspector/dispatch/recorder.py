@@ -48,6 +48,7 @@ class DecisionRecorder:
         self.maxlen = maxlen
         self._log: deque[Decision] = deque(maxlen=maxlen)
         self._total = 0
+        self._count_lock = threading.Lock()
 
     @property
     def recording(self) -> bool:
@@ -72,7 +73,8 @@ class DecisionRecorder:
         self.stop()
 
     def note(self, resolution: Resolution, ctx: CallContext) -> None:
-        self._total += 1
+        with self._count_lock:  # resolve runs on any thread; ``+=`` alone can lose counts
+            self._total += 1
         self._log.append(
             Decision(
                 resolution.record.family,
@@ -99,8 +101,9 @@ class DecisionRecorder:
         return tuple(DecisionCount(f, r, o, n) for (f, r, o), n in tally.most_common())
 
     def clear(self) -> None:
-        self._log.clear()
-        self._total = 0
+        with self._count_lock:
+            self._log.clear()
+            self._total = 0
 
 
 def record_decisions(maxlen: int = 1000) -> DecisionRecorder:

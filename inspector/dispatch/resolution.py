@@ -27,9 +27,9 @@ def decide(family: str, ctx: CallContext, explicit: Any = None) -> Resolution:
         plan = plan_for(family)
     if explicit is not None:
         return select_strict(plan, ctx, explicit, "explicit")
-    overrides = _OVERRIDES.get()
-    if overrides is not None:
-        handle = overrides.get(family)
+    scope = _OVERRIDES.get()
+    if scope is not None:
+        handle = scope[0].get(family)
         if handle is not None:
             return select_strict(plan, ctx, handle, "context")
     selection = TIER.mapping

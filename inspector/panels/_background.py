@@ -1,12 +1,15 @@
 """Long work off the UI path: a worker thread with a progress bar and a cancel button.
 
 The job function receives ``report(done, total, message)`` and a ``cancelled`` event; it
-should check the event between steps. Widget updates from the thread go through trait
-assignments, which ipywidgets sends safely from any thread (see NOTE [ Rendering into Output ]).
+should check the event between steps. Panels pass their completions through ``Panel.guard``
+so a failure there shows in the panel; one that still escapes is logged, never lost. Widget
+updates from the thread go through trait assignments, which ipywidgets sends safely from any
+thread (see NOTE [ Rendering into Output ]).
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -14,6 +17,7 @@ from typing import Any
 import ipywidgets as widgets
 
 Report = Callable[[int, int, str], None]
+logger = logging.getLogger("inspector.panels")
 
 
 class JobCancelled(Exception):
@@ -58,16 +62,24 @@ class BackgroundJob:
                 self.progress.bar_style = "warning" if isinstance(exc, JobCancelled) else "danger"
                 self.label.value = "cancelled" if isinstance(exc, JobCancelled) else "failed"
                 self.cancel_button.disabled = True
-                on_error(exc)
+                self._deliver(on_error, exc)
                 return
             self.progress.value = self.progress.max
             self.progress.bar_style = "success"
             self.label.value = "done"
             self.cancel_button.disabled = True
-            on_done(result)
+            self._deliver(on_done, result)
 
         self._thread = threading.Thread(target=run, name="inspector-job", daemon=True)
         self._thread.start()
+
+    def _deliver(self, callback: Callable[[Any], None], value: Any) -> None:
+        try:
+            callback(value)
+        except Exception:
+            logger.exception("a background job's completion callback failed")
+            self.progress.bar_style = "danger"
+            self.label.value = "failed while showing the result (see the log)"
 
     def cancel(self) -> None:
         self._cancelled.set()

@@ -184,6 +184,8 @@ class BackendsPanel(Panel):
 
     def build_sample(self, config_text: str | None = None, *, wait: bool = False) -> None:
         """Build the config in the text box (without making it active) and show one batch's structure."""
+        if self.job.running:
+            raise RuntimeError("A sample is still being built; wait for it, or press Cancel, then build again.")
         text = self.config_text.value if config_text is None else config_text
         try:
             mapping = yaml.safe_load(text)
@@ -203,7 +205,7 @@ class BackendsPanel(Panel):
 
         self.build_html.value = ""
         render_into(self.build_out)
-        self.job.start(job, self._built, self._build_failed)
+        self.job.start(job, self.guard(self._built), self.guard(self._build_failed))
         if wait:
             self.job.wait()
 

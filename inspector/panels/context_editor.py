@@ -9,39 +9,12 @@ import ipywidgets as widgets
 import torch
 
 from inspector.dispatch import CallContext
+from inspector.dispatch.context import parse_extra
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 FWD_MODES = {"training (fwd=None)": None, "prefill": "prefill", "decode": "decode"}
 SMALL = widgets.Layout(width="160px")
 SHORT_LABEL = {"description_width": "64px"}
-
-
-def parse_extra(text: str) -> dict[str, Any]:
-    """``"kv_len=2048, window=none"`` -> ``{"kv_len": 2048, "window": None}`` (ints, floats, bools, None)."""
-    extra: dict[str, Any] = {}
-    for item in text.split(","):
-        if not item.strip():
-            continue
-        key, sep, raw = item.partition("=")
-        key, raw = key.strip(), raw.strip()
-        if not sep or not key.isidentifier():
-            raise ValueError(f"Extra axes are written name=value, separated by commas; cannot read {item.strip()!r}")
-        extra[key] = _literal(raw)
-    return extra
-
-
-def _literal(raw: str) -> Any:
-    lowered = raw.lower()
-    if lowered in ("none", ""):
-        return None
-    if lowered in ("true", "false"):
-        return lowered == "true"
-    for kind in (int, float):
-        try:
-            return kind(raw)
-        except ValueError:
-            pass
-    return raw
 
 
 class ContextEditor:

@@ -9,10 +9,6 @@ import sys
 import inspector.backends as backends
 
 
-def _isort_key(name: str) -> tuple[int, str]:
-    return (0 if name.isupper() else 1 if name[0].isupper() else 2, name)
-
-
 def test_all_lists_every_public_name_exactly_once():
     public = {n for n in dir(backends) if not n.startswith("_") and n != "annotations"}
     assert set(backends.__all__) == public
@@ -20,7 +16,7 @@ def test_all_lists_every_public_name_exactly_once():
 
 
 def test_all_is_sorted():
-    assert backends.__all__ == sorted(backends.__all__, key=_isort_key)
+    assert backends.__all__ == sorted(backends.__all__)
 
 
 def test_engine_and_demo_backends_import_no_ui_library():

@@ -78,3 +78,40 @@ def test_a_task_does_not_leak_its_scope_to_its_creator(toy: str) -> None:
         return get_override(toy)
 
     assert asyncio.run(main()) is None
+
+
+def test_one_scope_object_can_be_shared_by_threads(toy: str) -> None:
+    shared = op_backend(toy="fp8")
+    barrier = threading.Barrier(4)
+    results: list[object] = []
+
+    def worker() -> None:
+        try:
+            with shared:
+                barrier.wait(5)  # every thread is inside the same object's scope at once
+                results.append(resolve(toy, CallContext(toy, dtype=F32)).name)
+            results.append(get_override(toy))
+        except Exception as exc:  # reported through the assertion below
+            results.append(exc)
+
+    threads = [threading.Thread(target=worker) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(map(str, results)) == sorted(["fp8"] * 4 + ["None"] * 4)
+
+
+def test_one_scope_object_can_be_shared_by_asyncio_tasks(toy: str) -> None:
+    shared = op_backend(toy="fp8")
+
+    async def step(delay: float) -> tuple[str, object]:
+        with shared:
+            await asyncio.sleep(delay)
+            inside = resolve(toy, CallContext(toy, dtype=F32)).name
+        return inside, get_override(toy)
+
+    async def main() -> list[tuple[str, object]]:
+        return list(await asyncio.gather(step(0.02), step(0.01)))
+
+    assert asyncio.run(main()) == [("fp8", None), ("fp8", None)]

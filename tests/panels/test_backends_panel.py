@@ -157,3 +157,19 @@ def test_the_inspector_opens_a_backends_tab() -> None:
 def _restore_default_registry() -> Iterator[None]:
     with isolated_registry(keep_backends=True):
         yield
+
+
+def test_a_second_build_while_one_runs_is_refused_and_keeps_the_first(tmp_path) -> None:
+    import threading
+
+    from inspector.panels.backends import BackendsPanel
+
+    panel = BackendsPanel()
+    release = threading.Event()
+    panel.job.start(lambda report, cancelled: release.wait(10), lambda _r: None, lambda _e: None)
+    panel.build_html.value = "first build"
+    panel.guard(panel.build_sample)()
+    assert "still being built" in panel.errors.widget.value
+    assert panel.build_html.value == "first build"
+    release.set()
+    assert panel.job.wait(10)

@@ -79,3 +79,16 @@ def test_background_job_can_be_cancelled() -> None:
     job.cancel_button.click()
     assert job.wait(10)
     assert isinstance(errors[0], JobCancelled) and job.label.value == "cancelled"
+
+
+def test_a_failing_completion_callback_is_reported_not_lost(caplog: pytest.LogCaptureFixture) -> None:
+    job = BackgroundJob()
+
+    def explode(_result: object) -> None:
+        raise ValueError("cannot draw")
+
+    with caplog.at_level("ERROR", logger="inspector.panels"):
+        job.start(lambda report, cancelled: 1, explode, pytest.fail)
+        assert job.wait(10)
+    assert job.label.value.startswith("failed while showing the result")
+    assert any("completion callback failed" in r.message for r in caplog.records)
