@@ -22,6 +22,7 @@ def test_binder_installs_this_project_with_an_extra_pyproject_declares() -> None
     extra = re.fullmatch(r"-e \.\[(\w+)\]", editable[0])
     assert extra and extra.group(1) in PYPROJECT["project"]["optional-dependencies"]
     assert any(line.startswith("--extra-index-url") and line.endswith("/whl/cpu") for line in lines)
+    assert "-c ../constraints.txt" in lines  # the pins make lab uses (paths are relative to this file)
 
 
 def test_binder_runtime_and_post_build() -> None:

@@ -11,7 +11,8 @@ from nbclient import NotebookClient
 from nbclient.exceptions import CellExecutionError
 
 NOTEBOOKS = sorted((Path(__file__).resolve().parents[2] / "notebooks").glob("*.ipynb"))
-# Seconds per notebook; a notebook that needs longer is teaching too much at once.
+# Wall-clock seconds per notebook (pytest-timeout), and per cell (nbclient); a notebook that
+# needs longer is teaching too much at once.
 BUDGET_S = int(os.environ.get("INSPECTOR_NOTEBOOK_BUDGET_S", "240"))
 
 
@@ -23,6 +24,7 @@ def _plain_ipython_dir(tmp_path: Path) -> Path:
 
 
 @pytest.mark.slow
+@pytest.mark.timeout(BUDGET_S)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
 def test_notebook_runs_headless(path: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("IPYTHONDIR", str(_plain_ipython_dir(tmp_path)))
