@@ -9,10 +9,21 @@ devices) or ``failed`` (stage, exception, message). All waits are bounded: the w
 ``start_timeout``, and once one rank has failed the others get ``ERROR_GRACE_S`` to report
 theirs (validation errors arrive from every rank at once; a rank that fails before rendezvous
 leaves its peers waiting there forever). Then every process is stopped and the error lists
-each rank. Reverse maps and device lists are derived in the parent with the same pure
-functions the planner uses (gather, then check). Close: every worker is asked for a graceful
-``rpc.shutdown`` (a barrier over all of them), waited on up to ``shutdown_timeout``, and
-whatever is left is terminated, then killed. A ``weakref.finalize`` does the same at garbage
+each rank; a worker that closes its pipe without reporting gets ``KILL_WAIT_S`` to exit before
+it is killed. Reverse maps and device lists are derived in the parent with the same pure
+functions the planner uses (gather, then check).
+Commands (RTT, bandwidth) go to one worker at a time under ``_lock``, each answered within
+``command_timeout``. A command that times out leaves its late answer on the way, where the
+next command would read it as its own, so the world is marked broken instead: every later
+command is refused with the reason and the next step (close, start a new world), and close()
+skips the graceful barrier the busy worker could not join. A worker whose pipe closes
+mid-command breaks the world the same way.
+Close: ``_closing`` is set first, so a measurement stops before its next pair; close() waits
+up to ``LOCK_WAIT_S`` for the measurement's lock, then every worker is asked for a graceful
+``rpc.shutdown`` (a barrier over all of them) and waited on up to ``shutdown_timeout``. When
+the lock does not come free (one long batch), close() goes straight to stopping: whatever is
+left is terminated, then killed, each wait bounded by ``KILL_WAIT_S``; the measurement then
+reads end-of-file and fails with "closed". A ``weakref.finalize`` does the same at garbage
 collection or interpreter exit, and each worker watches its parent and exits when it dies (even
 mid-rendezvous), so no worker outlives its world.
 """
@@ -20,22 +31,26 @@ mid-rendezvous), so no worker outlives its world.
 from __future__ import annotations
 
 import contextlib
-import os
-import socket
 import subprocess
-import sys
-import tempfile
 import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass
-from multiprocessing.connection import Connection, wait
-from pathlib import Path
-from typing import IO, Any
+from multiprocessing.connection import wait
+from typing import Any
 
 from inspector.rpc._device_lists import create_device_list, create_reverse_mapping
 from inspector.rpc._plan import TopologyPlan
+from inspector.rpc._processes import (
+    KILL_WAIT_S,
+    WorkerProcess,
+    close_pipes,
+    reap,
+    silent_exit,
+    spawn_worker,
+    stop,
+    world_environment,
+)
 from inspector.rpc._records import (
     Bandwidth,
     PairLatency,
@@ -49,7 +64,7 @@ START_TIMEOUT_S = 120.0
 SHUTDOWN_TIMEOUT_S = 20.0
 COMMAND_TIMEOUT_S = 120.0
 ERROR_GRACE_S = 5.0
-KILL_WAIT_S = 3.0
+LOCK_WAIT_S = 5.0
 Progress = Callable[[int, int, str], None]
 
 
@@ -66,50 +81,6 @@ class LocalWorldError(RuntimeError):
         super().__init__("\n".join(lines))
 
 
-@dataclass
-class _Proc:
-    rank: int
-    name: str
-    popen: subprocess.Popen[bytes]
-    conn: Connection
-    stderr: IO[bytes]
-
-    def stderr_tail(self, limit: int = 2000) -> str:
-        try:
-            self.stderr.seek(0, os.SEEK_END)
-            self.stderr.seek(max(0, self.stderr.tell() - limit))
-            return self.stderr.read().decode(errors="replace")
-        except (OSError, ValueError):
-            return ""
-
-
-def _reap(procs: list[_Proc]) -> None:
-    """Terminate, then kill, every process still running; close every pipe (idempotent)."""
-    for proc in procs:
-        if proc.popen.poll() is None:
-            proc.popen.terminate()
-    deadline = time.monotonic() + KILL_WAIT_S
-    for proc in procs:
-        try:
-            proc.popen.wait(max(0.0, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            proc.popen.kill()
-            proc.popen.wait()
-        proc.conn.close()
-        proc.stderr.close()
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _loopback_interface() -> str:
-    names = [name for _, name in socket.if_nameindex()]
-    return "lo" if "lo" in names or not names else next((n for n in names if n.startswith("lo")), "lo")
-
-
 class LocalWorld:
     """``n`` real RPC workers on this machine (see NOTE [ LocalWorld lifecycle ]); a context manager."""
 
@@ -120,6 +91,7 @@ class LocalWorld:
         devices: Mapping[str, Iterable[str]] | None = None,
         *,
         rpc_timeout: float = 30.0,
+        command_timeout: float = COMMAND_TIMEOUT_S,
         names: Iterable[str] | None = None,
         backend: str = "TENSORPIPE",
         num_worker_threads: int = 8,
@@ -134,14 +106,18 @@ class LocalWorld:
         self.device_maps = {k: {t: dict(m) for t, m in v.items()} for k, v in (device_maps or {}).items()}
         self.devices = {k: list(v) for k, v in (devices or {}).items()}
         self.rpc_timeout = rpc_timeout
+        self.command_timeout = command_timeout
         self.shutdown_timeout = shutdown_timeout
         self.exit_codes: dict[str, int | None] = {}
         self.rtt: RttMatrix | None = None
         self.bandwidth: tuple[Bandwidth, ...] = ()
-        self._procs: list[_Proc] = []
-        self._lock = threading.Lock()
+        self._procs: list[WorkerProcess] = []
+        self._lock = threading.RLock()  # one command at a time (see NOTE [ LocalWorld lifecycle ])
+        self._close_lock = threading.Lock()
+        self._closing = threading.Event()
         self._closed = False
-        self._finalizer = weakref.finalize(self, _reap, self._procs)
+        self._broken: str | None = None
+        self._finalizer = weakref.finalize(self, reap, self._procs)
         config = {"backend": backend, "rpc_timeout": rpc_timeout, "num_worker_threads": num_worker_threads,
                   "world_size": n}  # fmt: skip
         started = time.perf_counter()
@@ -153,38 +129,21 @@ class LocalWorld:
         """A world with the plan's names, maps and devices (always a static group)."""
         return cls(len(plan.workers), plan.device_maps, plan.devices, names=plan.names, **kwargs)
 
-    def _spawn(self, rank: int, env: dict[str, str], config: dict[str, Any]) -> _Proc:
-        parent_end, child_end = socket.socketpair()
-        stderr = tempfile.TemporaryFile()  # noqa: SIM115  # owned by _Proc, closed by _reap
-        code = "from inspector.rpc._worker import main; main()"
-        popen = subprocess.Popen(
-            [sys.executable, "-c", code], env={**env, "INSPECTOR_RPC_FD": str(child_end.fileno())},
-            pass_fds=[child_end.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-        )  # fmt: skip
-        child_end.close()
-        conn = Connection(parent_end.detach())
-        name = self.names[rank]
-        conn.send({**config, "rank": rank, "name": name, "device_maps": self.device_maps.get(name, {}),
-                   "devices": self.devices.get(name, [])})  # fmt: skip
-        return _Proc(rank, name, popen, conn, stderr)
-
     def _start(
         self, config: dict[str, Any], timeout: float, progress: Progress | None, cancel: threading.Event | None
     ) -> tuple[WorkerSnapshot, ...]:
-        package_root = str(Path(__file__).resolve().parents[2])
-        env = {**os.environ, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(_free_port()),
-               "GLOO_SOCKET_IFNAME": _loopback_interface(), "TP_SOCKET_IFNAME": _loopback_interface(),
-               "OMP_NUM_THREADS": "1",
-               "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")]))}  # fmt: skip
+        env = world_environment()
         total = len(self.names)
         try:
-            for rank in range(total):
-                self._procs.append(self._spawn(rank, env, config))
+            for rank, name in enumerate(self.names):
+                maps, devices = self.device_maps.get(name, {}), self.devices.get(name, [])
+                worker = {**config, "rank": rank, "name": name, "device_maps": maps, "devices": devices}
+                self._procs.append(spawn_worker(rank, name, env, worker))
             if progress:
                 progress(0, total, f"started {total} processes; waiting for init_rpc")
             reports = self._await_ready(timeout, progress, cancel)
         except BaseException:
-            _reap(self._procs)
+            reap(self._procs)
             self._closed = True
             raise
         return self._gathered(reports)
@@ -204,11 +163,7 @@ class LocalWorld:
                 try:
                     status, payload = proc.conn.recv()
                 except (EOFError, OSError):
-                    code = proc.popen.wait()
-                    message = f"exited with code {code} before reporting"
-                    failures.append(
-                        WorkerFailure(proc.rank, proc.name, "start", "ProcessExit", message, proc.stderr_tail())
-                    )
+                    failures.append(silent_exit(proc, "start"))
                     continue
                 if status == "ready":
                     reports[proc.rank] = payload
@@ -242,13 +197,41 @@ class LocalWorld:
             ))  # fmt: skip
         return tuple(snapshots)
 
-    def _ask(self, proc: _Proc, command: tuple[Any, ...]) -> Any:
-        if self._closed:
-            raise RuntimeError("This LocalWorld is closed; start a new one.")
-        proc.conn.send(command)
-        if not proc.conn.poll(COMMAND_TIMEOUT_S):
-            raise LocalWorldError(f"{proc.name} did not answer {command[0]!r} within {COMMAND_TIMEOUT_S} s.")
-        status, payload = proc.conn.recv()
+    def _ask(self, proc: WorkerProcess, command: tuple[Any, ...]) -> Any:
+        """Send one command to one worker and return its answer (the caller holds ``_lock``)."""
+        if self._closed or self._closing.is_set():
+            raise LocalWorldError("This LocalWorld is closed; start a new one.", cancelled=not self._closed)
+        if self._broken is not None:
+            raise LocalWorldError(
+                f"This LocalWorld is broken and takes no more commands.\nreason = {self._broken}\n"
+                "next step = close() it (or leave its with block) and start a new LocalWorld"
+            )
+        try:
+            proc.conn.send(command)
+            answered = proc.conn.poll(self.command_timeout)
+            reply = proc.conn.recv() if answered else None
+        except (EOFError, OSError) as exc:
+            if self._closing.is_set():
+                raise LocalWorldError(f"This LocalWorld was closed during {command[0]!r}.", cancelled=True) from exc
+            self._broken = f"{proc.name} closed its pipe during {command[0]!r} (exit code {proc.popen.poll()})"
+            failure = WorkerFailure(proc.rank, proc.name, command[0], "ProcessExit", self._broken, proc.stderr_tail())
+            raise LocalWorldError(
+                f"{proc.name} stopped answering during {command[0]!r}; this world is now broken.\n"
+                "next step = close() it and start a new LocalWorld (the worker's stderr is in .failures)",
+                [failure],
+            ) from exc
+        if reply is None:
+            self._broken = (
+                f"{proc.name} did not answer {command[0]!r} within {self.command_timeout} s, "
+                "and its late answer would be read as the next command's"
+            )
+            raise LocalWorldError(
+                f"{proc.name} did not answer {command[0]!r} within {self.command_timeout} s; "
+                "this world is now broken.\n"
+                "next step = close() it and start a new LocalWorld (with a larger command_timeout "
+                "if the command is expected to take longer)"
+            )
+        status, payload = reply
         if status != "ok":
             exception, message = payload
             raise LocalWorldError(f"{proc.name} failed {command[0]!r}: {exception}: {message}")
@@ -288,21 +271,43 @@ class LocalWorld:
     def closed(self) -> bool:
         return self._closed
 
+    @property
+    def broken(self) -> str | None:
+        """Why this world takes no more commands (a command timed out or a worker vanished), or None."""
+        return self._broken
+
     def close(self) -> None:
-        """Graceful ``rpc.shutdown`` on every worker within ``shutdown_timeout``; stop what is left."""
-        with self._lock:
+        """Stop a measurement in progress, shut down gracefully within ``shutdown_timeout``, stop what is left.
+
+        Bounded even while another thread measures (see NOTE [ LocalWorld lifecycle ]).
+        """
+        with self._close_lock:
             if self._closed:
                 return
-            self._closed = True
-            for proc in self._procs:
-                with contextlib.suppress(OSError):
-                    proc.conn.send(("shutdown",))
-            deadline = time.monotonic() + self.shutdown_timeout
-            for proc in self._procs:
-                with contextlib.suppress(subprocess.TimeoutExpired):
-                    proc.popen.wait(max(0.0, deadline - time.monotonic()))
-            _reap(self._procs)
-            self.exit_codes = {proc.name: proc.popen.returncode for proc in self._procs}
+            self._closing.set()
+            owned = self._lock.acquire(timeout=LOCK_WAIT_S)
+            try:
+                if owned and self._broken is None:
+                    self._shutdown_gracefully()
+                stop(self._procs)
+                if not owned:  # the measurement reads end-of-file now that its worker is gone
+                    owned = self._lock.acquire(timeout=KILL_WAIT_S)
+                if owned:  # else its pipes are still in use: the finalizer closes them
+                    close_pipes(self._procs)
+                self.exit_codes = {proc.name: proc.popen.returncode for proc in self._procs}
+                self._closed = True
+            finally:
+                if owned:
+                    self._lock.release()
+
+    def _shutdown_gracefully(self) -> None:
+        for proc in self._procs:
+            with contextlib.suppress(OSError):
+                proc.conn.send(("shutdown",))
+        deadline = time.monotonic() + self.shutdown_timeout
+        for proc in self._procs:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.popen.wait(max(0.0, deadline - time.monotonic()))
 
     def __enter__(self) -> LocalWorld:
         return self
@@ -311,5 +316,5 @@ class LocalWorld:
         self.close()
 
     def __repr__(self) -> str:
-        state = "closed" if self._closed else "running"
+        state = "closed" if self._closed else "broken" if self._broken else "running"
         return f"<LocalWorld {len(self.names)} workers {state}: {', '.join(self.names)}>"

@@ -6,12 +6,13 @@ import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 
 import psutil
 import pytest
 
-from inspector.rpc import LocalWorld, LocalWorldError, TopologyPlan, predict_init_error
+from inspector.rpc import LocalWorld, LocalWorldError, TopologyPlan, _processes, _world, predict_init_error
 
 pytestmark = pytest.mark.slow
 
@@ -154,6 +155,81 @@ def test_a_custom_backend_starts_a_real_agent_through_our_init_rpc_and_stale_mem
     assert "torch refuses its stale member: Argument backend must be a member of BackendType" in out
     assert "agent: TensorPipeAgent worker0" in out and "rpc_sync: [3.0, 3.0]" in out
     assert "calls: ['construct', 'init']" in out
+
+
+def test_a_command_that_times_out_breaks_the_world_so_its_late_answer_is_never_read_as_another() -> None:
+    with LocalWorld(2, rpc_timeout=20.0, command_timeout=0.5) as world:
+        broke = r"worker0 did not answer 'rtt' within 0\.5 s; this world is now broken"
+        with pytest.raises(LocalWorldError, match=broke):
+            world.measure_rtt(count=10**8, warmup=0)  # still running when the answer is due
+        assert world.broken is not None and "late answer would be read as the next command's" in world.broken
+        assert "broken" in repr(world)
+        with pytest.raises(LocalWorldError, match="broken and takes no more commands") as refused:
+            world.measure_bandwidth(nbytes=1024, repeats=1)
+        assert "reason = worker0 did not answer 'rtt' within 0.5 s" in str(refused.value)
+        assert "next step = close() it (or leave its with block) and start a new LocalWorld" in str(refused.value)
+    assert world.closed and set(world.exit_codes) == {"worker0", "worker1"} and children() == []
+
+
+def test_a_worker_that_closes_its_pipe_but_keeps_running_is_killed_within_the_bound(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    silent = (
+        "import os, time; from multiprocessing.connection import Connection; "
+        "c = Connection(int(os.environ['INSPECTOR_RPC_FD'])); c.recv(); c.close(); time.sleep(300)"
+    )
+    monkeypatch.setattr(_processes, "WORKER_CODE", silent)
+    with pytest.raises(LocalWorldError, match="did not start") as caught:
+        LocalWorld(1)
+    (failure,) = caught.value.failures
+    assert (failure.name, failure.stage, failure.exception) == ("worker0", "start", "ProcessExit")
+    assert failure.message == (
+        f"closed its pipe without reporting and was still running after {_processes.KILL_WAIT_S} s; killed"
+    )
+    assert children() == []
+
+
+def test_close_from_another_thread_stops_a_measurement_before_its_next_pair_and_shuts_down_gracefully() -> None:
+    world = LocalWorld(2, rpc_timeout=20.0)
+    closer = threading.Thread(target=world.close)
+
+    def after_each_pair(done: int, _total: int, _message: str) -> None:
+        if done == 1:
+            closer.start()
+            assert world._closing.wait(30)  # close() has begun; it waits for this measurement's lock
+
+    with pytest.raises(LocalWorldError, match="closed") as caught:
+        world.measure_rtt(count=5, warmup=1, progress=after_each_pair)
+    assert caught.value.cancelled and world.rtt is None
+    closer.join(60)
+    assert not closer.is_alive() and world.closed
+    assert world.exit_codes == {"worker0": 0, "worker1": 0} and children() == []
+
+
+def test_close_is_bounded_while_another_thread_is_inside_one_long_rpc_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(_world, "LOCK_WAIT_S", 1.0)
+    world = LocalWorld(2, rpc_timeout=20.0)
+    errors: list[BaseException] = []
+
+    def measure() -> None:
+        try:
+            world.measure_rtt(count=10**8, warmup=0)  # one batch far longer than the test
+        except LocalWorldError as exc:
+            errors.append(exc)
+
+    measurer = threading.Thread(target=measure)
+    measurer.start()
+    while world._lock.acquire(blocking=False):  # until the measurement holds the world
+        world._lock.release()
+        time.sleep(0.01)
+    time.sleep(0.5)  # and its batch has reached the worker
+    closer = threading.Thread(target=world.close)
+    closer.start()
+    closer.join(60)
+    measurer.join(60)
+    assert not closer.is_alive() and not measurer.is_alive() and world.closed
+    assert len(errors) == 1 and "closed" in str(errors[0]) and errors[0].cancelled  # type: ignore[attr-defined]
+    assert all(code is not None for code in world.exit_codes.values()) and children() == []
 
 
 @pytest.mark.cuda
