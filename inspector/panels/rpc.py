@@ -3,91 +3,42 @@
 The plan lives in the widgets (worker count, GPUs per worker, explicit devices, one row per mapped
 device pair, static or dynamic group) and is rebuilt as a ``TopologyPlan`` on every edit; all
 checking is the engine's (``check``, ``preflight``, ``predict_init_error``, ``derive``). Launching
-starts a real ``LocalWorld`` with the plan's workers on a background job; on a machine without
-GPUs only the cpu -> cpu pairs go along, and the panel says how many were left out.
+starts a real ``LocalWorld`` with the plan's workers on a background job (``rpc_launch``); on a
+machine without GPUs only the cpu -> cpu pairs go along, and the panel says how many were left out.
 """
 
 from __future__ import annotations
 
 import html
-import threading
 from typing import Any
 
 import ipywidgets as widgets
 
-from inspector.panels._background import BackgroundJob, JobCancelled, Report
+from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CSS, Panel
 from inspector.panels._guard import error_html
 from inspector.panels._render import pre, render_into
-from inspector.rpc import (
-    LocalWorld,
-    LocalWorldError,
-    PlanError,
-    TopologyPlan,
-    WorldSnapshot,
-    predict_init_error,
-    registered_backends,
-)
+from inspector.panels.rpc_launch import MAX_LOCAL_WORKERS, launchable, world_job, world_objects
+from inspector.panels.rpc_maps import MapRow
+from inspector.rpc import PlanError, TopologyPlan, WorldSnapshot, predict_init_error, registered_backends
 from inspector.views._figures import figure_to_html
 from inspector.views.rpc import (
     backends_table,
-    bandwidth_table,
     derived_table,
     init_error_text,
     maps_table,
     problems_table,
-    rtt_heatmap,
-    rtt_table,
     topology_figure,
     warnings_table,
-    workers_table,
 )
 
+__all__ = ["MAX_LOCAL_WORKERS", "MapRow", "RpcPanel"]
+
 MAX_WORKERS = 64
-MAX_LOCAL_WORKERS = 8  # more processes than this would only measure an oversubscribed machine
 MAX_DRAWN_PAIRS = 600  # beyond this the graph takes seconds to draw; tables still show everything
 DEFAULT_PLAN = TopologyPlan.build(
     2, 2, {"worker0": {"worker1": {"cuda:0": "cuda:1", "cpu": "cpu"}}, "worker1": {"worker0": {"cuda:1": "cuda:0"}}}
 )
-
-
-class MapRow:
-    """One mapped device pair: caller, callee, the caller's source device and the callee's target device."""
-
-    def __init__(self, names: list[str], on_change: Any, on_remove: Any, values: tuple[str, ...] = ()) -> None:
-        caller, callee, source, target = (*values, "", "", "", "")[:4]
-        small = widgets.Layout(width="130px")
-        self.caller = widgets.Combobox(value=caller, options=names, placeholder="caller", layout=small)
-        self.callee = widgets.Combobox(value=callee, options=names, placeholder="callee", layout=small)
-        self.source = widgets.Text(value=source, placeholder="cuda:0", layout=widgets.Layout(width="100px"))
-        self.target = widgets.Text(value=target, placeholder="cuda:1", layout=widgets.Layout(width="100px"))
-        remove = widgets.Button(icon="times", tooltip="remove this row", layout=widgets.Layout(width="36px"))
-        remove.on_click(lambda _b: on_remove(self))
-        for field in self.fields:
-            field.observe(on_change, names="value")
-        arrow = widgets.HTML("&nbsp;→&nbsp;")
-        self.widget = widgets.HBox(
-            [
-                self.caller,
-                widgets.HTML("&nbsp;calls&nbsp;"),
-                self.callee,
-                widgets.HTML(":&nbsp;"),
-                self.source,
-                arrow,
-                self.target,
-                remove,
-            ]
-        )
-        self.widget.add_class("inspector-rpc-map-row")
-
-    @property
-    def fields(self) -> tuple[widgets.Widget, ...]:
-        return (self.caller, self.callee, self.source, self.target)
-
-    @property
-    def values(self) -> tuple[str, str, str, str]:
-        caller, callee, source, target = (str(f.value).strip() for f in self.fields)
-        return caller, callee, source, target
 
 
 class RpcPanel(Panel):
@@ -350,43 +301,22 @@ class RpcPanel(Panel):
 
     # -- a real local world ----------------------------------------------------------------------
     def launch(self, *, wait: bool = False) -> None:
-        """Start a LocalWorld for the plan on a background job, measure RTT and bandwidth, close it."""
-        import torch
+        """Start a LocalWorld for the plan on a background job, measure RTT and bandwidth, close it.
 
-        plan = self.plan
-        if len(plan.workers) > MAX_LOCAL_WORKERS:
-            raise ValueError(
-                f"Launching {len(plan.workers)} local workers would only measure an oversubscribed "
-                f"machine.\nlimit = {MAX_LOCAL_WORKERS}\nnext step = lower 'workers' to launch"
+        A launch while one is running is refused before anything shown changes.
+        """
+        if self.job.running:
+            raise RuntimeError(
+                "A local world is already running in this panel.\n"
+                "next step = wait for it to finish, or press Cancel, then launch again"
             )
-        dropped = 0
-        if torch.cuda.device_count() == 0:
-            plan, dropped = plan.cpu_only()
-        self.launch_note = f"No GPU here: {dropped} non-cpu map pair(s) left out. " if dropped else ""
-        samples, nbytes = self.rtt_count.value, int(self.megabytes.value * 1e6)
-        names = plan.names
-        ring = [(names[i], names[(i + 1) % len(names)]) for i in range(len(names))] if len(names) > 1 else []
-
-        def job(report: Report, cancelled: threading.Event) -> WorldSnapshot:
-            n = len(names)
-            total = n + n * n + len(ring)
-            try:
-                world = LocalWorld.from_plan(plan, progress=lambda d, _t, m: report(d, total, m), cancel=cancelled)
-            except LocalWorldError as exc:
-                if exc.cancelled:
-                    raise JobCancelled("cancelled while starting") from exc
-                raise
-            with world:
-                world.measure_rtt(samples, progress=lambda d, _t, m: report(n + d, total, f"RTT {m}"))
-                if cancelled.is_set():
-                    raise JobCancelled("cancelled after the RTT measurement")
-                report(n + n * n, total, "bandwidth")
-                world.measure_bandwidth(nbytes, repeats=3, pairs=ring)
-                return world.snapshot()
-
-        self.world_html.value = html.escape(self.launch_note) + "starting…"
+        plan, note = launchable(self.plan)
+        job = world_job(plan, self.rtt_count.value, int(self.megabytes.value * 1e6))
+        self.launch_note = note
+        self.world_html.value = html.escape(note) + "starting…"
         render_into(self.world_out)
-        self.job.start(job, self._launched, self._launch_failed)
+        # Guarded: a failure while showing the result appears in the panel's error line.
+        self.job.start(job, self.guard(self._launched), self.guard(self._launch_failed))
         if wait:
             self.job.wait()
 
@@ -397,21 +327,12 @@ class RpcPanel(Panel):
             f"{self.launch_note}{len(snapshot.workers)} workers ready in {snapshot.start_seconds:.2f} s, "
             "then shut down."
         )
-        render_into(self.world_out, *self._world_objects(snapshot))
+        render_into(self.world_out, *world_objects(snapshot))
 
     def _launch_failed(self, exc: BaseException) -> None:
         # Shown here, not in the error line, which the guard clears when the click handler returns.
         self.last_launch_error = exc
         self.world_html.value = error_html(exc)
-
-    @staticmethod
-    def _world_objects(snapshot: WorldSnapshot) -> list[Any]:
-        shown: list[Any] = [workers_table(snapshot.workers)]
-        if snapshot.rtt is not None:
-            shown += [rtt_heatmap(snapshot.rtt), rtt_table(snapshot.rtt)]
-        if snapshot.bandwidth:
-            shown.append(bandwidth_table(snapshot.bandwidth))
-        return shown
 
     # -- static view -----------------------------------------------------------------------------
     def static_html(self) -> str:
@@ -427,6 +348,6 @@ class RpcPanel(Panel):
                 parts.append(figure_to_html(topology_figure(plan, problems), alt="device-map graph"))
             parts.append(derived_table(plan.derive()).to_html(index=False))
         if self.last_world is not None:
-            for obj in self._world_objects(self.last_world):
+            for obj in world_objects(self.last_world):
                 parts.append(obj.to_html(index=False) if hasattr(obj, "to_html") else figure_to_html(obj, alt="RTT"))
         return "<div class='inspector-rpc-static'>" + "".join(parts) + "</div>"

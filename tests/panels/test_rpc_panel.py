@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import json
+import threading
 
 import psutil
 import pytest
 
+from inspector.panels import rpc_launch
+from inspector.panels._render import render_into
 from inspector.panels.rpc import MAX_LOCAL_WORKERS, RpcPanel
 from inspector.rpc import TopologyPlan
 
@@ -126,6 +129,22 @@ def test_launching_too_many_workers_is_refused_with_the_limit(panel: RpcPanel) -
     assert f"limit = {MAX_LOCAL_WORKERS}" in panel.errors.widget.value
 
 
+def test_a_second_launch_while_one_runs_is_refused_before_anything_shown_changes(panel: RpcPanel) -> None:
+    release = threading.Event()
+    panel.job.start(lambda _report, _cancelled: release.wait(30), lambda _result: None, lambda _exc: None)
+    try:
+        panel.world_html.value = "the last world"
+        render_into(panel.world_out, "the last world's tables")
+        panel.guard(panel.launch)()
+        assert "RuntimeError</b>: A local world is already running in this panel." in panel.errors.widget.value
+        assert "next step = wait for it to finish, or press Cancel, then launch again" in panel.errors.widget.value
+        assert panel.world_html.value == "the last world"
+        assert html_of(panel.world_out) == "the last world's tables"
+    finally:
+        release.set()
+        assert panel.job.wait(30)
+
+
 _before: set[int] = set()
 
 
@@ -171,4 +190,19 @@ def test_cancelling_a_launch_leaves_no_worker_behind(panel: RpcPanel) -> None:
     panel.job.cancel()
     assert panel.job.wait(60)
     assert panel.job.label.value in ("cancelled", "done")
+    assert live_children() == []
+
+
+@pytest.mark.slow
+def test_a_failure_while_showing_a_launch_result_appears_in_the_panel(
+    panel: RpcPanel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unreadable(_workers: object) -> None:
+        raise ValueError("cannot tabulate these workers")
+
+    monkeypatch.setattr(rpc_launch, "workers_table", unreadable)
+    panel.rtt_count.value = 2
+    panel.megabytes.value = 0.01
+    panel.launch(wait=True)
+    assert "ValueError</b>: cannot tabulate these workers" in panel.errors.widget.value
     assert live_children() == []
