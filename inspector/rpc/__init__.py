@@ -27,8 +27,8 @@ from inspector.rpc._registry import (
     BackendType,
     BackendValue,
     DuplicateBackendError,
-    UnknownBackendError,
     UnknownBackendOptionError,
+    UnknownRpcBackendError,
     backend_registered,
     construct_rpc_backend_options,
     init_backend,
@@ -37,6 +37,7 @@ from inspector.rpc._registry import (
     scoped_backends,
 )
 from inspector.rpc._topology import MissingDeviceCountError
+from inspector.rpc._torch_internals import UnsupportedTorchError
 from inspector.rpc._validation import check_device_maps, validate_device_maps
 from inspector.rpc._world import LocalWorld, LocalWorldError
 
@@ -61,8 +62,9 @@ __all__ = [
     "PreflightWarning",
     "RttMatrix",
     "TopologyPlan",
-    "UnknownBackendError",
     "UnknownBackendOptionError",
+    "UnknownRpcBackendError",
+    "UnsupportedTorchError",
     "WarningKind",
     "WorkerFailure",
     "WorkerPlan",

@@ -9,8 +9,9 @@ timeout; a ``PrefixStore`` numbered from torch's own counter, so it interoperate
 that call torch's ``init_rpc``; distributed autograd and the profiler node id; then the
 backend's init handler and torch's RPC state. The torch internals it touches
 (``_init_counter``, ``_set_profiler_node_id``, ``api._init_rpc_states``,
-``_create_store_from_options``) are the ones torch's ``init_rpc`` calls in torch 2.13; the
-real-world tests start agents through this path.
+``_create_store_from_options``) are the ones torch's ``init_rpc`` calls in torch 2.13, and are
+looked up before the first step (NOTE [ Pinned torch internals ]); the real-world tests start
+agents through this path.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from datetime import timedelta
 from typing import Any
 
 from inspector.rpc._registry import construct_rpc_backend_options, init_backend, resolve_backend
+from inspector.rpc._torch_internals import INIT_RPC_INTERNALS, require_torch_internals
 
 # Keeps the rendezvous generator (and so its store) alive, as torch does with a module global.
 _rendezvous_keepalive: list[Any] = []
@@ -38,6 +40,7 @@ def init_rpc(
     if not isinstance(name, str) or not name:
         raise ValueError(f"A worker name must be a non-empty str, got {name!r}")
     member = resolve_backend(backend)
+    require_torch_internals(INIT_RPC_INTERNALS, "inspector.rpc.init_rpc")
     if rpc._is_current_rpc_agent_set():
         raise RuntimeError("RPC is already initialized in this process; call rpc.shutdown() first")
     options = construct_rpc_backend_options(member) if rpc_backend_options is None else rpc_backend_options

@@ -30,7 +30,7 @@ DEFAULT_RPC_TIMEOUT_SEC = 60.0
 DEFAULT_INIT_METHOD = "env://"
 
 
-class UnknownBackendError(KeyError, ValueError):
+class UnknownRpcBackendError(KeyError, ValueError):
     """A backend name that is not registered; ``.known`` lists the registered ones."""
 
     def __init__(self, name: object, known: list[str]) -> None:
@@ -86,7 +86,7 @@ class _BackendTypeMeta(type):
         try:
             return cls._table[name]
         except KeyError:
-            raise UnknownBackendError(name, list(cls._table)) from None
+            raise UnknownRpcBackendError(name, list(cls._table)) from None
 
     def __getattr__(cls, name: str) -> BackendType:
         table = cls.__dict__.get("_table", {})

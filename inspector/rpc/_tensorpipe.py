@@ -3,7 +3,8 @@
 torch's options handler drops ``device_maps`` and ``devices`` (and any misspelt option)
 without a word; this one takes them, and the registry refuses what it does not take. Starting
 the agent is torch's ``_tensorpipe_init_backend_handler``, unchanged: it gathers every rank's
-maps, validates them, and creates the ``TensorPipeAgent``. torch is imported only when called.
+maps, validates them, and creates the ``TensorPipeAgent`` (a private name, looked up first: NOTE
+[ Pinned torch internals ]). torch is imported only when called.
 """
 
 from __future__ import annotations
@@ -41,4 +42,7 @@ def init_tensorpipe_backend(store: Any, name: str, rank: int, world_size: int | 
     """Start a real TensorPipe agent (torch's handler: gather, validate, create, sync)."""
     from torch.distributed.rpc import backend_registry
 
+    from inspector.rpc._torch_internals import TENSORPIPE_INTERNALS, require_torch_internals
+
+    require_torch_internals(TENSORPIPE_INTERNALS, "the TENSORPIPE backend's init handler")
     return backend_registry._tensorpipe_init_backend_handler(store, name, rank, world_size, rpc_backend_options)

@@ -20,3 +20,11 @@ def test_importing_the_package_imports_neither_torch_rpc_nor_ui_libraries() -> N
     code = f"import json, sys, inspector.rpc; print(json.dumps([m for m in {heavy!r} if m in sys.modules]))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(result.stdout) == []
+
+
+def test_the_rpc_registry_error_is_named_apart_from_the_data_backends_one() -> None:
+    from inspector import backends
+
+    assert "UnknownBackendError" not in rpc.__all__ and "UnknownRpcBackendError" in rpc.__all__
+    assert rpc.UnknownRpcBackendError is not backends.UnknownBackendError
+    assert issubclass(rpc.UnknownRpcBackendError, KeyError) and issubclass(rpc.UnknownRpcBackendError, ValueError)

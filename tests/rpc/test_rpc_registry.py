@@ -12,8 +12,8 @@ from inspector.rpc import (
     BackendType,
     BackendValue,
     DuplicateBackendError,
-    UnknownBackendError,
     UnknownBackendOptionError,
+    UnknownRpcBackendError,
     backend_registered,
     construct_rpc_backend_options,
     init_backend,
@@ -85,9 +85,9 @@ def test_backend_may_be_given_by_name() -> None:
 def test_unknown_backend_name_raises_value_error_listing_registered_ones() -> None:
     with pytest.raises(ValueError, match=r"Unknown RPC backend 'NOPE'\. Known: \['TENSORPIPE'\]") as caught:
         construct_rpc_backend_options("NOPE")
-    assert isinstance(caught.value, UnknownBackendError) and isinstance(caught.value, KeyError)
+    assert isinstance(caught.value, UnknownRpcBackendError) and isinstance(caught.value, KeyError)
     assert caught.value.name == "NOPE" and caught.value.known == ["TENSORPIPE"]
-    with pytest.raises(UnknownBackendError):
+    with pytest.raises(UnknownRpcBackendError):
         init_backend("NOPE")
     with pytest.raises(KeyError, match="NOPE"):
         BackendType["NOPE"]
@@ -165,5 +165,5 @@ def test_init_rpc_checks_its_name_and_backend_before_touching_torch() -> None:
 
     with pytest.raises(ValueError, match="non-empty str"):
         init_rpc("")
-    with pytest.raises(UnknownBackendError, match="Known: \\['TENSORPIPE'\\]"):
+    with pytest.raises(UnknownRpcBackendError, match="Known: \\['TENSORPIPE'\\]"):
         init_rpc("worker0", backend="NOPE", rank=0, world_size=1)
