@@ -16,15 +16,16 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
-    "STAGES",
-    "STAGE_LABELS",
     "CudaUnavailableError",
     "FileStorage",
     "FileStorageLoader",
     "LeafInfo",
     "LoadTiming",
+    "LoaderCrashedError",
     "LoaderShutdownError",
     "LoaderStatus",
+    "STAGES",
+    "STAGE_LABELS",
     "SharedMemoryError",
     "Storage",
     "StorageCorruptError",
@@ -33,6 +34,7 @@ __all__ = [
     "StorageNotFoundError",
     "UnsupportedPayloadError",
     "WorkerDiedError",
+    "WorkerSpawnError",
     "WorkerStartError",
     "WorkerStatus",
     "describe_storage",
@@ -41,12 +43,14 @@ __all__ = [
 
 _HOMES = {
     "CudaUnavailableError": "_errors",
+    "LoaderCrashedError": "_errors",
     "LoaderShutdownError": "_errors",
     "SharedMemoryError": "_errors",
     "StorageCorruptError": "_errors",
     "StorageNotFoundError": "_errors",
     "UnsupportedPayloadError": "_errors",
     "WorkerDiedError": "_errors",
+    "WorkerSpawnError": "_errors",
     "WorkerStartError": "_errors",
     "LeafInfo": "_describe",
     "StorageInfo": "_describe",
@@ -67,12 +71,14 @@ if TYPE_CHECKING:
     from inspector.loader._describe import LeafInfo, StorageInfo, describe_storage
     from inspector.loader._errors import (
         CudaUnavailableError,
+        LoaderCrashedError,
         LoaderShutdownError,
         SharedMemoryError,
         StorageCorruptError,
         StorageNotFoundError,
         UnsupportedPayloadError,
         WorkerDiedError,
+        WorkerSpawnError,
         WorkerStartError,
     )
     from inspector.loader._lifecycle import loader_statuses

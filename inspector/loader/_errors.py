@@ -120,3 +120,38 @@ class WorkerStartError(RuntimeError):
             "next step = read the worker's stderr; under spawn/forkserver a script must guard its top level "
             "with `if __name__ == '__main__':`. shutdown() and load again to retry"
         )
+
+
+class WorkerSpawnError(OSError):
+    """The operating system refused to start a worker process (too many open files, processes or no memory)."""
+
+    def __init__(self, index: int, start_method: str, cause: OSError) -> None:
+        self.index = index
+        self.start_method = start_method
+        super().__init__(
+            cause.errno,
+            f"Could not start loader worker {index}: {cause.strerror or cause}\n"
+            f"start method = {start_method}\n"
+            "next step = free resources (raise `ulimit -n` / `ulimit -u`, close other loaders, free memory) "
+            "or use fewer workers, then load again",
+        )
+
+    def __str__(self) -> str:
+        return str(self.strerror)
+
+
+class LoaderCrashedError(RuntimeError):
+    """The loader's I/O thread failed, so the requests it held could not be served."""
+
+    def __init__(self, cause: BaseException, path: str | None = None) -> None:
+        self.cause = cause
+        self.path = path
+        self.__cause__ = cause  # tracebacks show where the I/O thread failed
+        what = f" before {path!r} was loaded" if path is not None else ""
+        first_line = (str(cause).splitlines() or [""])[0]
+        super().__init__(
+            f"The loader's I/O thread crashed{what}\n"
+            f"cause = {type(cause).__name__}: {first_line}\n"
+            "next step = load again: the loader starts a fresh pool of workers "
+            "(if it keeps failing, fix the cause first; the log has the traceback)"
+        )

@@ -7,9 +7,6 @@ image holds one payload and nothing else ever writes it.
 
 from __future__ import annotations
 
-import io
-import os
-import stat
 from collections.abc import Callable
 from typing import Any
 
@@ -19,6 +16,7 @@ from inspector.loader._codec import decode, parse_header
 from inspector.loader._dtypes import numpy_twin
 from inspector.loader._errors import StorageCorruptError, StorageNotFoundError
 from inspector.loader._format import PRELUDE_SIZE, Prelude, check_header_crc, parse_prelude
+from inspector.loader._regular_file import RegularFile
 
 
 class ImageFactory:
@@ -76,21 +74,9 @@ def decode_image(
 def read_file_image(path: str) -> np.ndarray:
     """The whole file in a new uint8 array (the synchronous path; the loader reads into shared memory)."""
     try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        file = RegularFile(path)
     except FileNotFoundError:
         raise StorageNotFoundError(path) from None
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StorageCorruptError(path, "not a regular file")
-        image = np.empty(info.st_size, np.uint8)
-        got = 0
-        with io.FileIO(fd, closefd=False) as file:
-            while got < info.st_size:
-                n = file.readinto(image[got:].data)
-                if not n:
-                    break
-                got += n
-        return image[:got]
-    finally:
-        os.close(fd)
+    with file:
+        image = np.empty(file.size, np.uint8)
+        return image[: file.read_into(image.data)]

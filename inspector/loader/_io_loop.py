@@ -18,6 +18,11 @@ the worker; the rest had not started and go back to the front of the queue. Its 
 to the pool (nothing writes them any more) and a replacement starts with the same index.
 Workers that die before ever saying "ready" ``MAX_START_FAILURES`` times in a row mark the pool
 broken (``WorkerStartError`` for every request) instead of restarting forever.
+
+*If this thread itself fails* (say a replacement's ``Process.start()`` hits EMFILE), the pool
+stops accepting requests at once, fails every request it holds with ``LoaderCrashedError``
+naming the cause, stops its workers and releases its memory without waiting for ``shutdown``;
+the loader's next ``load`` starts a fresh pool (``_lifecycle.Core.pool``).
 """
 
 from __future__ import annotations
@@ -32,8 +37,14 @@ from collections import deque
 from collections.abc import Callable
 from multiprocessing.context import BaseContext
 
-from inspector.loader._delivery import Failed, InProcess, Item, Loaded, Request
-from inspector.loader._errors import SharedMemoryError, StorageNotFoundError, WorkerDiedError, WorkerStartError
+from inspector.loader._delivery import Deliverer, Failed, InProcess, Item, Loaded, Request
+from inspector.loader._errors import (
+    LoaderCrashedError,
+    SharedMemoryError,
+    StorageNotFoundError,
+    WorkerDiedError,
+    WorkerStartError,
+)
 from inspector.loader._segments import SegmentPool
 from inspector.loader._workers import WorkerHandle, reply_error, send_load
 
@@ -62,6 +73,9 @@ class IOLoop:
     _start_failures: int
     _broken: BaseException | None
     _exit: bool
+    _stopped: bool
+    _idle: threading.Condition
+    _deliverer: Deliverer
     _max_outstanding: int
     _wake_r: int
     _wake_pending: bool
@@ -83,8 +97,12 @@ class IOLoop:
     def _teardown(self) -> None:
         raise NotImplementedError
 
+    def _release(self) -> None:
+        raise NotImplementedError
+
     def _run(self) -> None:
         selector = selectors.DefaultSelector()
+        crashed: LoaderCrashedError | None = None
         try:
             selector.register(self._wake_r, selectors.EVENT_READ, None)
             watched: set[WorkerHandle] = set()
@@ -119,10 +137,18 @@ class IOLoop:
                     self._on_death(w)
         except BaseException as exc:  # keep every future answered even if this thread breaks
             logger.exception("inspector.loader: the I/O thread of %s crashed", self.name)
-            self._broken = RuntimeError(f"The loader's I/O thread crashed: {exc!r}")
+            crashed = LoaderCrashedError(exc)
+            with self._lock:  # from here on, submit() refuses and the loader starts a new pool
+                self._broken = crashed
+                self._stopped = True
+                self._idle.notify_all()
         finally:
             selector.close()
-            self._teardown()
+            try:
+                self._teardown()  # fails what it held with LoaderCrashedError (see NOTE [ Loader shutdown ])
+            finally:
+                if crashed is not None:  # nobody may call shutdown(): release what shutdown would
+                    self._deliverer.stop(after=self._release)
 
     def _dispatch(self) -> None:
         while True:
@@ -250,10 +276,12 @@ class IOLoop:
             for request in retry:
                 self._unreserve(request)
             self._pending.extendleft(reversed(retry))
-        self._replace(worker, exitcode)  # first, so the pool looks whole when the failure arrives
-        if failed is not None:
-            error = WorkerDiedError(f"worker {worker.index}", worker.process.pid, exitcode, failed.label)
-            self._enqueue(Failed(failed, error))
+        try:
+            self._replace(worker, exitcode)  # first, so the pool looks whole when the failure arrives
+        finally:  # even when the replacement cannot start: this request is in no list any more
+            if failed is not None:
+                error = WorkerDiedError(f"worker {worker.index}", worker.process.pid, exitcode, failed.label)
+                self._enqueue(Failed(failed, error))
 
     def _replace(self, worker: WorkerHandle, exitcode: int | None) -> None:
         if self._exit:

@@ -25,7 +25,8 @@ from inspector.loader._records import LoaderStatus, LoadTiming
 logger = logging.getLogger("inspector.loader")
 
 TIMINGS_KEPT = 4096
-EXIT_TIMEOUT_S = 2.0
+EXIT_TIMEOUT_S = 2.0  # at exit, how long submitted loads may still finish
+EXIT_JOIN_S = 2.0  # then how long to wait for the delivery thread (a callback may never return)
 _live: weakref.WeakSet[Core] = weakref.WeakSet()
 _numbers = itertools.count(1)
 
@@ -46,10 +47,13 @@ class Core:
 
     @property
     def running(self) -> bool:
-        return self._pool is not None
+        pool = self._pool
+        return pool is not None and not pool.stopped
 
     def pool(self) -> WorkerPool:
         with self._lock:
+            if self._pool is not None and self._pool.stopped:
+                self._pool = None  # its I/O thread crashed: it failed its requests and cleaned up after itself
             if self._pool is None:
                 self._pool = WorkerPool(
                     self.name, self.worker_num, self.start_method, self.timings.append, self._why_missing
@@ -58,7 +62,7 @@ class Core:
 
     def submit(self, request: Request) -> None:
         while not self.pool().submit(request):
-            pass  # that pool began shutting down a moment ago; the next one takes it
+            pass  # that pool began shutting down, or crashed, a moment ago: pool() makes a new one
 
     def status(self) -> LoaderStatus:
         pool = self._pool
@@ -66,11 +70,11 @@ class Core:
             return pool.status()
         return LoaderStatus(self.name, False, self.worker_num, self.start_method, (), 0, 0, 0, 0, 0, 0, 0, 0)
 
-    def shutdown(self, timeout: float | None) -> None:
+    def shutdown(self, timeout: float | None, join_timeout: float | None = None) -> None:
         with self._lock:
             pool, self._pool = self._pool, None
         if pool is not None:
-            pool.shutdown(timeout)
+            pool.shutdown(timeout, join_timeout)
         for close in self.closers:
             close()
 
@@ -92,7 +96,7 @@ def loader_statuses() -> tuple[LoaderStatus, ...]:
 def _shutdown_all_at_exit() -> None:
     for core in list(_live):
         try:
-            core.shutdown(EXIT_TIMEOUT_S)
+            core.shutdown(EXIT_TIMEOUT_S, EXIT_JOIN_S)
         except Exception:
             logger.exception("inspector.loader: shutting down %s at exit failed", core.name)
 

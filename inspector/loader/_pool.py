@@ -11,8 +11,12 @@ or in flight fails with ``LoaderShutdownError``, so no future stays pending. The
 thread drains and stops, and the segment pool drops every segment (those still leased to
 delivered arrays live on, unnamed, until the arrays die). Workers also exit on their own when
 the parent's socket closes or the parent pid changes, which covers a parent killed with -9; an
-``atexit`` hook (``_lifecycle``) shuts down loaders still running at interpreter exit. Calling
-``shutdown`` from inside a callback is allowed: it does not wait for itself.
+``atexit`` hook (``_lifecycle``) shuts down loaders still running at interpreter exit, with
+bounded waits for our (daemon) threads, so a callback that never returns cannot hold the
+interpreter open. Calling ``shutdown`` from inside a callback is allowed: it does not wait for
+itself. A pool whose I/O thread crashed has already failed its requests (``LoaderCrashedError``)
+and stopped its workers, so ``shutdown`` does not wait for them. If a worker cannot be started
+while the pool starts, those already started are stopped before the ``WorkerSpawnError`` propagates.
 """
 
 from __future__ import annotations
@@ -29,11 +33,11 @@ from collections.abc import Callable
 
 from inspector.loader._cuda import StagingPool
 from inspector.loader._delivery import Deliverer, Failed, Item, Request
-from inspector.loader._errors import LoaderShutdownError
+from inspector.loader._errors import LoaderCrashedError, LoaderShutdownError
 from inspector.loader._io_loop import DEPTH, POLL_INTERVAL_S, IOLoop
 from inspector.loader._records import LoaderStatus, LoadTiming, WorkerStatus
 from inspector.loader._segments import SegmentPool
-from inspector.loader._workers import WorkerHandle, start_worker, stop_workers
+from inspector.loader._workers import STOP_GRACE_S, WorkerHandle, start_worker, stop_workers
 
 logger = logging.getLogger("inspector.loader")
 
@@ -66,7 +70,8 @@ class WorkerPool(IOLoop):
         self._start_failures = 0
         self._broken: BaseException | None = None
         self._exit = False
-        self._stopped = False
+        self._stopped = False  # submit() refuses: shutdown() was called or the I/O thread crashed
+        self._shut = False  # shutdown() was called
         self._keys = itertools.count()
         self._max_outstanding = worker_num * (DEPTH + 1)
         self._wake_r, self._wake_w = os.pipe()
@@ -79,7 +84,8 @@ class WorkerPool(IOLoop):
         self._staging = StagingPool()
         self._deliverer = Deliverer(self._segments, self._finished, record, self._staging)
         try:
-            self._workers = [self._spawn(i) for i in range(worker_num)]
+            for i in range(worker_num):  # one at a time, so a failure can stop those already started
+                self._workers.append(self._spawn(i))
         except BaseException:
             self._exit = True
             self._teardown()
@@ -132,6 +138,12 @@ class WorkerPool(IOLoop):
                 segment_bytes=counts.bytes_total,
             )
 
+    @property
+    def stopped(self) -> bool:
+        """True once this pool takes no more requests (shut down, or its I/O thread crashed)."""
+        with self._lock:
+            return self._stopped
+
     def wait_ready(self, timeout: float) -> bool:
         """Block until every worker has said "ready" (start-up measurements, tests)."""
         deadline = time.monotonic() + timeout
@@ -144,31 +156,32 @@ class WorkerPool(IOLoop):
             time.sleep(0.005)
         return False
 
-    def shutdown(self, timeout: float | None) -> None:
-        """See NOTE [ Loader shutdown ]."""
+    def shutdown(self, timeout: float | None, join_timeout: float | None = None) -> None:
+        """See NOTE [ Loader shutdown ]; ``join_timeout`` bounds the waits for our threads (at exit: a
+        callback may never return, and the delivery thread that runs it is a daemon)."""
         with self._lock:
-            if self._stopped:
+            if self._shut:
                 return
-            self._stopped = True
+            self._shut = self._stopped = True
         in_delivery = threading.current_thread() is self._deliverer.thread
         if not in_delivery:
             deadline = None if timeout is None else time.monotonic() + timeout
-            with self._idle:
-                while self._open > 0:
-                    left = None if deadline is None else deadline - time.monotonic()
-                    if left is not None and left <= 0:
+            with self._idle:  # a dead I/O thread answers nothing more: it failed what it held
+                while self._open > 0 and self._thread.is_alive():
+                    left = POLL_INTERVAL_S if deadline is None else min(deadline - time.monotonic(), POLL_INTERVAL_S)
+                    if left <= 0:
                         break
-                    self._idle.wait(left if left is not None else POLL_INTERVAL_S)
+                    self._idle.wait(left)
         with self._lock:
             self._exit = True
         self._wake()
-        self._thread.join()
+        self._thread.join(None if join_timeout is None else join_timeout + STOP_GRACE_S)  # it stops the workers
         self._deliverer.stop(after=self._release)  # runs once the delivery queue is empty
         if not in_delivery:
-            self._deliverer.thread.join()
+            self._deliverer.thread.join(join_timeout)
 
     def _spawn(self, index: int) -> WorkerHandle:
-        return start_worker(self._ctx, index, next(self._keys))
+        return start_worker(self._ctx, index, next(self._keys), self.start_method)
 
     def _enqueue(self, item: Item) -> None:
         with self._lock:
@@ -206,12 +219,20 @@ class WorkerPool(IOLoop):
             for w in workers:
                 leftovers.extend(w.in_flight)
                 w.in_flight.clear()
-        stop_workers(workers)
-        for request in leftovers:
-            if request.segment is not None:
-                self._segments.release(request.segment)
-                request.segment = None
-            self._enqueue(Failed(request, LoaderShutdownError(request.label)))
+        try:
+            stop_workers(workers)
+        finally:
+            crash = self._broken if isinstance(self._broken, LoaderCrashedError) else None
+            for request in leftovers:
+                if request.segment is not None:
+                    self._segments.release(request.segment)
+                    request.segment = None
+                error = (
+                    LoaderShutdownError(request.label)
+                    if crash is None
+                    else LoaderCrashedError(crash.cause, request.label)
+                )
+                self._enqueue(Failed(request, error))
 
     def _wake(self) -> None:
         """Make the I/O thread look at the queue again (one write per sleep, not one per request)."""

@@ -8,11 +8,9 @@ are small tuples (see NOTE [ Worker protocol ] in ``_pool``); array bytes never 
 from __future__ import annotations
 
 import errno
-import io
 import mmap
 import os
 import signal
-import stat
 import time
 import traceback
 from multiprocessing.connection import Connection
@@ -20,6 +18,7 @@ from multiprocessing.reduction import recv_handle
 
 from inspector.loader._errors import StorageCorruptError
 from inspector.loader._format import PRELUDE_SIZE, check_header_crc, parse_prelude
+from inspector.loader._regular_file import RegularFile
 
 # How often an idle worker checks that its parent is still alive.
 POLL_INTERVAL_S = 0.5
@@ -30,8 +29,8 @@ def worker_main(conn: Connection, index: int, parent_pid: int) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is for the parent; it stops us cleanly
     maps: dict[int, mmap.mmap] = {}
     unmappable: dict[int, OSError] = {}
-    conn.send(("ready", os.getpid()))
     try:
+        conn.send(("ready", os.getpid()))  # inside: a parent that gave up on us has closed the socket
         while True:
             if not conn.poll(POLL_INTERVAL_S):
                 if os.getppid() != parent_pid:
@@ -97,23 +96,11 @@ class _TooSmall(Exception):
 
 def _read_into(segment: mmap.mmap, path: str) -> int:
     """Read the whole file at ``path`` into ``segment``; check its prelude and header checksum."""
-    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # O_NONBLOCK: a FIFO cannot hang us
-    try:
-        info = os.fstat(fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StorageCorruptError(path, "not a regular file")
-        size = info.st_size
-        if size > len(segment):
-            raise _TooSmall(size)
-        with memoryview(segment) as view, io.FileIO(fd, closefd=False) as file:
-            got = 0
-            while got < size:
-                n = file.readinto(view[got:size])
-                if not n:
-                    break
-                got += n
+    with RegularFile(path) as file:
+        if file.size > len(segment):
+            raise _TooSmall(file.size)
+        with memoryview(segment) as view:
+            got = file.read_into(view[: file.size])
             prelude = parse_prelude(view[:PRELUDE_SIZE], got, path)
             check_header_crc(view[prelude.header_start : prelude.header_start + prelude.header_len], prelude, path)
         return got
-    finally:
-        os.close(fd)

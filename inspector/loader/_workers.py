@@ -25,7 +25,7 @@ from multiprocessing.reduction import send_handle
 from typing import Any
 
 from inspector.loader._delivery import Request
-from inspector.loader._errors import StorageCorruptError, StorageNotFoundError
+from inspector.loader._errors import StorageCorruptError, StorageNotFoundError, WorkerSpawnError
 from inspector.loader._segments import Segment
 from inspector.loader._worker import worker_main
 
@@ -46,9 +46,12 @@ class WorkerHandle:
     in_flight: deque[Request] = field(default_factory=deque)
 
 
-def start_worker(ctx: BaseContext, index: int, key: int) -> WorkerHandle:
-    """Start worker ``index``; it says ("ready", pid) once it runs."""
-    parent_end, child_end = ctx.Pipe(duplex=True)
+def start_worker(ctx: BaseContext, index: int, key: int, start_method: str) -> WorkerHandle:
+    """Start worker ``index``; it says ("ready", pid) once it runs. ``WorkerSpawnError`` if the OS refuses."""
+    try:
+        parent_end, child_end = ctx.Pipe(duplex=True)
+    except OSError as exc:
+        raise WorkerSpawnError(index, start_method, exc) from exc
     process = ctx.Process(  # type: ignore[attr-defined]
         target=worker_main,
         args=(child_end, index, os.getpid()),
@@ -57,6 +60,9 @@ def start_worker(ctx: BaseContext, index: int, key: int) -> WorkerHandle:
     )
     try:
         process.start()
+    except OSError as exc:  # EMFILE, EAGAIN, ENOMEM: nothing started
+        parent_end.close()
+        raise WorkerSpawnError(index, start_method, exc) from exc
     finally:
         child_end.close()
     return WorkerHandle(index, key, process, parent_end)

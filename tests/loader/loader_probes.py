@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import threading
+import time
 
 import psutil
 
@@ -54,3 +56,16 @@ def pid_alive(pid: int) -> bool:
         return psutil.Process(pid).status() != psutil.STATUS_ZOMBIE
     except psutil.NoSuchProcess:
         return False
+
+
+def wait_gone(pids: list[int], timeout: float = 15.0) -> list[int]:
+    """Wait until the processes ``pids`` have exited; those still alive after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
+        time.sleep(0.05)
+    return [p for p in pids if pid_alive(p)]
+
+
+def loader_threads() -> list[str]:
+    """Names of the loader threads alive in this process."""
+    return [t.name for t in threading.enumerate() if t.name.startswith(("FileStorageLoader", "inspector-loader"))]

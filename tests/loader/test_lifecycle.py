@@ -16,22 +16,11 @@ from typing import Any
 
 import numpy as np
 import pytest
-from loader_probes import memfd_mappings, pid_alive, shm_entries, worker_processes
+from loader_probes import loader_threads, memfd_mappings, pid_alive, shm_entries, wait_gone, worker_processes
 
 from inspector.loader import FileStorageLoader, LoaderShutdownError, loader_statuses
 
 WAIT_S = 60
-
-
-def loader_threads() -> list[str]:
-    return [t.name for t in threading.enumerate() if t.name.startswith(("FileStorageLoader", "inspector-loader"))]
-
-
-def wait_gone(pids: list[int], timeout: float = 15.0) -> list[int]:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline and any(pid_alive(p) for p in pids):
-        time.sleep(0.05)
-    return [p for p in pids if pid_alive(p)]
 
 
 def test_shutdown_leaves_no_worker_thread_segment_or_shm_entry(tmp_path: Path, clean_process: None) -> None:

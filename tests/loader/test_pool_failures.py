@@ -1,0 +1,193 @@
+"""The pool's own failures: a worker the OS will not start, an I/O thread that crashes, a callback that never returns.
+
+The operating system refusing ``fork``/``posix_spawn`` (EMFILE, EAGAIN, ENOMEM) cannot be caused
+for real without starving the whole test run, so ``refuse_process_starts`` makes the start of a
+real worker process fail the way ``Process.start()`` does then; everything else here is real.
+"""
+
+from __future__ import annotations
+
+import errno
+import itertools
+import json
+import multiprocessing
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from collections.abc import Callable
+from multiprocessing.context import SpawnProcess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from loader_probes import loader_threads, pid_alive, wait_gone
+
+from inspector.loader import FileStorageLoader, LoaderCrashedError, WorkerDiedError, WorkerSpawnError
+
+WAIT_S = 60
+
+
+def refuse_process_starts(monkeypatch: pytest.MonkeyPatch, *, after: int = 0) -> list[int]:
+    """Let ``after`` worker processes start, then fail every start with EMFILE; returns the started pids."""
+    real = SpawnProcess._Popen
+    calls = itertools.count()
+    started: list[int] = []
+
+    def popen(process_obj: Any) -> Any:
+        if next(calls) >= after:
+            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
+        handle = real(process_obj)
+        started.append(handle.pid)
+        return handle
+
+    monkeypatch.setattr(SpawnProcess, "_Popen", staticmethod(popen))
+    return started
+
+
+def finishes(fn: Callable[[], Any], timeout: float = WAIT_S) -> bool:
+    """Run ``fn`` on a daemon thread; False when it is still running after ``timeout`` (it hangs)."""
+    thread = threading.Thread(target=fn, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    return not thread.is_alive()
+
+
+def wait_for(condition: Callable[[], bool], timeout: float = WAIT_S) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError("condition not reached in time")
+        time.sleep(0.01)
+
+
+def crash_the_io_thread(loader: FileStorageLoader, storage: Any, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """Three loads queued at a stopped worker, then kill it while its replacement cannot start.
+
+    The I/O thread notices the death and calls ``Process.start()`` for the replacement, which
+    fails with EMFILE on the I/O thread: the crash the pool must survive.
+    """
+    loader.start()
+    victim = loader.status().workers[0].pid
+    assert victim is not None
+    refuse_process_starts(monkeypatch)
+    os.kill(victim, signal.SIGSTOP)  # it cannot answer: the loads stay in flight at it
+    futures = [loader.load(storage) for _ in range(3)]
+    wait_for(lambda: loader.status().in_flight == 3)
+    os.kill(victim, signal.SIGKILL)
+    for future in futures:
+        future.exception(WAIT_S)
+    return futures
+
+
+def test_after_an_io_thread_crash_every_request_fails_with_the_cause_and_the_next_load_starts_afresh(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_process: None
+) -> None:
+    loader = FileStorageLoader(tmp_path, ttl=None, worker_num=1)
+    storage = loader.save({"a": np.arange(10)})
+    try:
+        first, *queued = crash_the_io_thread(loader, storage, monkeypatch)
+        assert isinstance(first.exception(), WorkerDiedError)  # it was being read: the worker's death
+        for future in queued:  # they were waiting for the replacement that could not start
+            error = future.exception()
+            assert isinstance(error, LoaderCrashedError) and isinstance(error, RuntimeError)
+            assert error.path == storage.path and isinstance(error.cause, WorkerSpawnError)
+            assert error.cause.errno == errno.EMFILE and error.cause.index == 0
+            assert "I/O thread crashed before" in str(error) and "Too many open files" in str(error)
+            assert "next step = load again" in str(error)
+        assert not loader.running and not loader.status().running
+        # While the OS still refuses, a load says so at once instead of queuing where nothing reads.
+        with pytest.raises(WorkerSpawnError, match="Could not start loader worker 0") as info:
+            loader.load(storage)
+        assert info.value.errno == errno.EMFILE and "ulimit" in str(info.value)
+        monkeypatch.undo()
+        assert loader.load(storage).result(WAIT_S)["a"].tolist() == list(range(10))
+        assert loader.running
+    finally:
+        monkeypatch.undo()
+        assert finishes(loader.shutdown)
+    wait_for(lambda: loader_threads() == [])
+
+
+def test_shutdown_after_an_io_thread_crash_returns_and_answers_every_future(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_process: None
+) -> None:
+    loader = FileStorageLoader(tmp_path, ttl=None, worker_num=1)
+    futures = crash_the_io_thread(loader, loader.save([1]), monkeypatch)
+    assert finishes(loader.shutdown)
+    assert all(f.done() for f in futures) and not loader.running
+    monkeypatch.undo()
+    assert loader.load(loader.save([2])).result(WAIT_S) == [2]  # restarts as after any shutdown
+    assert finishes(loader.shutdown)
+
+
+def test_a_worker_that_cannot_start_stops_the_ones_already_started_quietly(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], clean_process: None
+) -> None:
+    started = refuse_process_starts(monkeypatch, after=1)  # worker 0 starts, worker 1 is refused
+    loader = FileStorageLoader(tmp_path, ttl=None, worker_num=3)
+    with pytest.raises(WorkerSpawnError) as info:
+        loader.start()
+    error = info.value
+    assert isinstance(error, OSError) and error.errno == errno.EMFILE
+    assert (error.index, error.start_method) == (1, "spawn")
+    assert "Could not start loader worker 1: Too many open files" in str(error) and "next step" in str(error)
+    assert len(started) == 1 and not pid_alive(started[0])  # stopped before the error reached us
+    assert not loader.running
+    monkeypatch.undo()
+    assert loader.load(loader.save([3])).result(WAIT_S) == [3]
+    loader.shutdown()
+    assert "Traceback" not in capfd.readouterr().err  # the stopped worker left no BrokenPipeError behind
+
+
+def test_a_worker_whose_parent_has_already_closed_the_socket_exits_quietly(monkeypatch: pytest.MonkeyPatch) -> None:
+    from inspector.loader._worker import worker_main
+
+    parent, child = multiprocessing.Pipe()
+    parent.close()  # the parent gave up on this worker before it said "ready"
+    monkeypatch.setattr("signal.signal", lambda *args: None)  # keep the test process's own SIGINT handler
+    assert worker_main(child, 0, os.getppid()) is None
+
+
+EXIT_SCRIPT = """
+import json, sys, threading
+sys.path[:0] = {path!r}
+from inspector.loader import FileStorageLoader
+if __name__ == "__main__":
+    loader = FileStorageLoader({dirname!r}, ttl=None, worker_num=1)
+    entered = threading.Event()
+
+    def block_forever(_obj):
+        entered.set()
+        threading.Event().wait()
+
+    loader.load(loader.save([1]), block_forever)
+    entered.wait(60)
+    print(json.dumps([w.pid for w in loader.status().workers]), flush=True)
+    sys.exit(0)
+"""
+
+
+@pytest.mark.slow
+def test_the_interpreter_exits_even_while_a_callback_blocks_forever(tmp_path: Path) -> None:
+    script = tmp_path / "blocked_exit.py"
+    script.write_text(textwrap.dedent(EXIT_SCRIPT).format(path=sys.path, dirname=str(tmp_path / "files")))
+    process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stdout is not None and process.stderr is not None
+        pids = json.loads(process.stdout.readline() or "null")
+        assert pids, process.stderr.read()
+        try:
+            code = process.wait(WAIT_S)
+        except subprocess.TimeoutExpired:
+            pytest.fail("the interpreter did not exit: the exit hook waited for the blocked callback")
+        assert code == 0, process.stderr.read()
+        assert wait_gone(pids) == []
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
