@@ -238,10 +238,18 @@ def _ours(
 
             def on_error(exc: BaseException) -> None:
                 errors.append(exc)
-                count(0)
+                finished.set()  # one failure ends the repeat: no need to wait for the rest
 
             def checker(index: int) -> Callable[[Any], None]:
-                return lambda obj: count(files.check(obj, index))
+                def check(obj: Any) -> None:
+                    try:
+                        extra_bad = files.check(obj, index)
+                    except BaseException as exc:  # the loader would only log it, and we would wait forever
+                        on_error(exc)
+                        return
+                    count(extra_bad)
+
+                return check
 
             for i in range(n):
                 index = i % len(storages)

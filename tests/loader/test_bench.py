@@ -9,7 +9,9 @@ from pathlib import Path
 import pytest
 import torch
 
-from inspector.loader import CudaUnavailableError
+import inspector.loader.bench as bench
+from inspector.loader import CudaUnavailableError, FileStorage
+from inspector.loader._bench_peers import BenchFiles
 from inspector.loader.bench import (
     METHODS,
     BenchCancelled,
@@ -88,4 +90,18 @@ def test_start_up_and_per_leaf_cost_are_measured(tmp_path: Path) -> None:
     startup = measure_startup(size_mb=1, workers=1, directory=str(tmp_path))
     assert startup.seconds > 0 and startup.target_s == pytest.approx(0.5 + 2**20 / 2e9)
     assert per_leaf_cost_us(workers=1, leaves=256, loads=3, directory=str(tmp_path)) >= 0
+    assert os.listdir(tmp_path) == []
+
+
+def test_a_check_that_raises_inside_a_callback_ends_the_run_at_once_with_that_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bench, "WAIT_S", 20.0)  # without the fix the run sat out WAIT_S, then timed out
+    files = BenchFiles(str(tmp_path), "steps", 0.25, tensors=False)
+    try:
+        FileStorage(files.paths[1]).save({"not": "a trajectory"})  # a valid file the checker cannot read
+        with pytest.raises(KeyError, match="obs"):
+            bench._ours(files, 1, None, loads=4, repeats=1, cancel=None)
+    finally:
+        files.remove()
     assert os.listdir(tmp_path) == []
