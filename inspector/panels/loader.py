@@ -120,6 +120,11 @@ class LoaderPanel(Panel):
         wait: bool = False,
     ) -> None:
         """Start a benchmark with the widgets' choices (or the ones given here) on a background job."""
+        if self.job.running:  # refuse before touching the results the running job is still filling
+            raise RuntimeError(
+                "A benchmark is already running\n"
+                "next step = wait for it to finish, or press Cancel and then Run again"
+            )
         settings = {
             "sizes_mb": tuple(sorted(sizes_mb if sizes_mb is not None else self.sizes.value)),
             "workers": tuple(sorted(workers if workers is not None else self.workers.value)),
@@ -146,14 +151,14 @@ class LoaderPanel(Panel):
             except BenchCancelled as exc:
                 raise JobCancelled(str(exc)) from exc
             finally:
-                self.refresh_status()
+                self._refresh_or_show()
 
         def done(rows: list[BenchRow]) -> None:
             self.set_status(f"{len(rows)} results in {time.perf_counter() - started:.0f} s")
             self.refresh_status()
 
         self.set_status("running…")
-        self.job.start(job, done, self._failed)
+        self.job.start(job, self.guard(done), self.guard(self._failed))
         if wait:
             self.job.wait()
 
@@ -172,9 +177,18 @@ class LoaderPanel(Panel):
         self.refresh_status()
 
     def _watch_status(self, cancelled: threading.Event) -> None:
-        while self.job.running and not cancelled.is_set():
-            self.refresh_status()
+        while self.job.running and not cancelled.is_set() and self._refresh_or_show():
             time.sleep(STATUS_INTERVAL_S)
+
+    def _refresh_or_show(self) -> bool:
+        """Refresh the worker table from a background thread; on failure show why (not ``guard``:
+        a success must not clear an error the user has not read yet)."""
+        try:
+            self.refresh_status()
+        except Exception as exc:
+            self.errors.show(exc)
+            return False
+        return True
 
     # -- rendering -----------------------------------------------------------------------------
     def _render_results(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 
 import pytest
@@ -83,3 +84,57 @@ def test_the_worker_table_shows_live_loaders(tmp_path: Path) -> None:
         shown = html_of(panel.status_out)
         assert loader.name in shown and "segments_leased" in shown and "busy" in shown
         assert loader.name in panel.static_html()
+
+
+def test_run_while_a_benchmark_runs_is_refused_and_leaves_its_results_alone() -> None:
+    panel = LoaderPanel()
+    original, arrived, release = panel._on_row, threading.Event(), threading.Event()
+
+    def hold_after_first(row):  # type: ignore[no-untyped-def]
+        original(row)
+        arrived.set()
+        release.wait(60)
+
+    panel._on_row = hold_after_first  # type: ignore[method-assign]
+    panel.run(sizes_mb=(0.25,), workers=(1,), methods=("memcpy", "sync"), repeats=1)
+    try:
+        assert arrived.wait(60)
+        rows, table = panel.rows, html_of(panel.table_out)
+        panel.run_button.click()
+        assert "A benchmark is already running" in panel.errors.widget.value
+        assert "press Cancel" in panel.errors.widget.value
+        assert panel.rows is rows and len(rows) == 1 and html_of(panel.table_out) == table
+    finally:
+        release.set()
+        panel.job.wait(60)
+    assert [r.method for r in panel.rows] == ["memcpy", "sync"]  # the running job finished into the same list
+
+
+def test_a_failure_in_the_completion_callback_shows_in_the_panel() -> None:
+    panel = LoaderPanel()
+    original = panel._on_row
+
+    def break_status_line(row):  # type: ignore[no-untyped-def]
+        original(row)
+
+        def broken(_text: str) -> None:
+            raise RuntimeError("the status line cannot be written")
+
+        panel.set_status = broken  # type: ignore[method-assign]
+
+    panel._on_row = break_status_line  # type: ignore[method-assign]
+    panel.run(wait=True, sizes_mb=(0.25,), workers=(1,), methods=("memcpy",), repeats=1)
+    assert "the status line cannot be written" in panel.errors.widget.value
+
+
+@pytest.mark.filterwarnings("error::pytest.PytestUnhandledThreadExceptionWarning")
+def test_a_worker_table_that_cannot_be_drawn_is_shown_and_the_benchmark_still_completes() -> None:
+    panel = LoaderPanel()
+
+    def broken() -> None:
+        raise RuntimeError("the worker table cannot be drawn")
+
+    panel.refresh_status = broken  # type: ignore[method-assign]
+    panel.run(wait=True, sizes_mb=(0.25,), workers=(1,), methods=("memcpy",), repeats=1)
+    assert "the worker table cannot be drawn" in panel.errors.widget.value
+    assert panel.last_error is None and len(panel.rows) == 1 and "1 results" in panel.status.value
