@@ -275,26 +275,6 @@ def test_save_refuses_unsupported_values_before_writing_anything(tmp_path: Path)
         assert not (tmp_path / "store").exists() or os.listdir(tmp_path / "store") == []
 
 
-def test_files_older_than_ttl_are_deleted_and_loading_them_says_so(tmp_path: Path) -> None:
-    with FileStorageLoader(tmp_path, ttl=0.2, worker_num=1) as loader:
-        storage = loader.save([1])
-        assert os.path.exists(storage.path)
-        deadline = time.monotonic() + 10
-        while os.path.exists(storage.path) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not os.path.exists(storage.path)
-        with pytest.raises(StorageNotFoundError, match="expired") as info:
-            loader.load(storage).result(WAIT_S)
-        assert info.value.expired and "ttl=0.2" in str(info.value) and "raise ttl" in str(info.value)
-
-
-def test_saving_is_not_blocked_by_the_cleanup_thread(tmp_path: Path) -> None:
-    with FileStorageLoader(tmp_path, ttl=0.05, worker_num=1) as loader:
-        paths = [loader.save([i]).path for i in range(50)]
-        time.sleep(0.5)
-        assert not any(os.path.exists(p) for p in paths)
-
-
 def test_without_a_directory_the_loader_uses_a_private_one_and_removes_it(tmp_path: Path) -> None:
     loader = FileStorageLoader(worker_num=1)
     assert loader.dirname is None
