@@ -64,35 +64,6 @@ def table(rows: list, dram: float) -> list[str]:
     return lines
 
 
-def targets(rows: list, dram: float, startup: object, leaf_us: float) -> list[tuple[str, str, bool]]:
-    by = {(r.layout, r.size_mb, r.method): r for r in rows}
-    checks = []
-    for layout in LAYOUTS:
-        for size in SIZES:
-            ours = by.get((layout, size, "ours"))
-            if ours is None:
-                continue
-            share, goal = ours.mb_s / dram, (0.30 if size >= 256 else 0.20)
-            checks.append((f"{layout} {size:g} MiB: {share:.2f}x DRAM memcpy", f">= {goal:.2f}x", share >= goal))
-            loader_ratio = ours.mb_s / by[(layout, size, "dataloader")].mb_s
-            want = 10.0 if layout == "steps" else 1.5
-            label = f"{layout} {size:g} MiB: {loader_ratio:.1f}x DataLoader"
-            checks.append((label, f">= {want:g}x", loader_ratio >= want))
-    stretch = [by[(lay, 256, "ours")].mb_s / dram for lay in LAYOUTS if (lay, 256, "ours") in by]
-    if stretch:
-        label = f"256 MiB stretch: {min(stretch):.2f}x DRAM memcpy (worst layout)"
-        checks.append((label, ">= 0.35x", min(stretch) >= 0.35))
-    corrupt = sum(r.corrupt for r in rows if r.method == "ours")
-    checks.append((f"corrupt deliveries (ours): {corrupt}", "0", corrupt == 0))
-    checks.append((f"cost per leaf: {leaf_us:.2f} µs", "<= 5 µs", leaf_us <= 5))
-    checks.append((
-        f"start-up incl. first {startup.size_mb:g} MiB load: {startup.seconds:.2f} s",  # type: ignore[attr-defined]
-        f"<= {startup.target_s:.2f} s",  # type: ignore[attr-defined]
-        startup.seconds <= startup.target_s,  # type: ignore[attr-defined]
-    ))  # fmt: skip
-    return checks
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 and 16 MiB only (about a minute)")
@@ -114,9 +85,11 @@ def main() -> int:
     print(f"DRAM memcpy reference ({max(SIZES):g} MiB, single thread, warm): {dram:.0f} MB/s\n")
     for line in table(rows, dram):
         print(line)
+    from inspector.loader.targets import leaf_target, startup_target, throughput_targets
+
     print("\ntargets (issue 4):")
-    for line, goal, ok in targets(rows, dram, startup, leaf_us):
-        print(f"  {line:<62} target {goal:<10} {'PASS' if ok else 'MISS'}")
+    for measurement in [*throughput_targets(rows), startup_target(startup), leaf_target(leaf_us)]:
+        print("  " + measurement.line())
     print(f"\n(ran in {time.perf_counter() - started:.0f} s)")
     if args.json:
         with open(args.json, "w") as out:

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-__all__ = ["Inspector", "__version__", "show"]
+__all__ = ["Inspector", "__version__", "show", "to_html"]
 
 if TYPE_CHECKING:
     from inspector.panels.app import Inspector, show
+    from inspector.report import to_html
 
 
 def __getattr__(name: str) -> Any:
@@ -20,6 +21,10 @@ def __getattr__(name: str) -> Any:
         from inspector.panels import app
 
         return getattr(app, name)
+    if name == "to_html":
+        from inspector.report import to_html
+
+        return to_html
     if name == "__version__":
         from importlib.metadata import PackageNotFoundError, version
 

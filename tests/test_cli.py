@@ -59,3 +59,56 @@ def test_explain_works_without_jupyter_libraries() -> None:
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "LOADED []" in result.stdout, result.stdout + result.stderr
+
+
+def test_rpc_check_exits_one_when_torch_would_refuse_the_plan(tmp_path) -> None:
+    from inspector.rpc import TopologyPlan
+
+    good = TopologyPlan.full_mesh(2, 2)
+    bad = TopologyPlan.build(2, {"worker0": 2, "worker1": 1}, {"worker0": {"worker1": {"cuda:1": "cuda:1"}}})
+    (tmp_path / "good.json").write_text(good.to_json())
+    (tmp_path / "bad.json").write_text(bad.to_json())
+    ok = run("rpc", "check", str(tmp_path / "good.json"))
+    assert ok.returncode == 0 and ok.stdout.startswith("OK: init_rpc would accept this plan"), ok.stderr
+    refused = run("rpc", "check", str(tmp_path / "bad.json"))
+    assert refused.returncode == 1
+    assert "REFUSED" in refused.stdout and "has target devices with invalid indices" in refused.stdout
+    assert run("rpc", "check", str(tmp_path / "missing.json")).returncode == 2
+    (tmp_path / "broken.json").write_text("{not json")
+    assert run("rpc", "check", str(tmp_path / "broken.json")).returncode == 2
+
+
+def test_bench_dispatch_writes_csv_and_plot(tmp_path) -> None:
+    result = run("bench", "dispatch", "--out", str(tmp_path / "d.csv"), "--plot", str(tmp_path / "d.png"))
+    assert result.returncode in (0, 1), result.stderr  # 1 only when a speed target is missed on a busy machine
+    assert "op_backend enter+exit" in result.stdout and "[target" in result.stdout
+    assert "5/5 dispatch: done" in result.stderr  # the progress bar
+    header = (tmp_path / "d.csv").read_text().splitlines()[0]
+    assert header.startswith("part,name,value,unit,baseline")
+    assert (tmp_path / "d.png").read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.slow
+def test_bench_loader_runs_a_small_grid(tmp_path) -> None:
+    result = run("bench", "loader", "--sizes", "1", "--layouts", "columnar", "--repeats", "1",
+                 "--out", str(tmp_path / "l.csv"), "--plot", str(tmp_path / "l.png"))
+    assert result.returncode in (0, 1), result.stderr
+    rows = (tmp_path / "l.csv").read_text().splitlines()
+    assert rows[0].startswith("layout,size_mb,workers") and len(rows) == 1 + 5  # ours + 4 baselines
+    assert "columnar 1 MiB vs DataLoader" in result.stdout
+    assert (tmp_path / "l.png").read_bytes().startswith(b"\x89PNG")
+    assert run("bench", "loader", "--sizes", "x").returncode == 2
+
+
+def test_report_writes_a_self_contained_file(tmp_path) -> None:
+    result = run("report", str(tmp_path / "out.html"))
+    assert result.returncode == 0 and "wrote" in result.stdout
+    text = (tmp_path / "out.html").read_text()
+    assert "Operator dispatch" in text and "Data backends" in text and "RPC device maps" in text
+    assert "data:image/png;base64," in text
+
+
+@pytest.mark.parametrize("verb", [["bench", "--help"], ["rpc", "check", "--help"], ["report", "--help"]])
+def test_new_verbs_have_help(verb: list[str]) -> None:
+    result = run(*verb)
+    assert result.returncode == 0 and "usage: inspector" in result.stdout

@@ -160,7 +160,17 @@ def run(
                     files.remove()
     if progress is not None:
         progress(done, len(plan), "done")
+    global _last_run
+    _last_run = tuple(rows)
     return rows
+
+
+_last_run: tuple[BenchRow, ...] = ()
+
+
+def last_run() -> tuple[BenchRow, ...]:
+    """The rows of the latest completed ``run`` in this process (empty before the first)."""
+    return _last_run
 
 
 def _check(cancel: threading.Event | None) -> None:

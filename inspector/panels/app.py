@@ -48,9 +48,13 @@ class Inspector:
         self.tab.titles = tuple(t.title for t in self.tabs)
         self.tab.observe(self._on_select, names="selected_index")
         self.widget = widgets.VBox([widgets.HTML(PANEL_CSS), self.tab, self.status])
+        self.widget.add_class("inspector-app")
         if self.tabs:
             self.tab.selected_index = 0
             self.open(self.tabs[0].title)
+        from inspector.report import remember_app
+
+        remember_app(self)
 
     def open(self, title: str) -> Panel:
         """Build (once) and return the panel of the tab called ``title``."""
@@ -68,8 +72,39 @@ class Inspector:
         children[index] = panel.widget
         self.tab.children = children
         self.tab.titles = tuple(t.title for t in self.tabs)
-        self.status.value = f"{len(self.panels)} of {len(self.tabs)} tabs opened"
+        panel.status.observe(lambda _change: self._show_status(), names="value")
+        self._show_status()
         return panel
+
+    @property
+    def current(self) -> Panel | None:
+        """The panel of the selected tab, once built."""
+        index = self.tab.selected_index
+        return None if index is None else self.panels.get(self.tabs[index].title)
+
+    def _show_status(self) -> None:
+        """One status line for the app: the selected tab's own status."""
+        panel = self.current
+        if panel is not None:
+            self.status.value = f"<b>{html.escape(panel.title)}</b>: {panel.status.value or 'ready'}"
+
+    def to_html(self, path: str | Any) -> Any:
+        """Write the self-contained report of what this app shows (see ``inspector.report``)."""
+        from inspector.report import build_report, write_report
+
+        state: dict[str, Any] = {}
+        dispatch = self.panels.get("Dispatch")
+        if dispatch is not None:
+            ctx = dispatch.context  # type: ignore[attr-defined]
+            state["contexts"] = {family: ctx._replace(family=family) for family in dispatch.toggles}  # type: ignore[attr-defined]
+            state["selections"] = dispatch.selected  # type: ignore[attr-defined]
+        loader = self.panels.get("Loader")
+        if loader is not None:
+            state["loader_rows"] = list(loader.rows) or None  # type: ignore[attr-defined]
+        rpc = self.panels.get("RPC")
+        if rpc is not None:
+            state["plan"] = rpc.plan  # type: ignore[attr-defined]
+        return write_report(path, build_report(**state))
 
     def _on_select(self, change: dict[str, Any]) -> None:
         index = change["new"]
@@ -83,6 +118,8 @@ class Inspector:
             children = list(self.tab.children)
             children[index] = widgets.HTML(value=error_html(exc))
             self.tab.children = children
+            return
+        self._show_status()
 
     def static_html(self) -> str:
         sections = [

@@ -134,3 +134,46 @@ def page(browser_context):  # type: ignore[no-untyped-def]
     page.console_errors = errors
     yield page
     page.close()
+
+
+@dataclass(frozen=True)
+class Voila:
+    base_url: str
+
+
+@pytest.fixture(scope="module")
+def voila_tour() -> Iterator[Voila]:
+    """Voila serving the tour as an app (code hidden), on 127.0.0.1."""
+    home = Path(tempfile.mkdtemp(prefix="inspector-voila-"))
+    shutil.copytree(REPO / "notebooks", home / "notebooks")
+    port = _free_port()
+    log = open(home / "voila.log", "wb")  # noqa: SIM115 - closed in teardown
+    server = subprocess.Popen(
+        [sys.executable, "-m", "voila", "00_tour.ipynb", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
+         "--Voila.port_retries=0", "--show_tracebacks=True"],
+        cwd=home / "notebooks", env=_isolated_jupyter_env(home), stdout=log, stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    base = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                with urllib.request.urlopen(f"{base}/voila/static/index.css", timeout=2):
+                    break
+            except OSError as exc:
+                if getattr(exc, "code", None) is not None:  # any HTTP answer means the server is up
+                    break
+            if server.poll() is not None or time.monotonic() > deadline:
+                pytest.fail(f"Voila did not start:\n{(home / 'voila.log').read_text()[-3000:]}")
+            time.sleep(0.3)
+        yield Voila(base)
+    finally:
+        try:
+            os.killpg(server.pid, signal.SIGTERM)
+            server.wait(20)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            os.killpg(server.pid, signal.SIGKILL)
+            server.wait(10)
+        log.close()
+        shutil.rmtree(home, ignore_errors=True)

@@ -1,0 +1,56 @@
+"""Benchmark records shared by the engine parts (standard library only).
+
+Speed lives in benchmarks, never in tests: each part measures itself against a named baseline
+in the same run and reports a ``Measurement`` with its target, so ``make bench``, the
+``inspector bench`` command and the report all print the same figures.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from typing import Any
+
+Progress = Callable[[int, int, str], None]
+
+
+@dataclass(frozen=True)
+class Measurement:
+    """One figure: ours, the baseline measured in the same run, their ratio and the target."""
+
+    part: str
+    name: str
+    value: float
+    unit: str
+    baseline: str = ""
+    baseline_value: float | None = None
+    ratio: float | None = None
+    ratio_label: str = ""
+    target: str = ""
+    ok: bool = True
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    def line(self) -> str:
+        """``resolve ...: 0.27 µs; plain Python call 0.030 µs; 9.0x a plain call [target <= 12x] PASS``."""
+        text = f"{self.name}: {self.value:.3g} {self.unit}"
+        if self.baseline:
+            shown = "" if self.baseline_value is None else f" {self.baseline_value:.3g} {self.unit}"
+            text += f"; {self.baseline}{shown}"
+        if self.ratio is not None:
+            text += f"; {self.ratio:.2f}x {self.ratio_label}".rstrip()
+        if self.target:
+            text += f"  [target {self.target}] {'PASS' if self.ok else 'MISS'}"
+        return text
+
+
+def best_of(fn: Callable[[], object], rounds: int) -> float:
+    """Seconds of the fastest of ``rounds`` calls."""
+    best = float("inf")
+    for _ in range(rounds):
+        start = time.perf_counter()
+        fn()
+        best = min(best, time.perf_counter() - start)
+    return best

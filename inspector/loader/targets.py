@@ -1,0 +1,54 @@
+"""Issue 4's loader targets as ``Measurement`` records, computed from ``bench.run`` rows.
+
+Shares are of the single-thread memcpy at the largest size measured (what memory sustains,
+the research note's definition): at least 0.20x at 1-64 MiB and 0.30x at 256 MiB (stretch
+0.35x); ours at least 10x ``DataLoader`` on the many-leaf ``steps`` layout and 1.5x on the
+``columnar`` one; no corrupt delivery; at most 5 µs per leaf; start-up at most 0.5 s plus the
+payload at 2 GB/s.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from inspector._bench import Measurement
+
+
+def throughput_targets(rows: Sequence[Any]) -> list[Measurement]:
+    """Per layout and size: share of memcpy and ratio to DataLoader; plus corrupt deliveries."""
+    by = {(r.layout, r.size_mb, r.method): r for r in rows}
+    memcpy = [r for r in rows if r.method == "memcpy"]
+    if not memcpy:
+        raise ValueError("These rows have no memcpy baseline; run bench.run with its default methods")
+    largest = max(r.size_mb for r in memcpy)
+    dram = max(r.mb_s for r in memcpy if r.size_mb == largest)
+    found = []
+    for (layout, size, method), ours in sorted(by.items()):
+        if method != "ours":
+            continue
+        goal = 0.30 if size >= 256 else 0.20
+        share = ours.mb_s / dram
+        found.append(Measurement("loader", f"{layout} {size:g} MiB throughput", ours.mb_s, "MB/s",
+                                 f"memcpy ({largest:g} MiB, one thread)", dram, share, "of memcpy",
+                                 f">= {goal:.2f}x", share >= goal))
+        loader = by.get((layout, size, "dataloader"))
+        if loader is not None:
+            want = 10.0 if layout == "steps" else 1.5
+            ratio = ours.mb_s / loader.mb_s
+            found.append(Measurement("loader", f"{layout} {size:g} MiB vs DataLoader", ours.mb_s, "MB/s",
+                                     "torch DataLoader, same workers", loader.mb_s, ratio, "DataLoader",
+                                     f">= {want:g}x", ratio >= want))
+    corrupt = sum(r.corrupt for r in rows if r.method == "ours")
+    found.append(Measurement("loader", "corrupt deliveries (ours)", corrupt, "loads", target="0", ok=corrupt == 0))
+    return found
+
+
+def startup_target(startup: Any) -> Measurement:
+    """Seconds from a new loader to its first delivered payload, against 0.5 s + payload at 2 GB/s."""
+    return Measurement("loader", f"start-up incl. first {startup.size_mb:g} MiB load", startup.seconds, "s",
+                       target=f"<= {startup.target_s:.2f} s", ok=startup.seconds <= startup.target_s)
+
+
+def leaf_target(microseconds: float) -> Measurement:
+    return Measurement("loader", "cost per leaf", microseconds, "µs", target="<= 5 µs", ok=microseconds <= 5)

@@ -1,0 +1,64 @@
+"""inspector.to_html: one self-contained report of the engine state."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+import inspector
+import inspector.examples  # registers the families and data backends the report shows
+from inspector.dispatch.testing import isolated_dispatch
+from inspector.loader.bench import BenchRow
+from inspector.report import build_report, to_html
+from inspector.rpc import TopologyPlan
+
+
+@pytest.fixture(autouse=True)
+def _isolated():
+    with isolated_dispatch():
+        yield
+
+
+def rows() -> list[BenchRow]:
+    def row(method: str, mb_s: float) -> BenchRow:
+        return BenchRow("columnar", 1.0, 2, "cpu", method, mb_s, mb_s * 0.9, mb_s * 1.1, 3, 8, 4, 0)
+
+    return [row("ours", 5000), row("sync", 4000), row("mp_queue", 300), row("dataloader", 500), row("memcpy", 9000)]
+
+
+def test_report_has_every_part_and_needs_no_network() -> None:
+    text = build_report(loader_rows=rows())
+    for heading in ("Operator dispatch", "Data backends", "Shared-memory loader", "RPC device maps"):
+        assert f"<h2>{heading}</h2>" in text
+    assert "attention: sdpa (origin=chain)" in text  # the decision table's caption
+    assert text.count("data:image/png;base64,") >= 4  # what-if grids, loader chart, topology
+    assert "<script" not in text
+    assert re.findall(r"""(?:src|href)=["']?(?:https?:)?//""", text) == []
+
+
+def test_a_part_that_fails_says_why_and_the_rest_still_renders() -> None:
+    text = build_report(plan="not a plan")
+    assert "AttributeError" in text and "<h2>Operator dispatch</h2>" in text
+
+
+def test_without_a_benchmark_the_loader_section_says_how_to_get_one() -> None:
+    assert "inspector bench loader" in build_report(loader_rows=())
+
+
+def test_the_report_shows_what_the_app_shows(tmp_path) -> None:
+    app = inspector.show()
+    app.panels["Dispatch"].select("attention", "math")
+    app.open("RPC").load_plan(TopologyPlan.build(2, {"worker0": 2, "worker1": 1},
+                                                 {"worker0": {"worker1": {"cuda:1": "cuda:1"}}}))
+    path = inspector.to_html(tmp_path / "app.html")
+    text = path.read_text()
+    assert "attention: math (origin=context)" in text
+    assert "has target devices with invalid indices" in text
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.html"]  # written atomically, nothing left over
+
+
+def test_explicit_state_overrides_the_app(tmp_path) -> None:
+    inspector.show().panels["Dispatch"].select("attention", "math")
+    text = to_html(tmp_path / "plain.html", selections={}).read_text()
+    assert "attention: sdpa (origin=chain)" in text
