@@ -17,7 +17,7 @@ def test_tabs_are_built_lazily_on_selection() -> None:
     assert list(app.panels) == ["Dispatch"]
     app.tab.selected_index = 1
     assert list(app.panels) == ["Dispatch", "Dispatch 2"]
-    assert app.status.value == "2 of 2 tabs opened"
+    assert app.current is app.panels["Dispatch 2"]
 
 
 def test_a_broken_tab_shows_its_error_instead_of_breaking_the_app() -> None:
@@ -29,3 +29,28 @@ def test_a_broken_tab_shows_its_error_instead_of_breaking_the_app() -> None:
 def test_app_has_a_static_html_fallback() -> None:
     bundle = inspector.show()._repr_mimebundle_()
     assert "<h3>Dispatch</h3>" in bundle["text/html"]
+
+
+def test_opening_the_app_builds_only_the_first_tab_and_starts_nothing() -> None:
+    import json
+    import subprocess
+    import sys
+
+    code = (
+        "import json, sys, inspector, psutil; app = inspector.show(); "
+        "print(json.dumps({'modules': sorted(m for m in sys.modules if m.startswith(('inspector.loader', "
+        "'inspector.rpc', 'inspector.panels.loader', 'inspector.panels.rpc', 'inspector.panels.backends'))), "
+        "'children': len(psutil.Process().children()), 'built': list(app.panels)}))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
+    state = json.loads(result.stdout.strip().splitlines()[-1])
+    assert state == {"modules": [], "children": 0, "built": ["Dispatch"]}
+
+
+def test_the_status_line_follows_the_selected_tab() -> None:
+    app = inspector.show()
+    assert app.status.value == "<b>Dispatch</b>: attention: sdpa (origin=chain)"
+    app.panels["Dispatch"].select("attention", "math")
+    assert app.status.value == "<b>Dispatch</b>: attention: math (origin=context)"
+    app.tab.selected_index = app.tab.titles.index("RPC")
+    assert app.status.value.startswith("<b>RPC</b>: ")

@@ -1,5 +1,8 @@
 """``storage``: a directory of storage files, one episode each, read through the shared-memory loader.
 
+The loader is imported when this backend is used, not when it is registered, so registering the
+demo backends (opening the Inspector, say) loads none of it.
+
 Each file holds ``{array_name: array[steps, ...]}`` written with ``inspector.loader`` (for example
 ``FileStorage(path).save(episode)``, or :func:`write_example_storage`). Iterating a loader has a
 ``FileStorageLoader`` read the next ``prefetch`` episodes in worker processes, straight into
@@ -23,7 +26,6 @@ from torch.utils.data import DataLoader, IterableDataset
 from inspector.backends import BuildContext, ConfigError, DataBundle, TrainConfig
 from inspector.examples.data_backends._options import positive_int, read_options
 from inspector.examples.data_backends._pipeline import shard, split_episodes
-from inspector.loader import FileStorage, FileStorageLoader, describe_storage
 
 __verbs__ = ("build", "describe", "load_episode_indices")
 
@@ -49,6 +51,8 @@ def _episode_files(cfg: TrainConfig) -> list[Path]:
 
 def _arrays(path: Path) -> dict[str, tuple[tuple[int, ...], str]]:
     """``{name: (shape, dtype)}`` of a file's top-level arrays, from its header alone."""
+    from inspector.loader import describe_storage
+
     specs = {}
     for leaf in describe_storage(path).leaves:
         name = leaf.where.removeprefix("obj[").removesuffix("]").strip("'\"")
@@ -111,6 +115,8 @@ class StorageEpisodes(IterableDataset):
     def __iter__(self) -> Iterator[dict[str, torch.Tensor]]:
         if not self.episodes:
             return
+        from inspector.loader import FileStorage, FileStorageLoader
+
         directory = self.files[0].parent
         upcoming = iter(self.order())
         pending: deque[tuple[int, Any]] = deque()
@@ -181,6 +187,8 @@ def load_episode_indices(cfg: TrainConfig, ctx: BuildContext | None = None) -> l
 
 def write_example_storage(directory: str | Path, *, episodes: int = 4, steps: int = 12, seed: int = 0) -> list[Path]:
     """Write ``episodes`` small storage files (observation, action, reward) for demos and tests."""
+    from inspector.loader import FileStorage
+
     rng = np.random.default_rng(seed)
     target = Path(directory)
     target.mkdir(parents=True, exist_ok=True)
