@@ -46,3 +46,40 @@ def chromium_path() -> str:
     if not path:
         pytest.fail("Chromium is missing: run `make test` (it installs Debian's chromium) or apt-get install chromium")
     return path
+
+
+@pytest.fixture(autouse=True)
+def _isolated_dispatch(monkeypatch: pytest.MonkeyPatch):  # type: ignore[no-untyped-def]
+    """Every test sees a clean process selection and leaves the dispatch registry as it found it."""
+    from inspector.dispatch.testing import isolated_dispatch
+
+    monkeypatch.delenv("INSPECTOR_OPS", raising=False)
+    monkeypatch.delenv("INSPECTOR_BACKEND", raising=False)
+    with isolated_dispatch():
+        yield
+
+
+# multiprocessing's interpreter-wide helpers; another test may have started them, they are not orphans.
+SHARED_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
+
+
+@pytest.fixture
+def new_processes():  # type: ignore[no-untyped-def]
+    """``new_processes()`` lists the live child processes started since the test began."""
+    import psutil
+
+    before = {p.pid for p in psutil.Process().children(recursive=True)}
+
+    def live() -> list[psutil.Process]:
+        found = []
+        for process in psutil.Process().children(recursive=True):
+            try:
+                if process.pid in before or process.status() == psutil.STATUS_ZOMBIE:
+                    continue
+                if not any(helper in " ".join(process.cmdline()) for helper in SHARED_HELPERS):
+                    found.append(process)
+            except psutil.NoSuchProcess:
+                continue
+        return found
+
+    return live

@@ -4,20 +4,11 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 import inspector
 import inspector.examples  # registers the families and data backends the report shows
-from inspector.dispatch.testing import isolated_dispatch
 from inspector.loader.bench import BenchRow
 from inspector.report import build_report, to_html
 from inspector.rpc import TopologyPlan
-
-
-@pytest.fixture(autouse=True)
-def _isolated():
-    with isolated_dispatch():
-        yield
 
 
 def rows() -> list[BenchRow]:

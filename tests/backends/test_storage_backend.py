@@ -6,7 +6,6 @@ import gc
 import os
 
 import numpy as np
-import psutil
 import pytest
 import torch
 
@@ -14,21 +13,6 @@ import inspector.backends as backends
 from inspector.backends import BuildContext, ConfigError
 from inspector.examples.data_backends import install, storage, write_example_storage
 from inspector.loader import FileStorage
-
-SHARED_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
-
-
-def live_children() -> set[int]:
-    found = set()
-    for process in psutil.Process().children(recursive=True):
-        try:
-            if process.status() != psutil.STATUS_ZOMBIE and not any(
-                helper in " ".join(process.cmdline()) for helper in SHARED_HELPERS
-            ):
-                found.add(process.pid)
-        except psutil.NoSuchProcess:
-            pass
-    return found
 
 
 @pytest.fixture
@@ -49,9 +33,8 @@ def test_storage_is_one_of_the_embedded_backends(registry):
     assert not backends.backend_for("storage").supports("write_example_storage")  # a helper, not a verb
 
 
-def test_every_step_arrives_once_with_the_saved_values_and_no_worker_is_left(registry, episodes):
+def test_every_step_arrives_once_with_the_saved_values_and_no_worker_is_left(registry, episodes, new_processes):
     install(registry)
-    before = live_children()
     bundle = backends.build_data(_cfg(episodes, batch_size=4, val_fraction=0.2), BuildContext())
     assert (bundle.train_iters, bundle.val_iters) == (6, 2)  # 4 episodes x 6 steps / 4; 1 x 6 / 4
     seen = {}
@@ -61,18 +44,17 @@ def test_every_step_arrives_once_with_the_saved_values_and_no_worker_is_left(reg
     assert sorted(seen) == [(e, s) for e in range(4) for s in range(6)]
     saved = FileStorage(episodes / "episode_002.istore").load()
     torch.testing.assert_close(seen[(2, 5)], torch.from_numpy(saved["observation"][5]))
-    assert live_children() - before == set()
+    assert new_processes() == []
     assert sorted(os.listdir(episodes)) == [f"episode_{e:03d}.istore" for e in range(5)]  # files untouched
 
 
-def test_abandoning_an_epoch_stops_the_loader_workers(registry, episodes):
+def test_abandoning_an_epoch_stops_the_loader_workers(registry, episodes, new_processes):
     install(registry)
-    before = live_children()
     iterator = iter(backends.build_data(_cfg(episodes, batch_size=2), BuildContext()).train_loader)
     next(iterator)
     del iterator
     gc.collect()
-    assert live_children() - before == set()
+    assert new_processes() == []
 
 
 def test_shuffle_changes_with_the_epoch_and_is_reproducible(registry, episodes):

@@ -19,6 +19,7 @@ import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -67,34 +68,25 @@ def _isolated_jupyter_env(home: Path) -> dict[str, str]:
     return env
 
 
-@pytest.fixture(scope="session")
-def lab(chromium_path: str) -> Iterator[Lab]:
-    home = Path(tempfile.mkdtemp(prefix="inspector-lab-"))
-    root = home / "root"
-    shutil.copytree(REPO / "notebooks", root / "notebooks")
-    port, token = _free_port(), secrets.token_hex(16)
-    log = open(home / "lab.log", "wb")  # noqa: SIM115 - closed in teardown
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-         f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
-         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate"],
-        env=_isolated_jupyter_env(home), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-    )
-    base = f"http://127.0.0.1:{port}"
+@contextmanager
+def _server(name: str, command: list[str], home: Path, ready_url: str, cwd: Path | None = None) -> Iterator[None]:
+    """Run a Jupyter server in its own session until ``ready_url`` answers; stop the whole group after."""
+    log = open(home / f"{name}.log", "wb")  # noqa: SIM115 - closed below
+    server = subprocess.Popen(command, cwd=cwd, env=_isolated_jupyter_env(home), stdout=log,
+                              stderr=subprocess.STDOUT, start_new_session=True)
     try:
         deadline = time.monotonic() + 90
         while True:
             try:
-                with urllib.request.urlopen(f"{base}/api/status?token={token}", timeout=2) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
+                with urllib.request.urlopen(ready_url, timeout=2):
+                    break
+            except OSError as exc:
+                if getattr(exc, "code", None) is not None:  # any HTTP answer means the server is up
+                    break
             if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"JupyterLab did not start:\n{(home / 'lab.log').read_text()[-3000:]}")
+                pytest.fail(f"{name} did not start:\n{(home / f'{name}.log').read_text()[-3000:]}")
             time.sleep(0.3)
-        yield Lab(base, token, root)
+        yield
     finally:
         try:
             os.killpg(server.pid, signal.SIGTERM)
@@ -103,6 +95,25 @@ def lab(chromium_path: str) -> Iterator[Lab]:
             os.killpg(server.pid, signal.SIGKILL)
             server.wait(10)
         log.close()
+
+
+@pytest.fixture(scope="session")
+def lab(chromium_path: str) -> Iterator[Lab]:
+    home = Path(tempfile.mkdtemp(prefix="inspector-lab-"))
+    root = home / "root"
+    shutil.copytree(REPO / "notebooks", root / "notebooks")
+    port, token = _free_port(), secrets.token_hex(16)
+    command = [
+        sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
+        "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
+    ]
+    base = f"http://127.0.0.1:{port}"
+    try:
+        with _server("JupyterLab", command, home, f"{base}/api/status?token={token}"):
+            yield Lab(base, token, root)
+    finally:
         shutil.rmtree(home, ignore_errors=True)
 
 
@@ -147,33 +158,11 @@ def voila_tour() -> Iterator[Voila]:
     home = Path(tempfile.mkdtemp(prefix="inspector-voila-"))
     shutil.copytree(REPO / "notebooks", home / "notebooks")
     port = _free_port()
-    log = open(home / "voila.log", "wb")  # noqa: SIM115 - closed in teardown
-    server = subprocess.Popen(
-        [sys.executable, "-m", "voila", "00_tour.ipynb", "--no-browser", f"--port={port}", "--Voila.ip=127.0.0.1",
-         "--Voila.port_retries=0", "--show_tracebacks=True"],
-        cwd=home / "notebooks", env=_isolated_jupyter_env(home), stdout=log, stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
+    command = [sys.executable, "-m", "voila", "00_tour.ipynb", "--no-browser", f"--port={port}",
+               "--Voila.ip=127.0.0.1", "--Voila.port_retries=0", "--show_tracebacks=True"]
     base = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(f"{base}/voila/static/index.css", timeout=2):
-                    break
-            except OSError as exc:
-                if getattr(exc, "code", None) is not None:  # any HTTP answer means the server is up
-                    break
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"Voila did not start:\n{(home / 'voila.log').read_text()[-3000:]}")
-            time.sleep(0.3)
-        yield Voila(base)
+        with _server("Voila", command, home, f"{base}/voila/static/index.css", cwd=home / "notebooks"):
+            yield Voila(base)
     finally:
-        try:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(10)
-        log.close()
         shutil.rmtree(home, ignore_errors=True)

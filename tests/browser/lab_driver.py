@@ -56,3 +56,12 @@ def save_screenshot(page, name: str, tmp_path: Path) -> Path:  # type: ignore[no
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copy(target, SCREENSHOTS / name)
     return target
+
+
+def open_tour_tab(page: Any, lab: Any, title: str) -> None:
+    """Run the whole tour in a fresh copy, wait for its Inspector, then open the tab called ``title``."""
+    open_notebook(page, lab, "00_tour.ipynb")
+    run_all_cells(page)
+    page.locator(".jp-OutputArea .widget-tab").first.wait_for()
+    wait_for_idle_kernel(page)
+    page.locator(".widget-tab .lm-TabBar-tab", has_text=title).first.click()

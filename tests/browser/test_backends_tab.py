@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lab_driver import open_notebook, run_all_cells, save_screenshot, wait_for_idle_kernel
+from lab_driver import open_tour_tab, save_screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -13,11 +13,7 @@ PANEL = ".inspector-backends-panel"
 
 
 def test_backends_tab_shows_the_matrix_explains_a_missing_verb_and_builds_a_sample(page, lab, tmp_path: Path) -> None:
-    open_notebook(page, lab, "00_tour.ipynb")
-    run_all_cells(page)
-    page.locator(".jp-OutputArea .widget-tab").first.wait_for()
-    wait_for_idle_kernel(page)
-    page.locator(".widget-tab .lm-TabBar-tab", has_text="Backends").first.click()
+    open_tour_tab(page, lab, "Backends")
 
     panel = page.locator(PANEL).first
     panel.locator(".inspector-status", has_text="registered").wait_for()

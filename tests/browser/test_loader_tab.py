@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lab_driver import open_notebook, run_all_cells, save_screenshot, wait_for_idle_kernel
+from lab_driver import open_tour_tab, save_screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -13,11 +13,7 @@ PANEL = ".inspector-loader-panel"
 
 
 def test_loader_tab_runs_a_small_benchmark_and_shows_results_and_workers(page, lab, tmp_path: Path) -> None:
-    open_notebook(page, lab, "00_tour.ipynb")
-    run_all_cells(page)
-    page.locator(".jp-OutputArea .widget-tab").first.wait_for()
-    wait_for_idle_kernel(page)
-    page.locator(".widget-tab .lm-TabBar-tab", has_text="Loader").first.click()
+    open_tour_tab(page, lab, "Loader")
 
     panel = page.locator(PANEL).first
     panel.locator(".inspector-status", has_text="Pick sizes and workers").wait_for()

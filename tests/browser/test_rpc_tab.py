@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lab_driver import open_notebook, run_all_cells, save_screenshot, wait_for_idle_kernel
+from lab_driver import open_tour_tab, save_screenshot
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -13,11 +13,7 @@ PANEL = ".inspector-rpc-panel"
 
 
 def test_rpc_tab_validates_as_you_type_and_launches_a_local_world(page, lab, tmp_path: Path) -> None:
-    open_notebook(page, lab, "00_tour.ipynb")
-    run_all_cells(page)
-    page.locator(".jp-OutputArea .widget-tab").first.wait_for()
-    wait_for_idle_kernel(page)
-    page.locator(".widget-tab .lm-TabBar-tab", has_text="RPC").first.click()
+    open_tour_tab(page, lab, "RPC")
 
     panel = page.locator(PANEL).first
     status = panel.locator(".inspector-status")

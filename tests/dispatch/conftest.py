@@ -1,25 +1,14 @@
-"""Every dispatch test runs on an isolated engine state, with a clean environment."""
+"""The seed tests' toy family (engine isolation is the suite-wide autouse fixture in tests/conftest.py)."""
 
 from __future__ import annotations
-
-from collections.abc import Iterator
 
 import pytest
 import torch
 
 import inspector.examples  # noqa: F401  (registers attention and rotary)
 from inspector.dispatch import ImplRecord, Spec, register_family
-from inspector.dispatch.testing import isolated_dispatch
 
 BF16 = torch.bfloat16
-
-
-@pytest.fixture(autouse=True)
-def _isolated(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
-    monkeypatch.delenv("INSPECTOR_OPS", raising=False)
-    monkeypatch.delenv("INSPECTOR_BACKEND", raising=False)
-    with isolated_dispatch():
-        yield
 
 
 def toy_rows() -> list[ImplRecord]:

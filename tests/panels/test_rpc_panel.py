@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import threading
 
-import psutil
 import pytest
 
 from inspector.panels import rpc_launch
@@ -145,32 +144,8 @@ def test_a_second_launch_while_one_runs_is_refused_before_anything_shown_changes
         assert panel.job.wait(30)
 
 
-_before: set[int] = set()
-
-
-@pytest.fixture(autouse=True)
-def _children_before_the_test() -> None:
-    _before.clear()
-    _before.update(p.pid for p in psutil.Process().children(recursive=True))
-
-
-def live_children() -> list[psutil.Process]:
-    """Child processes this test left running, except multiprocessing's interpreter-wide helpers."""
-    shared = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
-    found = []
-    for process in psutil.Process().children(recursive=True):
-        try:
-            if process.pid in _before or process.status() == psutil.STATUS_ZOMBIE:
-                continue
-            if not any(h in " ".join(process.cmdline()) for h in shared):
-                found.append(process)
-        except psutil.NoSuchProcess:
-            pass
-    return found
-
-
 @pytest.mark.slow
-def test_launch_runs_a_real_world_and_shows_rtt_and_bandwidth(panel: RpcPanel) -> None:
+def test_launch_runs_a_real_world_and_shows_rtt_and_bandwidth(panel: RpcPanel, new_processes) -> None:
     panel.rtt_count.value = 10
     panel.megabytes.value = 1.0
     panel.launch(wait=True)
@@ -181,21 +156,21 @@ def test_launch_runs_a_real_world_and_shows_rtt_and_bandwidth(panel: RpcPanel) -
     assert "<png>" in shown and "MB/s" in shown and "median us" in shown
     assert "2 non-cpu map pair(s) left out" in panel.world_html.value or "ready in" in panel.world_html.value
     assert "RTT" in panel.static_html()
-    assert live_children() == []
+    assert new_processes() == []
 
 
 @pytest.mark.slow
-def test_cancelling_a_launch_leaves_no_worker_behind(panel: RpcPanel) -> None:
+def test_cancelling_a_launch_leaves_no_worker_behind(panel: RpcPanel, new_processes) -> None:
     panel.launch()
     panel.job.cancel()
     assert panel.job.wait(60)
     assert panel.job.label.value in ("cancelled", "done")
-    assert live_children() == []
+    assert new_processes() == []
 
 
 @pytest.mark.slow
 def test_a_failure_while_showing_a_launch_result_appears_in_the_panel(
-    panel: RpcPanel, monkeypatch: pytest.MonkeyPatch
+    panel: RpcPanel, monkeypatch: pytest.MonkeyPatch, new_processes
 ) -> None:
     def unreadable(_workers: object) -> None:
         raise ValueError("cannot tabulate these workers")
@@ -205,4 +180,4 @@ def test_a_failure_while_showing_a_launch_result_appears_in_the_panel(
     panel.megabytes.value = 0.01
     panel.launch(wait=True)
     assert "ValueError</b>: cannot tabulate these workers" in panel.errors.widget.value
-    assert live_children() == []
+    assert new_processes() == []

@@ -17,34 +17,7 @@ from inspector.rpc import LocalWorld, LocalWorldError, TopologyPlan, _processes,
 pytestmark = pytest.mark.slow
 
 
-# Interpreter-wide helpers that other tests' multiprocessing may have started; not ours to clean up.
-SHARED_HELPERS = ("multiprocessing.resource_tracker", "multiprocessing.forkserver")
-_before: set[int] = set()
-
-
-@pytest.fixture(autouse=True)
-def _children_before_the_test() -> None:
-    """Processes already running (another suite's JupyterLab, say) are not this test's to clean up."""
-    _before.clear()
-    _before.update(p.pid for p in psutil.Process().children(recursive=True))
-
-
-def children() -> list[psutil.Process]:
-    """Live child processes this test started and left, except multiprocessing's shared helpers."""
-    found = []
-    for process in psutil.Process().children(recursive=True):
-        try:
-            if process.pid in _before or process.status() == psutil.STATUS_ZOMBIE:
-                continue
-            if any(helper in " ".join(process.cmdline()) for helper in SHARED_HELPERS):
-                continue
-        except psutil.NoSuchProcess:
-            continue
-        found.append(process)
-    return found
-
-
-def test_two_workers_gather_maps_measure_rtt_and_bandwidth_and_shut_down_cleanly() -> None:
+def test_two_workers_gather_maps_measure_rtt_and_bandwidth_and_shut_down_cleanly(new_processes) -> None:
     plan = TopologyPlan.build(2, 0, {"worker0": {"worker1": {"cpu": "cpu"}}, "worker1": {"worker0": {"cpu": "cpu"}}})
     steps: list[tuple[int, int, str]] = []
     with LocalWorld.from_plan(plan, rpc_timeout=20.0, progress=lambda d, t, m: steps.append((d, t, m))) as world:
@@ -67,12 +40,12 @@ def test_two_workers_gather_maps_measure_rtt_and_bandwidth_and_shut_down_cleanly
         snap = world.snapshot()
         assert snap.rtt is rtt and snap.bandwidth == (sent,)
     assert world.closed and world.exit_codes == {"worker0": 0, "worker1": 0}
-    assert not any(psutil.pid_exists(pid) for pid in pids) and children() == []
+    assert not any(psutil.pid_exists(pid) for pid in pids) and new_processes() == []
     with pytest.raises(RuntimeError, match="closed"):
         world.measure_rtt()
 
 
-def test_a_cuda_map_without_gpus_fails_on_every_rank_with_torchs_error_and_leaves_nothing_behind() -> None:
+def test_a_cuda_map_without_gpus_fails_on_every_rank_with_torchs_error_and_leaves_nothing_behind(new_processes) -> None:
     import torch
 
     source = f"cuda:{torch.cuda.device_count()}"  # one past the last GPU: invalid on any machine
@@ -90,10 +63,10 @@ def test_a_cuda_map_without_gpus_fails_on_every_rank_with_torchs_error_and_leave
         "Node worker0 has source devices with invalid indices in its device map for worker1"
     )
     assert "worker1 = init_rpc: ValueError: Node worker0 has source devices" in str(caught.value)
-    assert children() == []
+    assert new_processes() == []
 
 
-def test_a_rank_failing_before_rendezvous_stops_its_waiting_peers_in_bounded_time() -> None:
+def test_a_rank_failing_before_rendezvous_stops_its_waiting_peers_in_bounded_time(new_processes) -> None:
     plan = TopologyPlan.build(2, 1, devices={"worker1": ["cpu"]})
     with pytest.raises(LocalWorldError) as caught:
         LocalWorld.from_plan(plan, rpc_timeout=20.0)
@@ -101,15 +74,15 @@ def test_a_rank_failing_before_rendezvous_stops_its_waiting_peers_in_bounded_tim
     assert by_name["worker1"].stage == "options"
     assert by_name["worker1"].message == predict_init_error(plan).message  # type: ignore[union-attr]
     assert by_name["worker0"].stage == "waiting" and by_name["worker0"].exception == "TimeoutError"
-    assert children() == []
+    assert new_processes() == []
 
 
-def test_cancelling_a_start_stops_every_worker() -> None:
+def test_cancelling_a_start_stops_every_worker(new_processes) -> None:
     cancel = threading.Event()
     cancel.set()
     with pytest.raises(LocalWorldError, match="Cancelled") as caught:
         LocalWorld(2, cancel=cancel)
-    assert caught.value.cancelled and children() == []
+    assert caught.value.cancelled and new_processes() == []
 
 
 def test_a_custom_backend_starts_a_real_agent_through_our_init_rpc_and_stale_members_still_work(
@@ -157,7 +130,7 @@ def test_a_custom_backend_starts_a_real_agent_through_our_init_rpc_and_stale_mem
     assert "calls: ['construct', 'init']" in out
 
 
-def test_a_command_that_times_out_breaks_the_world_so_its_late_answer_is_never_read_as_another() -> None:
+def test_a_command_that_times_out_breaks_the_world_so_its_late_answer_is_never_read_as_another(new_processes) -> None:
     with LocalWorld(2, rpc_timeout=20.0, command_timeout=0.5) as world:
         broke = r"worker0 did not answer 'rtt' within 0\.5 s; this world is now broken"
         with pytest.raises(LocalWorldError, match=broke):
@@ -168,11 +141,11 @@ def test_a_command_that_times_out_breaks_the_world_so_its_late_answer_is_never_r
             world.measure_bandwidth(nbytes=1024, repeats=1)
         assert "reason = worker0 did not answer 'rtt' within 0.5 s" in str(refused.value)
         assert "next step = close() it (or leave its with block) and start a new LocalWorld" in str(refused.value)
-    assert world.closed and set(world.exit_codes) == {"worker0", "worker1"} and children() == []
+    assert world.closed and set(world.exit_codes) == {"worker0", "worker1"} and new_processes() == []
 
 
 def test_a_worker_that_closes_its_pipe_but_keeps_running_is_killed_within_the_bound(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, new_processes
 ) -> None:
     silent = (
         "import os, time; from multiprocessing.connection import Connection; "
@@ -186,10 +159,12 @@ def test_a_worker_that_closes_its_pipe_but_keeps_running_is_killed_within_the_bo
     assert failure.message == (
         f"closed its pipe without reporting and was still running after {_processes.KILL_WAIT_S} s; killed"
     )
-    assert children() == []
+    assert new_processes() == []
 
 
-def test_close_from_another_thread_stops_a_measurement_before_its_next_pair_and_shuts_down_gracefully() -> None:
+def test_close_from_another_thread_stops_a_measurement_before_its_next_pair_and_shuts_down_gracefully(
+    new_processes
+) -> None:
     world = LocalWorld(2, rpc_timeout=20.0)
     closer = threading.Thread(target=world.close)
 
@@ -203,10 +178,12 @@ def test_close_from_another_thread_stops_a_measurement_before_its_next_pair_and_
     assert caught.value.cancelled and world.rtt is None
     closer.join(60)
     assert not closer.is_alive() and world.closed
-    assert world.exit_codes == {"worker0": 0, "worker1": 0} and children() == []
+    assert world.exit_codes == {"worker0": 0, "worker1": 0} and new_processes() == []
 
 
-def test_close_is_bounded_while_another_thread_is_inside_one_long_rpc_batch(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_close_is_bounded_while_another_thread_is_inside_one_long_rpc_batch(
+    monkeypatch: pytest.MonkeyPatch, new_processes
+) -> None:
     monkeypatch.setattr(_world, "LOCK_WAIT_S", 1.0)
     world = LocalWorld(2, rpc_timeout=20.0)
     errors: list[BaseException] = []
@@ -229,11 +206,11 @@ def test_close_is_bounded_while_another_thread_is_inside_one_long_rpc_batch(monk
     measurer.join(60)
     assert not closer.is_alive() and not measurer.is_alive() and world.closed
     assert len(errors) == 1 and "closed" in str(errors[0]) and errors[0].cancelled  # type: ignore[attr-defined]
-    assert all(code is not None for code in world.exit_codes.values()) and children() == []
+    assert all(code is not None for code in world.exit_codes.values()) and new_processes() == []
 
 
 @pytest.mark.cuda
-def test_a_cuda_map_on_a_gpu_machine_starts_and_derives_the_planned_device_lists() -> None:
+def test_a_cuda_map_on_a_gpu_machine_starts_and_derives_the_planned_device_lists(new_processes) -> None:
     import torch
 
     count = torch.cuda.device_count()
@@ -248,7 +225,7 @@ def test_a_cuda_map_on_a_gpu_machine_starts_and_derives_the_planned_device_lists
         assert {w.name: w.device_list for w in world.workers} == planned
         pair = world.measure_rtt(count=5, warmup=1).get("worker0", "worker1")
         assert pair is not None and pair.median_s > 0
-    assert world.exit_codes == {"worker0": 0, "worker1": 0} and children() == []
+    assert world.exit_codes == {"worker0": 0, "worker1": 0} and new_processes() == []
 
 
 def test_a_worker_blocked_in_rendezvous_exits_when_its_parent_is_killed(tmp_path: Path) -> None:

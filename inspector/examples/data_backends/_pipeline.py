@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import errno
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
 
 import torch
 from torch.utils.data import DataLoader, Dataset
 
-from inspector.backends import BuildContext, DataBundle, TrainConfig
+from inspector.backends import BuildContext, ConfigError, DataBundle, TrainConfig
 
 
 def split_episodes(count: int, val_fraction: float) -> tuple[list[int], list[int]]:
@@ -59,3 +62,35 @@ def make_bundle(train: Dataset, val: Dataset | None, cfg: TrainConfig) -> DataBu
         val_iters=len(val_loader) if val_loader is not None else 0,
         set_epoch=set_epoch,
     )
+
+
+def episode_files(cfg: TrainConfig, suffix: str, backend: str, writer: str) -> list[Path]:
+    """The ``*suffix`` files under ``data.path``, sorted; a missing or empty directory names ``writer``."""
+    if cfg.data.path is None:
+        raise ConfigError(f"The {backend} backend reads a directory of {suffix} files: set data.path.",
+                          key="data.path")
+    directory = Path(cfg.data.path)
+    if not directory.is_dir():
+        raise FileNotFoundError(
+            errno.ENOENT, f"data.path is not a directory of {suffix} files (write one with {writer})", str(directory)
+        )
+    files = sorted(directory.glob(f"*{suffix}"))
+    if not files:
+        present = sorted(p.name for p in directory.iterdir())[:5]
+        raise FileNotFoundError(errno.ENOENT, f"no {suffix} files in data.path (it holds {present})", str(directory))
+    return files
+
+
+def describe_episodes(
+    backend: str, cfg: TrainConfig, files: Sequence[Path], lengths: Sequence[int],
+    arrays: Mapping[str, tuple[tuple[int, ...], str]], train_eps: Sequence[int], val_eps: Sequence[int],
+) -> dict[str, Any]:
+    """What a directory-of-episodes backend's ``describe`` verb returns (from file headers only)."""
+    return {
+        "backend": backend,
+        "directory": str(Path(str(cfg.data.path))),
+        "episodes": [{"file": f.name, "steps": n} for f, n in zip(files, lengths, strict=True)],
+        "arrays": {k: {"shape": list(shape[1:]), "dtype": dtype} for k, (shape, dtype) in arrays.items()},
+        "train_episodes": list(train_eps),
+        "val_episodes": list(val_eps),
+    }

@@ -9,7 +9,6 @@ public helper :func:`write_example_episodes` is not mistaken for one.
 from __future__ import annotations
 
 import bisect
-import errno
 import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,7 +20,13 @@ from torch.utils.data import Dataset
 
 from inspector.backends import BuildContext, ConfigError, DataBundle, TrainConfig
 from inspector.examples.data_backends._options import read_options
-from inspector.examples.data_backends._pipeline import make_bundle, shard, split_episodes
+from inspector.examples.data_backends._pipeline import (
+    describe_episodes,
+    episode_files,
+    make_bundle,
+    shard,
+    split_episodes,
+)
 
 __verbs__ = ("build", "describe", "load_episode_indices")
 
@@ -48,23 +53,6 @@ def _array_specs(path: Path) -> dict[str, ArraySpec]:
                     shape, _fortran, dtype = read(handle)
             specs[info.filename[: -len(".npy")]] = (tuple(shape), str(dtype))
     return specs
-
-
-def _episode_files(cfg: TrainConfig) -> list[Path]:
-    if cfg.data.path is None:
-        raise ConfigError("The npz backend reads a directory of .npz files: set data.path.", key="data.path")
-    directory = Path(cfg.data.path)
-    if not directory.is_dir():
-        raise FileNotFoundError(
-            errno.ENOENT,
-            "data.path is not a directory of .npz files (write one with write_example_episodes)",
-            str(directory),
-        )
-    files = sorted(directory.glob("*.npz"))
-    if not files:
-        present = sorted(p.name for p in directory.iterdir())[:5]
-        raise FileNotFoundError(errno.ENOENT, f"no .npz files in data.path (it holds {present})", str(directory))
-    return files
 
 
 def _checked_specs(files: Sequence[Path], keys: Sequence[str] | None) -> tuple[list[str], list[int]]:
@@ -123,7 +111,7 @@ def _plan(cfg: TrainConfig, ctx: BuildContext) -> tuple[list[Path], list[str], l
     keys = options["keys"]
     if keys is not None and (not isinstance(keys, list) or not all(isinstance(k, str) for k in keys)):
         raise ConfigError(f"data.options.keys must be a list of array names; got {keys!r}.", key="data.options.keys")
-    files = _episode_files(cfg)
+    files = episode_files(cfg, ".npz", "npz", "write_example_episodes")
     names, lengths = _checked_specs(files, keys)
     train_eps, val_eps = split_episodes(len(files), cfg.data.val_fraction)
     return files, names, lengths, shard(train_eps, ctx), shard(val_eps, ctx, required=False)
@@ -144,14 +132,7 @@ def describe(cfg: TrainConfig, ctx: BuildContext | None = None) -> dict[str, Any
     """Files, step counts and array shapes/dtypes under ``data.path``, read from headers only."""
     files, names, lengths, train_eps, val_eps = _plan(cfg, ctx or BuildContext())
     specs = _array_specs(files[0])
-    return {
-        "backend": "npz",
-        "directory": str(Path(str(cfg.data.path))),
-        "episodes": [{"file": f.name, "steps": n} for f, n in zip(files, lengths, strict=True)],
-        "arrays": {k: {"shape": list(specs[k][0][1:]), "dtype": specs[k][1]} for k in names},
-        "train_episodes": train_eps,
-        "val_episodes": val_eps,
-    }
+    return describe_episodes("npz", cfg, files, lengths, {k: specs[k] for k in names}, train_eps, val_eps)
 
 
 def load_episode_indices(cfg: TrainConfig, ctx: BuildContext | None = None) -> list[int]:

@@ -13,7 +13,6 @@ loader runs with ``ttl=None``).
 
 from __future__ import annotations
 
-import errno
 from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -25,28 +24,12 @@ from torch.utils.data import DataLoader, IterableDataset
 
 from inspector.backends import BuildContext, ConfigError, DataBundle, TrainConfig
 from inspector.examples.data_backends._options import positive_int, read_options
-from inspector.examples.data_backends._pipeline import shard, split_episodes
+from inspector.examples.data_backends._pipeline import describe_episodes, episode_files, shard, split_episodes
 
 __verbs__ = ("build", "describe", "load_episode_indices")
 
 SUFFIX = ".istore"
 OPTIONS: dict[str, Any] = {"workers": 2, "prefetch": 2}
-
-
-def _episode_files(cfg: TrainConfig) -> list[Path]:
-    if cfg.data.path is None:
-        raise ConfigError("The storage backend reads a directory of storage files: set data.path.", key="data.path")
-    directory = Path(cfg.data.path)
-    if not directory.is_dir():
-        raise FileNotFoundError(
-            errno.ENOENT, "data.path is not a directory of storage files (write one with write_example_storage)",
-            str(directory),
-        )
-    files = sorted(directory.glob(f"*{SUFFIX}"))
-    if not files:
-        present = sorted(p.name for p in directory.iterdir())[:5]
-        raise FileNotFoundError(errno.ENOENT, f"no {SUFFIX} files in data.path (it holds {present})", str(directory))
-    return files
 
 
 def _arrays(path: Path) -> dict[str, tuple[tuple[int, ...], str]]:
@@ -71,7 +54,7 @@ def _plan(cfg: TrainConfig, ctx: BuildContext) -> tuple[list[Path], list[str], l
             "(data.options.workers); set data.num_workers to 0.",
             key="data.num_workers", value=cfg.data.num_workers,
         )
-    files = _episode_files(cfg)
+    files = episode_files(cfg, SUFFIX, "storage", "write_example_storage")
     first = _arrays(files[0])
     names = sorted(first)
     lengths = []
@@ -170,14 +153,7 @@ def describe(cfg: TrainConfig, ctx: BuildContext | None = None) -> dict[str, Any
     """Files, step counts and array shapes/dtypes under ``data.path``, read from the file headers only."""
     files, names, lengths, train_eps, val_eps = _plan(cfg, ctx or BuildContext())
     specs = _arrays(files[0])
-    return {
-        "backend": "storage",
-        "directory": str(Path(str(cfg.data.path))),
-        "episodes": [{"file": f.name, "steps": n} for f, n in zip(files, lengths, strict=True)],
-        "arrays": {k: {"shape": list(specs[k][0][1:]), "dtype": specs[k][1]} for k in names},
-        "train_episodes": train_eps,
-        "val_episodes": val_eps,
-    }
+    return describe_episodes("storage", cfg, files, lengths, {k: specs[k] for k in names}, train_eps, val_eps)
 
 
 def load_episode_indices(cfg: TrainConfig, ctx: BuildContext | None = None) -> list[int]:
