@@ -34,6 +34,7 @@ from inspector.dispatch import (
 from inspector.panels._base import PANEL_CSS, Panel
 from inspector.panels._render import pre, render_into
 from inspector.panels.context_editor import DTYPES, ContextEditor
+from inspector.views._figures import figure_to_html
 from inspector.views.dispatch import (
     comparison_table,
     decision_table,
@@ -114,6 +115,7 @@ class DispatchPanel(Panel):
         self.widget.add_class("inspector-dispatch-panel")
         self.last_trace: Trace | None = None
         self.last_table: pd.DataFrame | None = None
+        self.last_what_if: Any = None
         if context is not None:
             self.editor.load(context)
         self.refresh()
@@ -200,7 +202,8 @@ class DispatchPanel(Panel):
         with self.selection():
             cells = what_if(self.family.value, self.context, **sweep)
         index = [name for name in ("dtype", "head_dim") if name in sweep] or None
-        render_into(self.what_if_out, what_if_heatmap(cells, index=index, title=f"{self.family.value}: winning row"))
+        self.last_what_if = what_if_heatmap(cells, index=index, title=f"{self.family.value}: winning row")
+        render_into(self.what_if_out, self.last_what_if)
         return cells
 
     def run_and_compare(self) -> pd.DataFrame:
@@ -214,4 +217,6 @@ class DispatchPanel(Panel):
         if self.last_table is not None and self.last_trace is not None:
             parts.append(style_decision_table(self.last_table).to_html())
             parts.append(pre(self.last_trace.explain()))
+        if self.last_what_if is not None:
+            parts.append(figure_to_html(self.last_what_if, alt="what-if grid"))
         return "<div class='inspector-dispatch-static'>" + "".join(parts) + "</div>"

@@ -54,3 +54,21 @@ def test_the_status_line_follows_the_selected_tab() -> None:
     assert app.status.value == "<b>Dispatch</b>: attention: math (origin=context)"
     app.tab.selected_index = app.tab.titles.index("RPC")
     assert app.status.value.startswith("<b>RPC</b>: ")
+
+
+def test_every_tab_has_a_static_html_form_with_its_tables_and_figures() -> None:
+    app = inspector.show()
+    for title in app.tab.titles:
+        app.open(title)
+    app.panels["Dispatch"].draw_what_if(dtype=[__import__("torch").float32], has_mask=[False, True])
+    for title, panel in app.panels.items():
+        bundle = panel._repr_mimebundle_()
+        assert "application/vnd.jupyter.widget-view+json" in bundle, title
+        if title == "Loader":  # before its first run the loader tab says how to get results
+            assert "No benchmark results yet" in bundle["text/html"]
+        else:
+            assert "<table" in bundle["text/html"], title
+    assert "data:image/png;base64," in app.panels["Dispatch"].static_html()  # the what-if grid
+    assert "data:image/png;base64," in app.panels["RPC"].static_html()  # the device-map graph
+    page = app._repr_mimebundle_()["text/html"]
+    assert all(f"<h3>{title}</h3>" in page for title in app.tab.titles)
