@@ -35,15 +35,19 @@ class Measurement:
 
     def line(self) -> str:
         """``resolve ...: 0.27 µs; plain Python call 0.030 µs; 9.0x a plain call [target <= 12x] PASS``."""
-        text = f"{self.name}: {self.value:.3g} {self.unit}"
+        text = f"{self.name}: {_number(self.value)} {self.unit}"
         if self.baseline:
-            shown = "" if self.baseline_value is None else f" {self.baseline_value:.3g} {self.unit}"
+            shown = "" if self.baseline_value is None else f" {_number(self.baseline_value)} {self.unit}"
             text += f"; {self.baseline}{shown}"
         if self.ratio is not None:
             text += f"; {self.ratio:.2f}x {self.ratio_label}".rstrip()
         if self.target:
             text += f"  [target {self.target}] {'PASS' if self.ok else 'MISS'}"
         return text
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
 
 
 def best_of(fn: Callable[[], object], rounds: int) -> float:
