@@ -5,7 +5,6 @@ PY     := $(VENV)/bin/python
 PIP    := $(PY) -m pip
 PIN    := -c constraints.txt
 SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
-ROOT_FLAG := $(shell [ "$$(id -u)" = 0 ] && echo --allow-root)
 LAB_FLAGS := $(if $(CI),--no-browser,)
 PYTEST_ARGS ?=
 
@@ -36,8 +35,9 @@ chromium:
 	  echo "Installing Debian chromium for the browser tests"; \
 	  $(SUDO) apt-get update -qq && DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq chromium >/dev/null; }
 
+# `inspector lab` adds --allow-root when run as root and --no-browser under CI=true.
 lab: $(VENV)/.stamp-lab
-	$(VENV)/bin/jupyter lab notebooks/00_tour.ipynb $(ROOT_FLAG) $(LAB_FLAGS)
+	$(PY) -m inspector lab $(LAB_FLAGS)
 
 test: $(VENV)/.stamp-test chromium
 	$(PY) -m pytest $(PYTEST_ARGS)
