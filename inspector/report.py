@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import html
 import os
-import tempfile
 import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
@@ -18,6 +17,7 @@ from typing import Any
 
 import pandas as pd
 
+from inspector._files import atomic_write_text
 from inspector.views._figures import figure_to_html
 
 STYLE = """
@@ -172,16 +172,7 @@ def write_report(path: str | os.PathLike[str], text: str) -> Path:
     """Write atomically (temporary file, then rename), so a reader never sees half a report."""
     target = Path(path)
     target.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(prefix=".inspector-report-", dir=target.parent)
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            file.write(text)
-        os.chmod(temporary, 0o644)
-        os.replace(temporary, target)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-    return target
+    return atomic_write_text(target, text)
 
 
 def to_html(path: str | os.PathLike[str], **state: Any) -> Path:

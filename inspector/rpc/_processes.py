@@ -6,18 +6,17 @@ not exit within ``KILL_WAIT_S`` is killed, and even the wait after the kill has 
 
 from __future__ import annotations
 
-import contextlib
 import os
 import socket
 import subprocess
 import sys
 import tempfile
-import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import IO, Any
 
+from inspector._processes import stop_processes, wait_or_kill
 from inspector.rpc._records import WorkerFailure
 
 KILL_WAIT_S = 3.0
@@ -88,26 +87,9 @@ def spawn_worker(rank: int, name: str, env: dict[str, str], config: dict[str, An
     return worker
 
 
-def wait_or_kill(popen: subprocess.Popen[bytes], timeout: float) -> bool:
-    """Wait up to ``timeout`` for an exit, else kill and wait again (bounded); True if it exited by itself."""
-    try:
-        popen.wait(max(0.0, timeout))
-        return True
-    except subprocess.TimeoutExpired:
-        popen.kill()
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            popen.wait(KILL_WAIT_S)
-        return False
-
-
 def stop(procs: list[WorkerProcess]) -> None:
     """Terminate, then kill, every process still running; every wait bounded by ``KILL_WAIT_S``."""
-    for proc in procs:
-        if proc.popen.poll() is None:
-            proc.popen.terminate()
-    deadline = time.monotonic() + KILL_WAIT_S
-    for proc in procs:
-        wait_or_kill(proc.popen, deadline - time.monotonic())
+    stop_processes([proc.popen for proc in procs], KILL_WAIT_S)
 
 
 def close_pipes(procs: list[WorkerProcess]) -> None:
