@@ -12,9 +12,11 @@ from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import UnknownFamilyError
 from inspector.dispatch.plan import FamilyPlan
 from inspector.dispatch.records import ImplRecord
+from inspector.dispatch.steering import Steer
 
 Provider = Callable[[], Iterable[ImplRecord]]
 Sampler = Callable[[CallContext, Any], tuple[tuple[Any, ...], dict[str, Any]]]
+Completer = Callable[[CallContext], CallContext]
 
 
 @dataclass(frozen=True)
@@ -28,6 +30,8 @@ class OpFamily:
     sampler: Sampler | None = None
     tolerances: Mapping[Any, tuple[float, float]] = field(default_factory=dict)
     description: str = ""
+    completer: Completer | None = None
+    steer: Steer | None = None
 
 
 _FAMILIES: dict[str, OpFamily] = {}
@@ -71,13 +75,23 @@ def register_family(
     sampler: Sampler | None = None,
     tolerances: Mapping[Any, tuple[float, float]] | None = None,
     description: str = "",
+    completer: Completer | None = None,
+    steer: Steer | None = None,
 ) -> None:
     """Register (or replace) a family: its rows, its fallback, and optionally how to build a
-    context from a real call (``extractor``) and random inputs for a context (``sampler``)."""
+    context from a real call (``extractor``) and random inputs for a context (``sampler``).
+
+    ``completer`` derives what a family's specs read from a context built from axes alone (the
+    command line, the panel, ``what_if``); ``steer`` makes ``op_backend`` selections of this
+    family also act outside the inspector (see ``overrides.Steer``).
+    """
     if not isinstance(name, str) or not name or name == "profile":
         raise ValueError(f"Family name must be a non-empty string other than 'profile', got {name!r}")
     rows = _as_provider(provider)
-    family = OpFamily(name, rows, _as_fallback(fallback, rows), extractor, sampler, dict(tolerances or {}), description)
+    family = OpFamily(
+        name, rows, _as_fallback(fallback, rows), extractor, sampler, dict(tolerances or {}), description,
+        completer, steer,
+    )
     with _LOCK:
         _FAMILIES[name] = family
         _EXTERNAL.setdefault(name, {})
@@ -152,7 +166,7 @@ def plan_for(name: str) -> FamilyPlan:
         if plan is None:
             family = _family(name)
             rows = [*family.provider(), *_EXTERNAL.get(name, {}).values()]
-            plan = _PLANS[name] = FamilyPlan(name, rows, family.fallback())
+            plan = _PLANS[name] = FamilyPlan(name, rows, family.fallback(), family.completer)
         return plan
 
 

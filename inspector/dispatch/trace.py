@@ -15,10 +15,10 @@ from typing import Any
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import ExplicitSelectionError, NoImplementationError, UnknownImplementationError
 from inspector.dispatch.overrides import get_override
-from inspector.dispatch.plan import adhoc_record
+from inspector.dispatch.plan import FamilyPlan, adhoc_record
 from inspector.dispatch.records import ImplRecord
 from inspector.dispatch.registry import plan_for
-from inspector.dispatch.resolution import decide
+from inspector.dispatch.resolution import decide_in
 from inspector.dispatch.selection import PROFILE, seeded
 from inspector.dispatch.spec import ClauseCheck
 
@@ -107,7 +107,13 @@ def _handle_text(handle: Any) -> str:
 
 def trace(family: str, ctx: CallContext, explicit: Any = None) -> Trace:
     """Evaluate every clause of every row for ``ctx`` and record the decision ``resolve`` makes."""
-    plan = plan_for(family)
+    return trace_in(plan_for(family), ctx, explicit)
+
+
+def trace_in(plan: FamilyPlan, ctx: CallContext, explicit: Any = None) -> Trace:
+    """``trace`` over a given compiled table (see ``decide_in``)."""
+    family = plan.name
+    ctx = plan.complete(ctx)
     selection = seeded()
     handle, tier = explicit, "explicit"
     if handle is None:
@@ -117,7 +123,7 @@ def trace(family: str, ctx: CallContext, explicit: Any = None) -> Trace:
     chosen: ImplRecord | None = None
     origin = error = error_type = None
     try:
-        resolution = decide(family, ctx, explicit)
+        resolution = decide_in(plan, ctx, explicit)
         chosen, origin = resolution.record, resolution.origin
     except SELECTION_ERRORS as exc:
         error, error_type = str(exc), type(exc).__name__

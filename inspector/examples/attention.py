@@ -153,7 +153,7 @@ def attention_context(q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causa
     """The ``CallContext`` of an attention call (``kv_len`` is a family-specific axis)."""
     return CallContext(
         FAMILY, fwd, q.dtype, q.is_cuda, q.dim(), q.shape[-1], False, attn_mask is not None,
-        torch.is_grad_enabled(), {"kv_len": k.shape[-2]}, (q, k, v, attn_mask),
+        torch.is_grad_enabled(), bool(is_causal), {"kv_len": k.shape[-2]}, (q, k, v, attn_mask),
         {"is_causal": is_causal, "scale": scale},
     )
 
