@@ -12,6 +12,7 @@ from __future__ import annotations
 from inspector.dispatch.compare import RowRun, run_rows
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import (
+    DispatchError,
     ExplicitSelectionError,
     NoImplementationError,
     UnknownFamilyError,
@@ -42,7 +43,8 @@ from inspector.dispatch.selection import (
     set_op,
 )
 from inspector.dispatch.spec import Axis, ClauseCheck, Spec, axis
-from inspector.dispatch.trace import RowTrace, Trace, explain, explain_plan, trace, trace_plan
+from inspector.dispatch.steering import Steer
+from inspector.dispatch.trace import PlanTrace, RowTrace, Trace, explain, explain_plan, trace, trace_plan
 from inspector.dispatch.what_if import WhatIfCell, what_if
 
 __all__ = [
@@ -52,16 +54,19 @@ __all__ = [
     "Decision",
     "DecisionCount",
     "DecisionRecorder",
+    "DispatchError",
     "ENV_VAR",
     "ExplicitSelectionError",
     "ImplRecord",
     "NoImplementationError",
     "ORIGINS",
     "OpFamily",
+    "PlanTrace",
     "Resolution",
     "RowRun",
     "RowTrace",
     "Spec",
+    "Steer",
     "Trace",
     "UnknownFamilyError",
     "UnknownImplementationError",

@@ -42,16 +42,31 @@ class op_backend:  # lower-case: used like a function, ``with op_backend(attenti
 
     __slots__ = ("_handles", "_steers")
 
-    def __init__(self, **handles: Any) -> None:
+    def __init__(self, selections: Mapping[str, Any] | None = None, /, **handles: Any) -> None:
+        if selections is not None:
+            if not isinstance(selections, Mapping):
+                raise TypeError(
+                    "op_backend takes keyword selections, op_backend(attention='math'), or one mapping of them; "
+                    f"got {type(selections).__name__}"
+                )
+            handles = {**selections, **handles}
         steers = []
         for family, handle in handles.items():
+            if not isinstance(family, str):
+                raise TypeError(f"op_backend: family names are strings, got {family!r}")
             plan = _PLANS.get(family)
             if plan is None:
                 if family not in _FAMILIES:
                     raise UnknownFamilyError(family, list(_FAMILIES))
                 plan = plan_for(family)
-            if handle.__class__ is str and handle not in plan.by_name:
-                raise UnknownImplementationError(family, handle, plan.names)
+            if handle.__class__ is str:
+                if handle not in plan.by_name:
+                    raise UnknownImplementationError(family, handle, plan.names)
+            elif handle is not None and plan.lookup(handle) is None and not _selectable(handle):
+                raise TypeError(
+                    f"op_backend({family}=...) takes a row name {plan.names}, a row's implementation, "
+                    f"an ImplRecord, a callable or None; got {type(handle).__name__} {handle!r}"
+                )
             steer = _FAMILIES[family].steer
             if steer is not None:
                 steers.append((steer, handle))
@@ -68,9 +83,11 @@ class op_backend:  # lower-case: used like a function, ``with op_backend(attenti
 
     def __exit__(self, *exc_info: object) -> None:
         scope = _OVERRIDES.get()
-        _OVERRIDES.reset(scope[1])  # type: ignore[index]
+        if scope is None:
+            raise RuntimeError("op_backend.__exit__ without a matching __enter__; use it as `with op_backend(...):`")
+        _OVERRIDES.reset(scope[1])
         if self._steers:
-            _exit_steers(scope[2])  # type: ignore[index]
+            _exit_steers(scope[2])
 
     @property
     def handles(self) -> Mapping[str, Any]:
@@ -79,6 +96,11 @@ class op_backend:  # lower-case: used like a function, ``with op_backend(attenti
     def __repr__(self) -> str:
         inner = ", ".join(f"{family}={handle!r}" for family, handle in self._handles.items())
         return f"op_backend({inner})"
+
+
+def _selectable(handle: Any) -> bool:
+    """An unregistered object can be selected if it can be called or can say what it supports."""
+    return callable(handle) or callable(getattr(handle, "supports_call", None))
 
 
 def _enter_steers(steers: tuple[tuple[Steer, Any], ...], scope: Scope) -> list[tuple[Steer, Any]]:

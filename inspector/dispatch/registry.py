@@ -108,7 +108,12 @@ def unregister_family(name: str) -> None:
 
 
 def register_impl(record: ImplRecord) -> None:
-    """Add a third-party row to an existing family; a name already in the table is an error."""
+    """Add a third-party row to an existing family; a name already in the table is an error.
+
+    The row is checked here, not at the first call: it must be an ``ImplRecord`` with an integer
+    priority, a ``Spec`` and a callable implementation (``TypeError`` otherwise).
+    """
+    _check_row(record)
     with _LOCK:
         plan = plan_for(record.family)
         if record.name in plan.by_name:
@@ -118,6 +123,29 @@ def register_impl(record: ImplRecord) -> None:
             )
         _EXTERNAL[record.family][record.name] = record
         _PLANS.pop(record.family, None)
+
+
+def _check_row(record: Any) -> None:
+    if not isinstance(record, ImplRecord):
+        raise TypeError(
+            f"register_impl takes an ImplRecord, got {type(record).__name__}; "
+            "build one with ImplRecord(family, name, fn, spec, priority=...)"
+        )
+    if isinstance(record.priority, bool) or not isinstance(record.priority, int):
+        raise TypeError(
+            f"ImplRecord {record.family}/{record.name}: priority must be an int (lower runs first), "
+            f"got {record.priority!r}"
+        )
+    if not callable(record.obj):
+        raise TypeError(
+            f"ImplRecord {record.family}/{record.name}: the implementation must be callable, "
+            f"got {type(record.obj).__name__}"
+        )
+    if not (callable(record.available) or isinstance(record.available, bool)):
+        raise TypeError(
+            f"ImplRecord {record.family}/{record.name}: available must be a bool or a zero-argument probe, "
+            f"got {record.available!r}"
+        )
 
 
 def unregister_impl(family: str, name: str) -> None:
