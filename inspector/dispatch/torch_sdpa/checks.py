@@ -202,7 +202,7 @@ def tensor_dtype_check(name: str, allowed: tuple[Any, ...] | Callable[[SdpaCall]
 
     def words(f: SdpaCall) -> str:
         return "Expected query, key and value to all be of dtype: {" + ", ".join(
-            format_value(d) for d in allowed_for(f)) + "}."
+            SCALAR_NAMES.get(d, format_value(d)) for d in allowed_for(f)) + "}."
 
     shown = "one of {" + ", ".join(format_value(d) for d in allowed) + "}" if not callable(allowed) else "see message"
     return rule(name, ok, required=f"query, key and value all {shown}", message=words,
@@ -262,3 +262,8 @@ def head_dims(f: SdpaCall) -> str:
 
 
 FLOATING = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
+# How PyTorch's C++ messages name dtypes (c10::ScalarType).
+SCALAR_NAMES = {
+    torch.float32: "Float", torch.float64: "Double", torch.bfloat16: "BFloat16", torch.float16: "Half",
+    torch.float8_e4m3fn: "Float8_e4m3fn",
+}
