@@ -19,6 +19,9 @@ from inspector.dispatch.errors import (
     UnknownImplementationError,
 )
 from inspector.dispatch.overrides import current_overrides, get_override, op_backend
+from inspector.dispatch.plugins import ENTRY_POINT_GROUP as FAMILY_ENTRY_POINT_GROUP
+from inspector.dispatch.plugins import FamilyPlugin
+from inspector.dispatch.plugins import plugins as family_plugins
 from inspector.dispatch.recorder import Decision, DecisionCount, DecisionRecorder, record_decisions
 from inspector.dispatch.records import ORIGINS, ImplRecord, Resolution
 from inspector.dispatch.registry import (
@@ -57,6 +60,8 @@ __all__ = [
     "DispatchError",
     "ENV_VAR",
     "ExplicitSelectionError",
+    "FAMILY_ENTRY_POINT_GROUP",
+    "FamilyPlugin",
     "ImplRecord",
     "NoImplementationError",
     "ORIGINS",
@@ -78,6 +83,7 @@ __all__ = [
     "explain",
     "explain_plan",
     "families",
+    "family_plugins",
     "get_family",
     "get_override",
     "invalidate",

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -32,6 +33,7 @@ class OpFamily:
     description: str = ""
     completer: Completer | None = None
     steer: Steer | None = None
+    origin: str = ""
 
 
 _FAMILIES: dict[str, OpFamily] = {}
@@ -77,6 +79,7 @@ def register_family(
     description: str = "",
     completer: Completer | None = None,
     steer: Steer | None = None,
+    origin: str | None = None,
 ) -> None:
     """Register (or replace) a family: its rows, its fallback, and optionally how to build a
     context from a real call (``extractor``) and random inputs for a context (``sampler``).
@@ -88,9 +91,11 @@ def register_family(
     if not isinstance(name, str) or not name or name == "profile":
         raise ValueError(f"Family name must be a non-empty string other than 'profile', got {name!r}")
     rows = _as_provider(provider)
+    if origin is None:
+        origin = sys._getframe(1).f_globals.get("__name__", "")
     family = OpFamily(
         name, rows, _as_fallback(fallback, rows), extractor, sampler, dict(tolerances or {}), description,
-        completer, steer,
+        completer, steer, origin,
     )
     with _LOCK:
         _FAMILIES[name] = family
@@ -175,7 +180,12 @@ def invalidate(family: str | None = None) -> None:
 def _family(name: str) -> OpFamily:
     family = _FAMILIES.get(name)
     if family is None:
-        raise UnknownFamilyError(name, list(_FAMILIES))
+        from inspector.dispatch.plugins import discover
+
+        if discover():  # a plugin may register it (entry points are read once)
+            family = _FAMILIES.get(name)
+        if family is None:
+            raise UnknownFamilyError(name, list(_FAMILIES))
     return family
 
 
@@ -199,7 +209,10 @@ def plan_for(name: str) -> FamilyPlan:
 
 
 def families() -> tuple[str, ...]:
-    """Registered family names, sorted."""
+    """Registered family names, sorted (plugins under ``inspector.op_families`` included)."""
+    from inspector.dispatch.plugins import discover
+
+    discover()
     return tuple(sorted(_FAMILIES))
 
 
@@ -208,12 +221,17 @@ def rows(family: str) -> tuple[ImplRecord, ...]:
     return plan_for(family).rows
 
 
+# What plugin discovery found: ``None`` until it has run (see ``plugins.discover``).
+PLUGINS: list[Any] = [None]
+
+
 @dataclass(frozen=True)
 class RegistryState:
     """Everything registered, for ``testing.isolated_dispatch`` to restore."""
 
     families: Mapping[str, OpFamily]
     external: Mapping[str, Mapping[str, ImplRecord]]
+    plugins: Any = None
 
 
 def registry_state() -> RegistryState:
@@ -221,6 +239,7 @@ def registry_state() -> RegistryState:
         return RegistryState(
             MappingProxyType(dict(_FAMILIES)),
             MappingProxyType({k: MappingProxyType(dict(v)) for k, v in _EXTERNAL.items()}),
+            PLUGINS[0],
         )
 
 
@@ -231,3 +250,4 @@ def restore_registry(state: RegistryState) -> None:
         _EXTERNAL.clear()
         _EXTERNAL.update({k: dict(v) for k, v in state.external.items()})
         _PLANS.clear()
+        PLUGINS[0] = state.plugins

@@ -268,6 +268,15 @@ class Spec:
         return cls._leaf(_Clause("mask_free", "not ctx.has_mask", (), ("has_mask",), "False"))
 
     @classmethod
+    def causal(cls) -> Spec:
+        """The call is causal (``is_causal=True``), not an explicit mask."""
+        return cls._leaf(_Clause("causal", "ctx.causal", (), ("causal",), "True"))
+
+    @classmethod
+    def non_causal(cls) -> Spec:
+        return cls._leaf(_Clause("non_causal", "not ctx.causal", (), ("causal",), "False"))
+
+    @classmethod
     def cuda_device(cls) -> Spec:
         return cls._leaf(_Clause("cuda_device", "ctx.device_cuda", (), ("device_cuda",), "True"))
 

@@ -24,6 +24,7 @@ import torch
 import torch.nn.functional as F
 
 from inspector.dispatch import CallContext, ImplRecord, Spec, axis, register_env_alias, register_family, resolve
+from inspector.examples._free_names import ORIGIN, may_register_family
 
 FAMILY = "attention"
 LONG_KV = 1024
@@ -186,10 +187,14 @@ def sample_attention(ctx: CallContext, generator: Any) -> tuple[tuple[Any, ...],
     return (q, k, v, mask), {}
 
 
-def register() -> None:
-    """(Re-)register the attention family with its legacy single-value variable."""
+def register() -> bool:
+    """(Re-)register the attention family with its legacy single-value variable, unless the user
+    registered a family of that name (then it is kept, and ``False`` says the demo was skipped)."""
+    if not may_register_family(FAMILY):
+        return False
     register_family(
         FAMILY, ROWS, "math", extractor=attention_context, sampler=sample_attention, tolerances=TOLERANCES,
-        description="scaled dot-product attention over (batch, heads, length, head_dim)",
+        description="scaled dot-product attention over (batch, heads, length, head_dim)", origin=ORIGIN,
     )
     register_env_alias(FAMILY, "INSPECTOR_BACKEND")
+    return True

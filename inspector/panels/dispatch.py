@@ -15,7 +15,7 @@ from typing import Any
 import ipywidgets as widgets
 import pandas as pd
 
-import inspector.examples  # noqa: F401  (the embedded families, so there is always a table)
+from inspector.dispatch.torch_sdpa import ensure_registered
 from inspector.dispatch import (
     ENV_VAR,
     CallContext,
@@ -54,9 +54,12 @@ class DispatchPanel(Panel):
 
     def __init__(self, family: str | None = None, context: CallContext | None = None) -> None:
         super().__init__()
+        ensure_registered()  # PyTorch's own SDPA family is always there
         names = list(families())
         if not names:
-            raise RuntimeError("No operator family is registered; register one or `import inspector.examples`")
+            raise RuntimeError(
+                "No operator family is registered; register one, or `import inspector.examples` for the demos"
+            )
         self.family = widgets.Dropdown(options=names, value=family or names[0], description="family",
                                        layout=widgets.Layout(width="220px"))
         self.editor = ContextEditor(self.guard(self.refresh))

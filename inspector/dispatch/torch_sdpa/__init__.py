@@ -23,6 +23,7 @@ from __future__ import annotations
 from inspector.dispatch.torch_sdpa.facts import BACKENDS, FAMILY, SdpaCall, facts_from_axes
 from inspector.dispatch.torch_sdpa.family import (
     context_from_call,
+    ensure_registered,
     predict,
     register,
     trace_call,
@@ -39,6 +40,7 @@ __all__ = [
     "WatchedCall",
     "WatchedCalls",
     "context_from_call",
+    "ensure_registered",
     "facts_from_axes",
     "predict",
     "register",

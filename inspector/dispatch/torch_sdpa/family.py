@@ -124,6 +124,14 @@ def register() -> None:
     )
 
 
+def ensure_registered() -> None:
+    """Register ``torch_sdpa`` if it is not registered now (e.g. after a test emptied the registry)."""
+    from inspector.dispatch.registry import _FAMILIES
+
+    if FAMILY not in _FAMILIES:
+        register()
+
+
 def context_from_call(
     query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
     scale: float | None = None, enable_gqa: bool = False,
