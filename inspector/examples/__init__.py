@@ -8,10 +8,10 @@ these names is never replaced, and ``skipped()`` says which demos were left out.
 
 from __future__ import annotations
 
+from inspector._free_names import skipped
 from inspector.examples import attention as _attention
 from inspector.examples import data_backends
 from inspector.examples import rotary as _rotary
-from inspector.examples._free_names import skipped
 from inspector.examples.attention import attention, attention_context
 from inspector.examples.rotary import apply_rotary, rotary_angles, rotary_context
 

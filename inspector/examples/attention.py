@@ -23,8 +23,8 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from inspector._free_names import ORIGIN, may_register_family
 from inspector.dispatch import CallContext, ImplRecord, Spec, axis, register_env_alias, register_family, resolve
-from inspector.examples._free_names import ORIGIN, may_register_family
 
 FAMILY = "attention"
 LONG_KV = 1024

@@ -12,8 +12,8 @@ from typing import Any
 
 import torch
 
+from inspector._free_names import ORIGIN, may_register_family
 from inspector.dispatch import CallContext, ImplRecord, Spec, register_family, resolve
-from inspector.examples._free_names import ORIGIN, may_register_family
 
 FAMILY = "rotary"
 TOLERANCES = {

@@ -37,9 +37,9 @@ def available_tabs() -> tuple[TabSpec, ...]:
 
 def user_registered_anything() -> bool:
     """Whether the user's own op families or data backends are registered (demos aside)."""
+    from inspector._free_names import ORIGIN
     from inspector.backends import default_registry
     from inspector.dispatch.registry import _FAMILIES
-    from inspector.examples._free_names import ORIGIN
 
     builtin = (ORIGIN, "inspector.dispatch.torch_sdpa.family")
     if any(family.origin not in builtin for family in _FAMILIES.values()):

@@ -15,7 +15,6 @@ from typing import Any
 import ipywidgets as widgets
 import pandas as pd
 
-from inspector.dispatch.torch_sdpa import ensure_registered
 from inspector.dispatch import (
     ENV_VAR,
     CallContext,
@@ -31,6 +30,7 @@ from inspector.dispatch import (
     trace_plan,
     what_if,
 )
+from inspector.dispatch.torch_sdpa import ensure_registered
 from inspector.panels._base import PANEL_CSS, Panel
 from inspector.panels._render import pre, render_into
 from inspector.panels.context_editor import DTYPES, ContextEditor

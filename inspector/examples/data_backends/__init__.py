@@ -9,11 +9,11 @@ visible out of the box: ``hdf5`` is recorded as an import error where h5py is no
 
 from __future__ import annotations
 
+from inspector._free_names import may_register_backend
 from inspector.backends import BackendRegistry, default_registry
 from inspector.examples.data_backends import npz, storage, synthetic
 from inspector.examples.data_backends.npz import write_example_episodes
 from inspector.examples.data_backends.storage import write_example_storage
-from inspector.examples._free_names import may_register_backend
 
 ORIGIN_BACKENDS = "inspector.examples.data_backends"
 

@@ -6,8 +6,7 @@ import pytest
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
-from inspector.dispatch import CallContext, explain, families, resolve, rows, trace, what_if
-from inspector.dispatch import torch_sdpa
+from inspector.dispatch import CallContext, explain, families, resolve, rows, torch_sdpa, trace, what_if
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
