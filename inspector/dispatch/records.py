@@ -38,7 +38,9 @@ class ImplRecord:
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"ImplRecord.name must be a non-empty string, got {self.name!r}")
         if isinstance(self.priority, bool) or not isinstance(self.priority, int):
-            raise TypeError(f"ImplRecord {self.name!r}: priority must be an int (lower runs first), got {self.priority!r}")
+            raise TypeError(
+                f"ImplRecord {self.name!r}: priority must be an int (lower runs first), got {self.priority!r}"
+            )
         if not isinstance(self.spec, Spec):
             raise TypeError(
                 f"ImplRecord {self.name!r}: spec must be a Spec, got {type(self.spec).__name__}; "

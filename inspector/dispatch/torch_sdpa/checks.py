@@ -232,7 +232,7 @@ def batch_and_heads_check(supports_gqa: bool, requires_same_num_heads: bool = Tr
 
     def heads_words(f: SdpaCall) -> str:
         if f.enable_gqa and supports_gqa:
-            q, k, v = (s[-3] for s in f.shapes)
+            _, k, v = (s[-3] for s in f.shapes)
             if requires_same_num_heads and k != v:
                 return "Both fused kernels require key and value to have the same num_heads and batch_size"
             return "The number of heads in key/value must divide number of heads in query."

@@ -130,7 +130,9 @@ FLASH_CLAUSES = (
         required="head_dim <= 192 (or > 224 without dropout) when training on sm 8.6-8.9 or 12.x",
         message="Flash attention currently doesn't support training with head_dim ∈ (192, 224] or "
                 "(head_dim ∈ (224, 256] and dropout > 0.0) on gpu architectures in the range[sm86, sm89].",
-        show=lambda f: f"head_dim: {_last(f, 0)}, dropout_p: {f.dropout_p:g}, requires_grad: {f.requires_grad}, {_sm(f)}",
+        show=lambda f: (
+            f"head_dim: {_last(f, 0)}, dropout_p: {f.dropout_p:g}, requires_grad: {f.requires_grad}, {_sm(f)}"
+        ),
     ),
     checks.rule(
         "check_flash_causal_non_square_seqlens", _causal_square, required="seqlen_q == seqlen_k with is_causal",
@@ -299,7 +301,8 @@ CUDNN_CLAUSES = (
     ),
     checks.rule(
         "can_use_cudnn_attention", "not (@.dropout_p > 0.0 and 91100 < @.cuda.cudnn_version < 91400)",
-        required="no dropout on cuDNN 9.11-9.13", message="cuDNN version does not support droppout in SDPA (9.11 - 9.13).",
+        required="no dropout on cuDNN 9.11-9.13",
+        message="cuDNN version does not support droppout in SDPA (9.11 - 9.13).",
         show=lambda f: f"dropout_p: {f.dropout_p:g}, cuDNN {_cuda(f).cudnn_version}",
     ),
     checks.runtime_enabled(CUDNN, "check_runtime_disabled_cudnn", "cuDNN attention has been runtime disabled."),
@@ -325,7 +328,8 @@ CUDNN_CLAUSES = (
     checks.rule(
         "check_cudnn_dropout", lambda f: math.floor(f.dropout_p * 16.0) == f.dropout_p * 16.0,
         required="dropout_p a multiple of 1/16",
-        message="cuDNN dropout probability resolution is limited to 1/16.", show=lambda f: f"dropout_p: {f.dropout_p:g}",
+        message="cuDNN dropout probability resolution is limited to 1/16.",
+        show=lambda f: f"dropout_p: {f.dropout_p:g}",
     ),
     checks.CHECK_NONZERO_SEQUENCE_LENGTHS,
     checks.last_dim_stride_check(ignore_singleton_dim=True, cpu=False),

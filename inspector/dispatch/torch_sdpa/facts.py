@@ -195,7 +195,8 @@ def context_of(facts: SdpaCall, raw: tuple[Any, ...] = (), raw_kwargs: Mapping[s
     q = facts.shapes[0]
     return CallContext(
         FAMILY, None, facts.dtypes[0], facts.device == "cuda", len(q), q[-1] if q else None, False,
-        facts.mask_shape is not None, torch.is_grad_enabled(), facts.is_causal, {"device": facts.device, FACTS: facts}, raw,
+        facts.mask_shape is not None, torch.is_grad_enabled(), facts.is_causal,
+        {"device": facts.device, FACTS: facts}, raw,
         raw_kwargs or {},
     )
 
@@ -245,7 +246,9 @@ def facts_from_axes(ctx: CallContext) -> SdpaCall:
         full = (batch, n_heads, length, last)
         return full[4 - ndim:] if ndim <= 4 else (1,) * (ndim - 4) + full
 
-    shapes = (shape(heads, seq_len, head_dim), shape(kv_heads, kv_len, head_dim), shape(kv_heads, kv_len, value_head_dim))
+    shapes = (
+        shape(heads, seq_len, head_dim), shape(kv_heads, kv_len, head_dim), shape(kv_heads, kv_len, value_head_dim),
+    )
     strides = tuple(_contiguous_strides(s) for s in shapes)
     dtype = ctx.dtype if ctx.dtype is not None else torch.float32
     device = "cuda" if ctx.device_cuda else "cpu"

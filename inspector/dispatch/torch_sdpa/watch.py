@@ -158,7 +158,8 @@ class WatchTable:
             import pandas as pd
         except ImportError as exc:
             raise ImportError("WatchTable.to_frame needs pandas: pip install 'dispatch-inspector[ui]'") from exc
-        return pd.DataFrame([g.__dict__ for g in self.groups], columns=["backend", "dtype", "shapes", "count", "rejected"])
+        columns = ["backend", "dtype", "shapes", "count", "rejected"]
+        return pd.DataFrame([g.__dict__ for g in self.groups], columns=columns)
 
 
 class watch:  # lower-case: used like a function, ``with watch() as calls:``

@@ -16,8 +16,8 @@ ALL_BACKENDS = (
     SDPBackend.OVERRIDEABLE,
 )
 # None: no restriction; otherwise every non-empty subset, as sdpa_kernel lists.
-RESTRICTIONS: tuple[tuple[SDPBackend, ...] | None, ...] = (None,) + tuple(
-    combo for n in range(1, len(ALL_BACKENDS) + 1) for combo in itertools.combinations(ALL_BACKENDS, n)
+RESTRICTIONS: tuple[tuple[SDPBackend, ...] | None, ...] = (
+    None, *(combo for n in range(1, len(ALL_BACKENDS) + 1) for combo in itertools.combinations(ALL_BACKENDS, n)),
 )
 
 

@@ -51,7 +51,7 @@ def test_a_described_call_gets_synthetic_facts() -> None:
 
 def test_a_described_call_rejects_unknown_axes_with_the_known_ones() -> None:
     ctx = CallContext("torch_sdpa", dtype=torch.float16, ndim=4, head_dim=128, extra={"drop": 0.1})
-    with pytest.raises(ValueError, match="Axes in extra: .*dropout_p"):
+    with pytest.raises(ValueError, match=r"Axes in extra: .*dropout_p"):
         trace("torch_sdpa", ctx)
 
 
