@@ -19,7 +19,7 @@ from typing import Any
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import NoImplementationError
 from inspector.dispatch.records import ImplRecord, Resolution
-from inspector.dispatch.spec import Spec, _namespace_binder
+from inspector.dispatch.spec import Spec, _namespace_binder, prologue
 
 
 class FamilyPlan:
@@ -109,6 +109,7 @@ class FamilyPlan:
         lines = ["def chain(ctx):"]
         if complete and self.completer is not None:
             lines.append(f"    ctx = {bind(self.completer)}(ctx)")
+        lines += prologue([r.spec for r in self.by_name.values()], namespace)
 
         def branch(record: ImplRecord, origin: str) -> None:
             condition = record.spec.source(bind)

@@ -61,6 +61,7 @@ class _Clause:
     required: str
     message: str | Callable[[CallContext], str] = ""  # a callable words the failure from the context
     show: Callable[[CallContext], str] | None = None  # the actual value(s), for traces
+    bindings: tuple[tuple[str, str], ...] = ()  # (name, expression over ctx) the template reads, see prologue()
 
 
 def _namespace_binder(namespace: dict[str, Any]) -> Binder:
@@ -154,8 +155,20 @@ class Spec:
         if matcher is None:
             namespace: dict[str, Any] = {}
             expression = self.source(_namespace_binder(namespace))
-            matcher = self._matcher = eval(f"lambda ctx: bool({expression})", namespace)
+            lines = ["def matcher(ctx):", *prologue([self], namespace), f"    return bool({expression})"]
+            exec("\n".join(lines), namespace)
+            matcher = self._matcher = namespace["matcher"]
         return matcher
+
+    def bindings(self) -> dict[str, str]:
+        """The names this spec's clauses read from a prologue, with their expressions over ``ctx``."""
+        if self._kind == "leaf":
+            assert self._clause is not None
+            return dict(self._clause.bindings)
+        found: dict[str, str] = {}
+        for part in self._parts:
+            found.update(part.bindings())
+        return found
 
     def conjuncts(self, ctx: CallContext | None = None) -> tuple[Spec, ...]:
         """The top-level clauses: ``a & (b & c)`` gives ``(a, b, c)``; a ``switch`` gives the
@@ -285,10 +298,31 @@ class Spec:
         cls, name: str, template: str, *, axes: Iterable[str], required: str,
         message: str | Callable[[CallContext], str] = "",
         constants: tuple[Any, ...] = (), show: Callable[[CallContext], str] | None = None,
+        bindings: tuple[tuple[str, str], ...] = (),
     ) -> Spec:
         """A clause written as an expression over ``ctx`` (package-internal: e.g. PyTorch's SDPA
-        checks), with its own failure ``message`` and a ``show`` function for the actual values."""
-        return cls._leaf(_Clause(name, template, constants, tuple(axes), required, message, show))
+        checks), with its own failure ``message``, a ``show`` function for the actual values and
+        ``bindings`` the expression reads (see ``prologue``)."""
+        return cls._leaf(_Clause(name, template, constants, tuple(axes), required, message, show, bindings))
+
+
+def prologue(specs: Iterable[Spec], namespace: dict[str, Any]) -> list[str]:
+    """Lines that bind, once per evaluation, the names the clauses of ``specs`` read.
+
+    A clause may read a value every clause of its family needs (``torch_sdpa``'s facts) through
+    a name bound here instead of re-reading it from ``ctx`` in every clause. A binding that
+    fails leaves the name bound to a sentinel, so only the clauses that read it fail.
+    """
+    merged: dict[str, str] = {}
+    for spec in specs:
+        for name, expression in spec.bindings().items():
+            if merged.setdefault(name, expression) != expression:
+                raise ValueError(f"Clauses bind {name!r} to two different expressions")
+    namespace.setdefault("_UNBOUND", object())
+    lines = []
+    for name, expression in merged.items():
+        lines += [f"    try: {name} = {expression}", f"    except Exception: {name} = _UNBOUND"]
+    return lines
 
 
 def _as_spec(other: Any) -> Spec:

@@ -20,6 +20,7 @@ from inspector.dispatch.spec import Spec
 from inspector.dispatch.torch_sdpa.facts import FACTS, SdpaCall
 
 READ = f"ctx.extra[{FACTS!r}]"
+BINDINGS = (("_sdpa", READ),)  # every check reads the facts through one name bound per evaluation
 Facts = Callable[[CallContext], SdpaCall]
 
 
@@ -35,13 +36,13 @@ def rule(
     """A clause: ``test`` is an expression over ``@`` (the facts; ``{0}``... are ``constants``)
     or a function of the facts."""
     if callable(test):
-        template, constants = "{0}(" + READ + ")", (test,)
+        template, constants = "{0}(_sdpa)", (test,)
     else:
-        template = test.replace("@", READ)
+        template = test.replace("@", "_sdpa")
     words = (lambda ctx: message(facts(ctx))) if callable(message) else message
     return Spec._rule(
         name, template, constants=constants, axes=(FACTS,), required=required, message=words,
-        show=lambda ctx: show(facts(ctx)),
+        show=lambda ctx: show(facts(ctx)), bindings=BINDINGS,
     )
 
 
@@ -127,7 +128,7 @@ def attn_mask_shape_ok(f: SdpaCall) -> bool:
 
 
 CHECK_ATTN_MASK_SHAPE = rule(
-    "check_attn_mask_shape", attn_mask_shape_ok,
+    "check_attn_mask_shape", "(@.mask_shape is None or {0}(@))", constants=(attn_mask_shape_ok,),
     required="mask 2-D (q_len|1, kv_len|1) or 4-D (batch|1, heads|1, q_len|1, kv_len|1), not requiring grad",
     message=lambda f: (
         "attn_mask requires grad" if f.mask_requires_grad else
@@ -141,18 +142,10 @@ CHECK_ATTN_MASK_SHAPE = rule(
 )
 
 
-def nonzero_seq_lens(f: SdpaCall) -> bool:
-    """``check_nonzero_sequence_lengths_dense``."""
-    if f.nested:
-        return True
-    q, k, _ = f.shapes
-    if len(q) < 2 or len(k) < 2:
-        return True
-    return q[-2] != 0 and k[-2] != 0
-
-
 CHECK_NONZERO_SEQUENCE_LENGTHS = rule(
-    "check_nonzero_sequence_lengths_dense", nonzero_seq_lens, required="seq_len_q > 0 and seq_len_kv > 0",
+    "check_nonzero_sequence_lengths_dense",
+    "(@.nested or len(@.shapes[0]) < 2 or len(@.shapes[1]) < 2 or (@.shapes[0][-2] != 0 and @.shapes[1][-2] != 0))",
+    required="seq_len_q > 0 and seq_len_kv > 0",
     message="All fused kernels do not support zero seq_len_q or seq_len_kv.",
     show=lambda f: f"seq_len_q: {f.shapes[0][-2]}, seq_len_kv: {f.shapes[1][-2]}" if _dense(f) else "nested",
 )
@@ -181,8 +174,12 @@ def last_dim_stride_check(ignore_singleton_dim: bool, cpu: bool) -> Spec:
             text += f", Attn_mask.stride(-1): {f.mask_last_stride}"
         return text
 
+    unit = "(@.strides[0][-1] == 1 and @.strides[1][-1] == 1 and @.strides[2][-1] == 1)"
+    test: Any = ok
+    if cpu and not ignore_singleton_dim:
+        test = f"(@.strides is None or not (@.strides[0] and @.strides[1] and @.strides[2]) or {unit})"
     return rule(
-        "check_last_dim_stride_equals_1_dense", ok,
+        "check_last_dim_stride_equals_1_dense", test,
         required="stride 1 in the last dimension of query, key and value" + ("" if cpu else " (and of attn_mask)"),
         message="All fused kernels require the last dimension of the input to have stride 1.", show=show,
     )
@@ -205,8 +202,11 @@ def tensor_dtype_check(name: str, allowed: tuple[Any, ...] | Callable[[SdpaCall]
             SCALAR_NAMES.get(d, format_value(d)) for d in allowed_for(f)) + "}."
 
     shown = "one of {" + ", ".join(format_value(d) for d in allowed) + "}" if not callable(allowed) else "see message"
-    return rule(name, ok, required=f"query, key and value all {shown}", message=words,
-                show=lambda f: qkv(f.dtypes, " dtype"))
+    test: Any = ok
+    if fixed is not None:
+        test = "(@.dtypes[0] == @.dtypes[1] == @.dtypes[2] and @.dtypes[0] in {0})"
+    return rule(name, test, required=f"query, key and value all {shown}", message=words,
+                show=lambda f: qkv(f.dtypes, " dtype"), constants=(fixed,) if fixed is not None else ())
 
 
 def batch_and_heads_check(supports_gqa: bool, requires_same_num_heads: bool = True) -> tuple[Spec, Spec]:
@@ -242,10 +242,13 @@ def batch_and_heads_check(supports_gqa: bool, requires_same_num_heads: bool = Tr
         "key/value heads divide query heads (enable_gqa)" if supports_gqa else "the same num_heads"
     )
     return (
-        rule("check_batch_size_and_num_heads_dense", same_batch, required="the same batch_size",
+        rule("check_batch_size_and_num_heads_dense",
+             "(not @.dense4d or @.shapes[0][0] == @.shapes[1][0] == @.shapes[2][0])", required="the same batch_size",
              message="For dense inputs, both fused kernels require query, key and value to have the same batch_size.",
              show=sizes),
-        rule("check_batch_size_and_num_heads_dense", heads_ok,
+        rule("check_batch_size_and_num_heads_dense",
+             "(not @.dense4d or (@.shapes[0][1] == @.shapes[1][1] == @.shapes[2][1] and not @.enable_gqa) or {0}(@))",
+             constants=(heads_ok,),
              required=f"the same num_heads, or with enable_gqa {heads_required}", message=heads_words, show=sizes),
     )
 

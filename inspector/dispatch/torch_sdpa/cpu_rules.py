@@ -24,7 +24,9 @@ FLASH_CLAUSES = (
     _heads,
     checks.CHECK_ATTN_MASK_SHAPE,
     checks.rule(
-        "check_head_dim_size_cpp", checks.same_head_dim, required="the same last dimension for q, k and v",
+        "check_head_dim_size_cpp",
+        "(not (@.shapes[0] and @.shapes[1] and @.shapes[2]) or @.shapes[0][-1] == @.shapes[1][-1] == @.shapes[2][-1])",
+        required="the same last dimension for q, k and v",
         message="Flash attention requires q,k,v to have the same last dimension.", show=checks.head_dims,
     ),
     checks.CHECK_NONZERO_SEQUENCE_LENGTHS,
