@@ -70,6 +70,12 @@ class Trace:
     def ok(self) -> bool:
         return self.error is None
 
+    @classmethod
+    def failed(cls, family: str, ctx: CallContext, exc: BaseException) -> Trace:
+        """A trace that could not be made (the context itself was refused), carrying why."""
+        return cls(family, ctx, (), None, None, f"{type(exc).__name__}: {exc}", type(exc).__name__, None, None,
+                   None, ())
+
     def row(self, name: str) -> RowTrace:
         for row in self.rows:
             if row.name == name:

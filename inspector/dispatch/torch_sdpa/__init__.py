@@ -29,7 +29,7 @@ from inspector.dispatch.torch_sdpa.family import (
     trace_call,
     trace_context,
 )
-from inspector.dispatch.torch_sdpa.watch import WatchedCall, WatchedCalls, WatchGroup, WatchTable, watch
+from inspector.dispatch.torch_sdpa.watch import WatchedCall, WatchedCalls, WatchGroup, WatchTable, last_watch, watch
 
 __all__ = [
     "BACKENDS",
@@ -42,6 +42,7 @@ __all__ = [
     "context_from_call",
     "ensure_registered",
     "facts_from_axes",
+    "last_watch",
     "predict",
     "register",
     "trace_call",

@@ -64,11 +64,17 @@ def _member(handle: Any) -> SDPBackend | None:
 
 
 def check_selection(call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    """The interception handler: check the call against this context's selection, then run it."""
+    """The interception handler: check the call against this context's selection, then run it.
+
+    The check runs under the flags from before the steered blocks (the user's own), so a refusal
+    names the selected backend's real failing checks and the backends that could serve the call.
+    """
     if get_override(FAMILY) is not None:
         from inspector.dispatch.torch_sdpa.family import decide_call
 
-        decide_call(context_of(facts_from_call(*args, **kwargs)))  # strict: raises when incapable
+        facts = facts_from_call(*args, **kwargs)
+        facts = facts._replace(enabled=TORCH_STEER.baseline_enabled() or facts.enabled)
+        decide_call(context_of(facts))  # strict: raises when incapable
     return call(*args, **kwargs)
 
 
@@ -142,6 +148,11 @@ class TorchSteer:
             baseline, self._baseline = self._baseline, {}
             interception.remove(check_selection)
         restore_flags(baseline)
+
+    def baseline_enabled(self) -> frozenset[str]:
+        """The backends the user's own flags allowed before the first steered block (empty if none)."""
+        with self._lock:
+            return frozenset(name for name, on in self._baseline.items() if on)
 
     def active(self) -> tuple[str, ...]:
         """The backends selected by blocks running now, in any thread (for diagnostics)."""

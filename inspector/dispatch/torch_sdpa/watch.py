@@ -30,6 +30,7 @@ from inspector.dispatch.torch_sdpa.facts import FACTS, context_of, facts_from_ca
 from inspector.dispatch.trace import MATCH, Trace
 
 NATIVE = "native fast path"
+_last: list[WatchedCalls] = []
 
 
 @dataclass(frozen=True)
@@ -180,6 +181,8 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
 
     def __exit__(self, *exc_info: object) -> None:
         interception.remove(self._around, self._native)
+        _last[:] = [self.calls]
+
 
     def _native(self, name: str) -> None:
         if threading.get_ident() != self._thread or len(self.calls) >= self.limit:
@@ -219,3 +222,8 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         )
         self.calls.calls.append(record)
         return record
+
+
+def last_watch() -> WatchedCalls | None:
+    """The calls of the most recently finished ``watch()`` block (the Dispatch tab's "What ran")."""
+    return _last[0] if _last else None

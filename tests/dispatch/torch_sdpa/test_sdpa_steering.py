@@ -42,6 +42,7 @@ def test_an_incapable_selection_raises_with_pytorchs_reasons() -> None:
         F.scaled_dot_product_attention(Q, Q, Q, dropout_p=0.1)
     assert "Both fused kernels do not support non-zero dropout" in str(exc.value)
     assert "No available kernel" not in str(exc.value)
+    assert exc.value.capable == ["math"]  # under the user's own flags, not the block's restriction
 
 
 def test_nn_multihead_attention_inside_the_block_is_checked_too() -> None:
