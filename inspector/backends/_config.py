@@ -139,6 +139,16 @@ class TrainConfig:
             )
         object.__setattr__(self, "extra", Sections(self.extra))
 
+    def to_dict(self) -> dict[str, Any]:
+        """The file form: plain dicts, the other sections beside ``data`` (``load_config`` reads it back).
+
+        ``OmegaConf.create(cfg.to_dict())`` gives the same config as a ``DictConfig``.
+        """
+        data = {f.name: getattr(self.data, f.name) for f in fields(DataConfig)}
+        data["options"] = dict(self.data.options)
+        own = {name: getattr(self, name) for name in _TRAIN_RULES}
+        return {"data": data, **own, **self.extra}
+
     def __getattr__(self, name: str) -> Any:
         if name.startswith("_"):
             raise AttributeError(name)
@@ -215,7 +225,8 @@ def parse_config(
     """Validate a nested mapping (a dict, a ``DictConfig``, ...) into a :class:`TrainConfig`.
 
     The ``data`` section and the top-level ``name``/``epochs``/``seed`` are validated; other
-    top-level sections go to ``TrainConfig.extra`` untouched (NOTE [ Whose keys ]). ``known`` (when given) is the set of dataset types that exist; an unknown one is a
+    top-level sections go to ``TrainConfig.extra`` untouched (NOTE [ Whose keys ]). ``known``
+    (when given) is the set of dataset types that exist; an unknown one is a
     :class:`ConfigError` listing them. Any problem is a :class:`ConfigError` naming the key.
     """
     if not isinstance(mapping, Mapping):

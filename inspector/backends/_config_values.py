@@ -128,8 +128,6 @@ def plain(value: Any, path: str = "", source: str | None = None) -> Any:
         if type(value) is dict and unchanged:
             return value
         return dict(zip(value, new, strict=True))
-    if type(value) in (list, tuple, set, frozenset) and unchanged:
-        return value
-    if isinstance(value, (tuple, Set)):
-        return type(value)(new) if type(value) in (tuple, set, frozenset) else list(new)
-    return new
+    if type(value) in (list, tuple, set, frozenset):
+        return value if unchanged else type(value)(new)
+    return new  # a ListConfig or any other sequence becomes a list

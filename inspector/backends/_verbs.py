@@ -107,7 +107,7 @@ def _reason_not_default_verb(backend: Any, name: str) -> str | None:
     if inspect.isclass(value):
         return f"it is the class {value.__qualname__!r}"
     if not callable(value):
-        return f"it is a {type(value).__name__}, not a callable"
+        return f"it is not callable (its type is {type(value).__name__})"
     return _foreign(value, backend) if isinstance(backend, ModuleType) else None
 
 
