@@ -33,6 +33,22 @@ class ArgumentParser(argparse.ArgumentParser):
         text = " ".join(message.split())
         self.exit(2, f"{self.prog}: {text}; see {self.prog} --help\n")
 
+    def parse_args(self, args: Any = None, namespace: Any = None) -> argparse.Namespace:  # type: ignore[override]
+        """Like argparse, but an unrecognised argument is blamed on the verb it was given to."""
+        parsed, extras = self.parse_known_args(args, namespace)
+        if extras:
+            self._innermost(parsed).error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
+
+    def _innermost(self, parsed: argparse.Namespace) -> ArgumentParser:
+        """The (sub-)parser of the deepest verb chosen in ``parsed``."""
+        for action in self._actions:
+            if isinstance(action, argparse._SubParsersAction):
+                chosen = action.choices.get(getattr(parsed, action.dest, None) or "")
+                if isinstance(chosen, ArgumentParser):
+                    return chosen._innermost(parsed)
+        return self
+
 
 def check_output_path(text: str, what: str, example: str) -> Path:
     """The file path ``text`` if a file can be written there, else a :class:`UsageError` saying why.
@@ -57,7 +73,9 @@ def check_output_path(text: str, what: str, example: str) -> Path:
     try:
         fd = os.open(probe, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     except OSError as exc:
-        raise UsageError(f"{what}: cannot write in {parent}: {exc.strerror or exc}") from None
+        raise UsageError(
+            f"{what}: cannot create files in {parent} ({exc.strerror or exc}); choose a folder you can write to"
+        ) from None
     os.close(fd)
     os.unlink(probe)
     return path
