@@ -12,7 +12,7 @@ from typing import Any
 
 from inspector._extras import require_extra
 
-require_extra("ui", "inspector's panels")
+require_extra("ui", "inspector.panels")
 
 __all__ = ["BackendsPanel", "DispatchPanel", "Inspector", "LoaderPanel", "RpcPanel", "show"]
 
