@@ -186,9 +186,12 @@ def _top_level(mapping: Mapping[Any, Any], source: str | None) -> tuple[dict[str
     for key in mapping:
         if not isinstance(key, str):
             raise ConfigError(f"Top-level config keys must be strings; got {key!r}.", key=repr(key), source=source)
-        value = mapping[key]
         if key == "data":
             continue
+        try:
+            value = mapping[key]
+        except Exception as exc:  # e.g. an OmegaConf '???' as a whole top-level value
+            raise ConfigError(f"Cannot read {key}: {exc}".splitlines()[0], key=key, source=source) from exc
         if key in _TRAIN_RULES:
             own[key] = plain(value, key, source)
         else:

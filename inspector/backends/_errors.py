@@ -128,7 +128,10 @@ class MissingOperationError(BackendError, NotImplementedError):
         if not_a_verb is not None:
             headline = f"Backend {backend_name!r} has an attribute {op_name!r}, but it is not a verb: {not_a_verb}."
             if self.declare is not None:
-                step = f"To publish it, declare the backend's verbs: __verbs__ = {self.declare!r}."
+                step = (
+                    "To publish it, list it in the backend's verbs and register it again: "
+                    f"__verbs__ = {self.declare!r}."
+                )
             else:
                 step = "Only callables can be verbs: define a function of that name in the backend."
             others = f" Supported by: {self.supported_by}." if self.supported_by else ""

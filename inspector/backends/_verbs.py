@@ -84,7 +84,7 @@ def _foreign(value: Any, module: ModuleType) -> str | None:
     if not isinstance(origin, str):
         return "it names no module it comes from"
     if not _same_project(origin, module):
-        return f"it is imported from {origin!r}, another distribution"
+        return f"it is imported from {origin!r}, which is not part of the backend's project"
     if any(part.startswith("_") for part in origin.split(".")):
         return f"it is a helper imported from the private module {origin!r}"
     return None

@@ -173,3 +173,9 @@ def test_to_dict_is_the_file_form_and_round_trips_through_dict_config(with_a, tm
     path = tmp_path / "saved.yaml"
     OmegaConf.save(OmegaConf.create(as_dict), path)
     assert backends.load_config(path) == cfg
+
+
+def test_an_unreadable_top_level_value_is_a_config_error_naming_it(with_a):
+    source = OmegaConf.create({"data": {"dataset_type": "a"}, "run_dir": "???"})
+    with pytest.raises(ConfigError, match=re.escape("Cannot read run_dir: Missing mandatory value")):
+        backends.load_config(source)

@@ -210,7 +210,7 @@ def test_an_attribute_that_is_not_a_verb_is_named_as_such_with_how_to_declare_it
         backends.backend_for("parquet").cast  # noqa: B018
     message = str(exc.value)
     assert "Backend 'parquet' has an attribute 'cast', but it is not a verb" in message
-    assert "it is imported from 'typing', another distribution" in message
+    assert "it is imported from 'typing', which is not part of the backend's project" in message
     assert "__verbs__ = ('build', 'stats', 'cast')" in message
     assert "No registered backend implements" not in message
     assert exc.value.not_a_verb is not None and exc.value.declare == ("build", "stats", "cast")
