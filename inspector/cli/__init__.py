@@ -28,7 +28,11 @@ VERBS = {"lab": _lab, "explain": _explain, "bench": _bench, "rpc": _rpc, "report
 
 
 def _parser() -> ArgumentParser:
-    parser = ArgumentParser(prog="inspector", description=__doc__.split("\n")[0] if __doc__ else None)
+    parser = ArgumentParser(
+        prog="inspector",
+        description="Look inside operator dispatch, data backends, the shared-memory loader and RPC device maps.",
+        epilog="exit codes: 0 yes; 1 no (see each verb); 2 bad usage, as one line on stderr; 130 interrupted",
+    )
     verbs = parser.add_subparsers(dest="verb", required=True)
     for module in VERBS.values():
         module.add_parser(verbs)
