@@ -87,7 +87,9 @@ def write_plugin_distribution(site: Path) -> Path:
 def plugin_site(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     site = write_plugin_distribution(tmp_path / "site")
     monkeypatch.syspath_prepend(str(site))
-    yield site
+    # The self-registering plugin registers on the default registry at import: put it back after.
+    with isolated_registry(keep_backends=True):
+        yield site
     for name in MODULES:
         sys.modules.pop(name, None)
 
