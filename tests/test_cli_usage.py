@@ -29,7 +29,7 @@ BAD_INVOCATIONS: list[tuple[list[str], str]] = [
     (["-x", "explain", "attention"], "unrecognized arguments: -x"),
     # explain: argparse's part
     (["explain"], "inspector explain: the following arguments are required: family"),
-    (["explain", "attention", "--dtype", "int8"], "argument --dtype: invalid choice: 'int8'"),
+    (["explain", "attention", "--dtype", "int8"], "argument --dtype: unknown dtype 'int8'"),
     (["explain", "attention", "--head-dim", "x"], "argument --head-dim: invalid int value: 'x'"),
     (["explain", "attention", "--head-dim"], "argument --head-dim: expected one argument"),
     (["explain", "attention", "--ndim", "2.5"], "argument --ndim: invalid int value: '2.5'"),
