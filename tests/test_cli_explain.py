@@ -86,3 +86,27 @@ def test_bad_explain_usage_exits_two_with_one_line(args: tuple[str, ...], fragme
     assert result.returncode == 2, result.stdout
     assert fragment in result.stderr and len(result.stderr.strip().splitlines()) == 1
     assert "Traceback" not in result.stderr
+
+
+def test_report_imports_the_users_module_first(tmp_path: Path) -> None:
+    (tmp_path / "my_kernels.py").write_text(USER_FAMILY)
+    result = run("report", str(tmp_path / "report.html"), "--import", "my_kernels", cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    text = (tmp_path / "report.html").read_text(encoding="utf-8")
+    assert "mine" in text and "quantized" not in text  # the user's attention family, and no demo over it
+
+
+def test_lab_passes_the_users_modules_to_every_kernel(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from inspector._user_modules import IMPORT_ENV, import_user_modules
+
+    (tmp_path / "my_lab_kernels.py").write_text(USER_FAMILY)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv(IMPORT_ENV, "my_lab_kernels, missing_module_for_tests")
+    problems = import_user_modules()
+    from inspector.dispatch import CallContext, resolve
+
+    assert resolve("attention", CallContext("attention", causal=True)).name == "mine"
+    assert problems == (f"{IMPORT_ENV}: could not import missing_module_for_tests: ModuleNotFoundError: "
+                        "No module named 'missing_module_for_tests'",)
+    assert "no such module" in invoke("lab", "--no-browser", "--import", "missing_module_for_tests",
+                                      "--notebooks", str(Path(__file__).parents[1] / "notebooks")).stderr

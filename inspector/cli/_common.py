@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib
 import os
 import secrets
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -103,3 +104,20 @@ def jsonable(value: Any) -> Any:
     from inspector.dispatch.context import format_value
 
     return format_value(value)
+
+
+def add_import_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                        help="import this module first (your own families and backends); repeatable")
+
+
+def import_modules(modules: Sequence[str]) -> None:
+    """Import the user's modules (``--import``) so their families and backends are registered."""
+    sys.path.insert(0, "")  # as ``python -m`` does: modules in the current directory are found
+    for name in modules:
+        try:
+            importlib.import_module(name)
+        except KeyboardInterrupt:
+            raise
+        except BaseException as exc:  # a module that exits or fails at import is bad input here
+            raise UsageError(f"--import {name}: {type(exc).__name__}: {exc}") from None

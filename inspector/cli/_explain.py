@@ -4,13 +4,11 @@ from __future__ import annotations
 
 import argparse
 import difflib
-import importlib
 import json
-import sys
 from collections.abc import Sequence
 from typing import Any
 
-from inspector.cli._common import UsageError, jsonable
+from inspector.cli._common import UsageError, add_import_option, import_modules, jsonable
 
 # Names and the aliases researchers type, to torch dtype attribute names.
 DTYPE_ALIASES = {
@@ -48,23 +46,6 @@ def add_parser(verbs: Any) -> None:
     explain.add_argument("--select", default=None, metavar="ROW", help="explicit (strict) selection")
     explain.add_argument("--json", action="store_true", help="print the structured trace as JSON")
     add_import_option(explain)
-
-
-def add_import_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                        help="import this module first (your own families and backends); repeatable")
-
-
-def import_modules(modules: Sequence[str]) -> None:
-    """Import the user's modules (``--import``) so their families and backends are registered."""
-    sys.path.insert(0, "")  # as ``python -m`` does: modules in the current directory are found
-    for name in modules:
-        try:
-            importlib.import_module(name)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # a module that exits or fails at import is bad input here
-            raise UsageError(f"--import {name}: {type(exc).__name__}: {exc}") from None
 
 
 def closest(word: str, choices: Sequence[str]) -> str:

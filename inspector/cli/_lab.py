@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import importlib.util
 import os
 import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
+from inspector._user_modules import IMPORT_ENV
 from inspector.cli._common import UsageError
 
 
@@ -27,6 +29,9 @@ def add_parser(verbs: Any) -> None:
     lab.add_argument("--port", type=_port, default=None, help="port for JupyterLab (default: its own choice)")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser window")
     lab.add_argument("--notebooks", default="notebooks", help="folder holding 00_tour.ipynb")
+    lab.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
+                     help="a module of yours the notebooks' inspector.show() imports first (families, backends); "
+                          "repeatable")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,6 +45,14 @@ def run(args: argparse.Namespace) -> int:
     if not tour.is_file():
         raise UsageError(f"no {tour}; run it from the repository root or pass --notebooks")
     require_extra("lab", "inspector lab")
+    env = dict(os.environ)
+    if args.imports:
+        sys.path.insert(0, "")
+        missing = [name for name in args.imports if _find(name) is None]
+        if missing:
+            raise UsageError(f"--import {missing[0]}: no such module here (is it on PYTHONPATH?)")
+        env[IMPORT_ENV] = ",".join([*filter(None, env.get(IMPORT_ENV, "").split(",")), *args.imports])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
     command = [sys.executable, "-m", "jupyterlab", str(tour)]
     if args.port:
         command.append(f"--port={args.port}")
@@ -47,4 +60,11 @@ def run(args: argparse.Namespace) -> int:
         command.append("--no-browser")
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")
-    return subprocess.call(command)
+    return subprocess.call(command, env=env)
+
+
+def _find(name: str) -> object:
+    try:
+        return importlib.util.find_spec(name)
+    except (ImportError, ValueError):
+        return None

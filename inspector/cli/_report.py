@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from inspector.cli._common import UsageError, check_output_path
+from inspector.cli._common import UsageError, add_import_option, check_output_path, import_modules
 
 
 def add_parser(verbs: Any) -> None:
     report = verbs.add_parser("report", help="write a self-contained HTML report of the engine's state")
     report.add_argument("out", metavar="OUT.html", help="the file to write; its folder must exist")
+    add_import_option(report)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -19,8 +20,11 @@ def run(args: argparse.Namespace) -> int:
     out = check_output_path(args.out, "OUT.html", "report.html")  # before any work, so nothing is wasted
     require_extra("ui", "inspector report")
 
-    import inspector.examples  # noqa: F401
+    import_modules(args.imports)  # the user's families and backends first
+    from inspector.panels.app import load_demos
     from inspector.report import build_report, write_report
+
+    load_demos(None)  # the demos only where the user registered nothing of their own
 
     text = build_report()
     try:

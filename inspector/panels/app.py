@@ -66,7 +66,9 @@ class Inspector:
 
     def __init__(self, tabs: tuple[TabSpec, ...] | None = None, *, demos: bool | None = None) -> None:
         self.tabs = tabs if tabs is not None else available_tabs()
-        self.notes = load_demos(demos)
+        from inspector._user_modules import import_user_modules
+
+        self.notes = (*import_user_modules(), *load_demos(demos))
         self.panels: dict[str, Panel] = {}
         self.status = widgets.HTML(value="")
         self.status.add_class("inspector-app-status")
