@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 from dataclasses import dataclass
 
 from inspector.backends._errors import UnknownBackendError, UnknownVerbError
@@ -82,3 +83,24 @@ class RegistrySnapshot:
             if info.name == name:
                 return info
         raise UnknownBackendError(name, list(self.names))
+
+    def __repr__(self) -> str:
+        failed = f", {len(self.failed)} failed to import" if self.failed else ""
+        return (f"<RegistrySnapshot: {len(self.backends)} backends {list(self.names)}{failed}; "
+                f"active={self.active!r}>")
+
+    def _repr_html_(self) -> str:
+        """The backend × verb matrix as a plain table (no pandas): ✓ where a backend publishes a verb."""
+        verbs = self.verbs
+        head = "".join(f"<th>{html.escape(v)}</th>" for v in verbs)
+        rows = []
+        for info in sorted(self.backends, key=lambda b: b.name):
+            mark = " (active)" if info.name == self.active else ""
+            cells = "".join(f"<td>{'✓' if info.supports(v) else ''}</td>" for v in verbs)
+            rows.append(f"<tr><th>{html.escape(info.name + mark)}</th>{cells}</tr>")
+        for failure in self.failed:
+            rows.append(f"<tr><th>{html.escape(failure.name)}</th><td colspan='{len(verbs)}'>✗ "
+                        f"{html.escape(failure.error_type)}: {html.escape(failure.error)}"
+                        f"{' — ' + html.escape(failure.install) if failure.install else ''}</td></tr>")
+        return (f"<table class='inspector-registry'><thead><tr><th>backend</th>{head}</tr></thead>"
+                f"<tbody>{''.join(rows)}</tbody></table>")

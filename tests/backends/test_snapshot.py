@@ -90,3 +90,15 @@ def test_backend_info_kinds(registry, make_backend):
     assert kinds["cls"] == ("class", f"{__name__}.test_backend_info_kinds.<locals>.Backend")
     assert kinds["legacy"] == ("legacy", "_legacy_backend_shim_legacy")
     assert isinstance(backends.snapshot().backends[0], BackendInfo)
+
+
+def test_a_snapshot_displays_itself_as_a_short_repr_and_a_table() -> None:
+    from inspector.backends import BackendRegistry
+    from inspector.examples.data_backends import install
+
+    registry = install(BackendRegistry())
+    current = registry.snapshot()
+    text = repr(current)
+    assert text.startswith("<RegistrySnapshot: 3 backends ['npz', 'storage', 'synthetic']") and len(text) < 300
+    table = current._repr_html_()
+    assert "<table" in table and "✓" in table and "hdf5" in table and "pip install h5py" in table
