@@ -60,6 +60,13 @@ class RawHTML:
         return self.markup
 
 
+def render_section(out: widgets.Output, section: Any) -> None:
+    """Show a page section's blocks in ``out`` (figures as PNG, everything else as its HTML)."""
+    from inspector.views.page import FIGURE
+
+    render_into(out, *(block.value if block.kind == FIGURE else RawHTML(block.to_html()) for block in section.blocks))
+
+
 def pre(text: str) -> str:
     """Escaped monospace block for traces and code snippets."""
     return f'<pre class="inspector-pre">{html.escape(text)}</pre>'

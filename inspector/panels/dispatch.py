@@ -26,22 +26,19 @@ from inspector.dispatch import (
     rows,
     run_rows,
     set_op,
-    trace,
     what_if,
 )
 from inspector.dispatch.torch_sdpa import ensure_registered
 from inspector.panels._base import PANEL_CSS, Panel
-from inspector.panels._render import RawHTML, pre, render_into
+from inspector.panels._render import RawHTML, render_into, render_section
 from inspector.panels.context_editor import DTYPES, ContextEditor
-from inspector.views._figures import figure_to_html
 from inspector.views.dispatch import (
+    DispatchState,
     comparison_table,
-    decision_counts_table,
     decision_table,
-    plan_table,
-    style_decision_table,
+    page,
+    trace_or_failure,
     watch_table,
-    what_if_heatmap,
 )
 
 AUTO = "auto"
@@ -127,6 +124,11 @@ class DispatchPanel(Panel):
         self.last_table: pd.DataFrame | None = None
         self.last_what_if: Any = None
         self.last_what_ran: pd.DataFrame | None = None
+        self._plan: tuple[Trace, ...] = ()
+        self._what_if: tuple[str, tuple[Any, ...]] | None = None
+        self._runs: tuple[Any, ...] | None = None
+        self._what_ran: Any = None
+        self._decisions: tuple[Any, ...] | None = None
         if context is not None:
             self.editor.load(context)
         self.refresh()
@@ -183,32 +185,44 @@ class DispatchPanel(Panel):
         return self.editor.context(self.family.value)
 
     def refresh(self) -> None:
-        """Re-trace the current family under the toggles and redraw table, trace and plan."""
+        """Re-trace every family under the toggles and redraw the page."""
         ctx = self.context
         with self.selection():
-            self.last_trace = trace(self.family.value, ctx)
-            plan = [self._trace_or_failure(name, ctx._replace(family=name)) for name in self.toggles]
-        self.last_table = decision_table(self.last_trace)
-        render_into(self.table_out, style_decision_table(self.last_table))
-        self.trace_html.value = pre(self.last_trace.explain())
-        render_into(self.plan_out, plan_table(plan))
+            self._plan = tuple(trace_or_failure(name, ctx._replace(family=name)) for name in self.toggles)
+        self._render()
         snippet = ", ".join(f"{k}={v!r}" for k, v in self.selected.items())
         self.snippet.value = f"<code>with op_backend({html.escape(snippet)}):</code>" if snippet else ""
         current = dict(process_selection())
         self.process_label.value = f"<small>process selection (set_op / {ENV_VAR}): {html.escape(str(current))}</small>"
         t = self.last_trace
+        assert t is not None
         if t.ok:
             self.set_status(f"{t.family}: {t.chosen} (origin={t.origin})")
         else:
             self.set_status(f"{t.family}: ERROR: {(t.error or '').splitlines()[0]}")
 
-    @staticmethod
-    def _trace_or_failure(family: str, ctx: CallContext) -> Trace:
-        """One family's trace for the plan; a family that refuses the shared context says why."""
-        try:
-            return trace(family, ctx)
-        except ValueError as exc:  # e.g. an extra axis meant for another family
-            return Trace.failed(family, ctx, exc)
+    def state(self) -> DispatchState:
+        """What this panel shows now, as the page's state (the report takes it as it is)."""
+        family = self.family.value
+        what_if_cells = {family: self._what_if[1]} if self._what_if and self._what_if[0] == family else {}
+        return DispatchState(family, self.context, dict(self.selected), self._plan, what_if_cells,
+                             self._runs, self._what_ran, self._decisions)
+
+    def _render(self) -> None:
+        current = page(self.state())
+        self.last_trace = self.state().trace
+        self.last_table = decision_table(self.last_trace)
+        render_section(self.table_out, current.section("decision"))
+        self.trace_html.value = current.section("trace").blocks[0].to_html()
+        render_section(self.plan_out, current.section("plan"))
+        keys = {s.key for s in current.sections}
+        what_if_key = f"what_if:{self.family.value}"
+        if what_if_key in keys:
+            render_section(self.what_if_out, current.section(what_if_key))
+        if "compare" in keys:
+            render_section(self.compare_out, current.section("compare"))
+        if "what_ran" in keys:
+            render_section(self.ran_out, current.section("what_ran"))
 
     def show_what_ran(self) -> pd.DataFrame | None:
         """What ran: the last ``torch_sdpa.watch()`` block, and decisions of running recorders."""
@@ -216,20 +230,18 @@ class DispatchPanel(Panel):
         from inspector.dispatch.torch_sdpa import last_watch
 
         calls = last_watch()
-        frame = watch_table(calls.table()) if calls is not None else None
-        self.last_what_ran = frame
-        parts: list[Any] = []
-        if frame is None:
-            parts.append(RawHTML("<i>No watched block yet: run <code>with torch_sdpa.watch() as calls: "
-                                 "model(x)</code>, then press the button again.</i>"))
-        else:
-            parts += [RawHTML(f"<b>Last watch(): {len(calls or ())} SDPA call(s)</b>"),
-                      RawHTML(frame.to_html(index=False))]  # in full: the reasons are the point
-        for recorder in tuple(ACTIVE):
-            parts += [RawHTML(f"<b>record_decisions(): {recorder.total} decision(s)</b>"),
-                      RawHTML(decision_counts_table(recorder.counts()).to_html(index=False))]
-        render_into(self.ran_out, *parts)
-        return frame
+        self._what_ran = calls.table() if calls is not None else None
+        recorders = tuple(ACTIVE)
+        self._decisions = tuple(c for recorder in recorders for c in recorder.counts()) if recorders else None
+        if self._what_ran is None and self._decisions is None:
+            render_into(self.ran_out, RawHTML(
+                "<i>No watched block yet: run <code>with torch_sdpa.watch() as calls: model(x)</code>, then press "
+                "the button again.</i>"))
+            self.last_what_ran = None
+            return None
+        self._render()
+        self.last_what_ran = watch_table(self._what_ran) if self._what_ran is not None else None
+        return self.last_what_ran
 
     def draw_what_if(self, **sweep: Any) -> Any:
         """Heatmap of the winning row over dtype × head_dim × mask × grad (or the axes given)."""
@@ -241,22 +253,17 @@ class DispatchPanel(Panel):
         }
         with self.selection():
             cells = what_if(self.family.value, self.context, **sweep)
-        index = [name for name in ("dtype", "head_dim") if name in sweep] or None
-        self.last_what_if = what_if_heatmap(cells, index=index, title=f"{self.family.value}: winning row")
-        render_into(self.what_if_out, self.last_what_if)
+        self._what_if = (self.family.value, cells)
+        self._render()
+        figure_block = page(self.state()).section(f"what_if:{self.family.value}").blocks[0]
+        self.last_what_if = figure_block.value
         return cells
 
     def run_and_compare(self) -> pd.DataFrame:
         """Run every capable row on random inputs of the current context against the reference."""
-        frame = comparison_table(run_rows(self.family.value, self.context, repeats=3))
-        render_into(self.compare_out, frame)
-        return frame
+        self._runs = tuple(run_rows(self.family.value, self.context, repeats=3))
+        self._render()
+        return comparison_table(self._runs)
 
     def static_html(self) -> str:
-        parts = [PANEL_CSS]
-        if self.last_table is not None and self.last_trace is not None:
-            parts.append(style_decision_table(self.last_table).to_html())
-            parts.append(pre(self.last_trace.explain()))
-        if self.last_what_if is not None:
-            parts.append(figure_to_html(self.last_what_if, alt="what-if grid"))
-        return "<div class='inspector-dispatch-static'>" + "".join(parts) + "</div>"
+        return PANEL_CSS + "<div class='inspector-dispatch-static'>" + page(self.state()).to_html() + "</div>"

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -11,10 +12,21 @@ from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from pandas.io.formats.style import Styler
 
-from inspector.dispatch import DecisionCount, RowRun, Trace, WhatIfCell
+from inspector.dispatch import (
+    CallContext,
+    DecisionCount,
+    RowRun,
+    Trace,
+    WhatIfCell,
+    families,
+    op_backend,
+    trace,
+    what_if,
+)
 from inspector.dispatch.context import format_value
 from inspector.dispatch.torch_sdpa.watch import WatchTable
 from inspector.views._figures import NEUTRAL_INK, new_figure, style_axes
+from inspector.views.page import Page, figure, pre, section, table
 
 DECISION_COLUMNS = ["row", "priority", "available", "faithful", "verdict", "failing", "chosen", "origin"]
 CHOSEN_STYLE = "background-color: rgba(44, 160, 44, 0.25); font-weight: bold"
@@ -218,3 +230,107 @@ def watch_table(table: WatchTable) -> pd.DataFrame:
          for g in table.groups],
         columns=["backend", "dtype", "shapes", "calls", "rejected"],
     )
+
+
+# -- the page -------------------------------------------------------------------------------
+WHAT_IF_SWEEP_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+@dataclass(frozen=True)
+class DispatchState:
+    """What the Dispatch page shows: one family in focus, every family's trace, optional results.
+
+    ``plan`` holds every family's trace under ``selections`` (the focused family's among them);
+    ``what_if`` maps a family to its grid; ``what_ran`` is the last ``torch_sdpa.watch()`` block.
+    """
+
+    family: str
+    context: CallContext
+    selections: Mapping[str, Any]
+    plan: tuple[Trace, ...]
+    what_if: Mapping[str, tuple[WhatIfCell, ...]] = field(default_factory=dict)
+    comparison: tuple[RowRun, ...] | None = None
+    what_ran: WatchTable | None = None
+    decisions: tuple[DecisionCount, ...] | None = None
+
+    @property
+    def trace(self) -> Trace:
+        for item in self.plan:
+            if item.family == self.family:
+                return item
+        raise KeyError(f"No trace of {self.family!r} in this state. Families: {[t.family for t in self.plan]}")
+
+
+def default_context(family: str) -> CallContext:
+    """A float32, 4-D, head_dim 64 context (``attention``: kv_len 128): what the panel opens on."""
+    import torch
+
+    extra = {"kv_len": 128} if family == "attention" else {}
+    return CallContext(family, dtype=torch.float32, ndim=4, head_dim=64, extra=extra)
+
+
+def trace_or_failure(family: str, ctx: CallContext) -> Trace:
+    """One family's trace; a family that refuses the context (an axis meant for another) says why."""
+    try:
+        return trace(family, ctx)
+    except ValueError as exc:
+        return Trace.failed(family, ctx, exc)
+
+
+def current_state(
+    family: str | None = None, context: CallContext | None = None, selections: Mapping[str, Any] | None = None,
+    *, what_if_all: bool = False,
+) -> DispatchState:
+    """The page's state read from the engine now: every family traced under ``selections``."""
+    names = families()
+    if not names:
+        raise RuntimeError("No operator family is registered; register one, or `import inspector.examples`")
+    focus = family or names[0]
+    selections = dict(selections or {})
+    with op_backend(**selections):
+        plan = tuple(
+            trace_or_failure(name, context._replace(family=name) if context is not None else default_context(name))
+            for name in names
+        )
+        grids = {name: sweep_what_if(name, default_context(name)) for name in names} if what_if_all else {}
+    ctx = context._replace(family=focus) if context is not None else default_context(focus)
+    return DispatchState(focus, ctx, selections, plan, grids)
+
+
+def sweep_what_if(family: str, ctx: CallContext, head_dims: Sequence[int] = (64, 256)) -> tuple[WhatIfCell, ...]:
+    """The standard grid: dtype × head_dim × mask × grad."""
+    import torch
+
+    return what_if(family, ctx, dtype=[getattr(torch, name) for name in WHAT_IF_SWEEP_DTYPES],
+                   head_dim=list(head_dims), has_mask=[False, True], grad_enabled=[True, False])
+
+
+def page(state: DispatchState) -> Page:
+    """The Dispatch page: the focused family's decision and trace, the plan, and any results."""
+    focus = state.trace
+    sections = [
+        section("decision", "", [table(style_decision_table(decision_table(focus)))]),
+        section("trace", "Trace", [pre(focus.explain())]),
+        section("plan", "Plan (all families)", [table(plan_table(state.plan))]),
+    ]
+    for family, cells in state.what_if.items():
+        swept = {name for cell in cells[:1] for name, _ in cell.axes}
+        index = [name for name in ("dtype", "head_dim") if name in swept] or None
+        heatmap = what_if_heatmap(cells, index=index, title=f"{family}: winning row")
+        sections.append(section(f"what_if:{family}", f"What-if grid: {family}",
+                                [figure(heatmap, f"{family} what-if grid")]))
+    if state.comparison is not None:
+        sections.append(section("compare", "Run and compare", [table(comparison_table(state.comparison))]))
+    if state.what_ran is not None or state.decisions is not None:
+        blocks = []
+        if state.what_ran is not None:
+            blocks.append(table(watch_table(state.what_ran), "Last torch_sdpa.watch() block"))
+        if state.decisions is not None:
+            blocks.append(table(decision_counts_table(state.decisions), "record_decisions()"))
+        sections.append(section("what_ran", "What ran", blocks))
+    others = [t for t in state.plan if t.family != state.family]
+    if others:
+        sections.append(section("families", "Every other family", [
+            block for t in others for block in (table(style_decision_table(decision_table(t))), pre(t.explain()))
+        ]))
+    return Page("Operator dispatch", tuple(sections))
