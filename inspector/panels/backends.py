@@ -28,14 +28,15 @@ from inspector.backends import (
 from inspector.panels._background import BackgroundJob, JobCancelled, Report
 from inspector.panels._base import PANEL_CSS, Panel
 from inspector.panels._guard import error_html
-from inspector.panels._render import pre, render_into
+from inspector.panels._render import pre, render_into, render_section
 from inspector.views.backends import (
+    BackendsState,
     as_raised,
     batch_table,
     call_snippet,
     import_error_table,
+    page,
     plugin_table,
-    style_verb_matrix,
     verb_matrix,
 )
 
@@ -109,11 +110,17 @@ class BackendsPanel(Panel):
         self.refresh()
 
     # -- the matrix and the verb details -------------------------------------------------------
+    def state(self) -> BackendsState:
+        """What this panel shows now, as the page's state."""
+        return BackendsState(self.snapshot, self.backend.value, self.verb.value, self.last_verb_text,
+                             self.last_batch)
+
     def refresh(self) -> None:
         """Re-read the registry: matrix, dropdowns, import errors, plugins, status line."""
         self.snapshot = snap = self.registry.snapshot()
         self.last_matrix = verb_matrix(snap)
-        render_into(self.matrix_out, style_verb_matrix(self.last_matrix))
+        current = page(BackendsState(snap))
+        render_section(self.matrix_out, current.section("matrix"))
         render_into(self.details_out, import_error_table(snap), plugin_table(snap))
         names = list(self.last_matrix.index)
         keep_backend, keep_verb = self.backend.value, self.verb.value
@@ -225,13 +232,8 @@ class BackendsPanel(Panel):
 
     # -- static view ---------------------------------------------------------------------------
     def static_html(self) -> str:
-        snap = self.registry.snapshot()
-        parts = [PANEL_CSS, style_verb_matrix(verb_matrix(snap)).to_html()]
-        if snap.import_errors:
-            parts.append("<p><b>Import errors</b></p>" + import_error_table(snap).to_html(index=False))
-        if self.last_batch is not None:
-            parts.append("<p><b>Sample batch</b></p>" + batch_table(self.last_batch).to_html(index=False))
-        return "<div class='inspector-backends-static'>" + "".join(parts) + "</div>"
+        self.snapshot = self.registry.snapshot()
+        return PANEL_CSS + "<div class='inspector-backends-static'>" + page(self.state()).to_html() + "</div>"
 
 
 def _plain(value: Any) -> Any:

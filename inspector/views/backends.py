@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pandas as pd
 from pandas.io.formats.style import Styler
 
 from inspector.backends import FieldInfo, RegistrySnapshot
+from inspector.views.page import Page, pre, section, table
 
 SUPPORTED = "supported"
 MISSING = "missing"
@@ -153,3 +156,41 @@ def as_raised(call: str, exc: BaseException) -> str:
     blocks = [f"Traceback (most recent call last):\n  ...\n{type(e).__name__}: {e}" for e in reversed(chain)]
     joined = "\n\nThe above exception was the direct cause of the following exception:\n\n".join(blocks)
     return f">>> {call}\n{joined}"
+
+
+# -- the page -------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class BackendsState:
+    """What the Backends page shows: the registry snapshot, the verb in focus, the last sample batch."""
+
+    snapshot: RegistrySnapshot
+    backend: str | None = None
+    verb: str | None = None
+    verb_text: str = ""
+    batch: tuple[FieldInfo, ...] | None = None
+
+
+def current_state(registry: Any = None) -> BackendsState:
+    """The page's state read from ``registry`` (default: the process-wide one) now."""
+    from inspector.backends import default_registry
+
+    snap = (registry if registry is not None else default_registry()).snapshot()
+    return BackendsState(snap)
+
+
+def page(state: BackendsState) -> Page:
+    """The Backends page: backend × verb matrix, import errors and plugins, the verb in focus, a batch."""
+    snap = state.snapshot
+    sections = [section("matrix", "", [table(style_verb_matrix(verb_matrix(snap)))])]
+    details = []
+    if snap.import_errors:
+        details.append(table(import_error_table(snap), "Import errors"))
+    if snap.plugins:
+        details.append(table(plugin_table(snap), "Plugins"))
+    if details:
+        sections.append(section("details", "Import errors and plugins", details))
+    if state.backend is not None and state.verb is not None and state.verb_text:
+        sections.append(section("verb", f"{state.backend}.{state.verb}", [pre(state.verb_text)]))
+    if state.batch is not None:
+        sections.append(section("batch", "Sample batch", [table(batch_table(state.batch))]))
+    return Page("Data backends", tuple(sections))
