@@ -64,7 +64,7 @@ def _run_part(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any]
         measurements = measure(progress=progress_bar)
         return [m.as_dict() for m in measurements], measurements
     from inspector.loader.bench import run as run_loader
-    from inspector.loader.targets import throughput_targets
+    from inspector.loader.bench.targets import throughput_targets
 
     bench_rows = run_loader(sizes_mb=_numbers(args.sizes, float), workers=_numbers(args.workers, int),
                             layouts=[x.strip() for x in args.layouts.split(",") if x.strip()],

@@ -17,7 +17,7 @@ import pytest
 from loader_probes import pid_alive
 
 from inspector.loader import FileStorageLoader, SharedMemoryError, WorkerDiedError
-from inspector.loader._segments import create_segment
+from inspector.loader.pool.segments import create_segment
 
 WAIT_S = 60
 
@@ -95,7 +95,7 @@ def test_memory_that_cannot_be_reserved_fails_early_with_a_clear_error() -> None
 
 
 def test_an_impossible_segment_reaches_the_future_not_a_sigbus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import inspector.loader._segments as segments
+    import inspector.loader.pool.segments as segments
 
     with FileStorageLoader(tmp_path, ttl=None, worker_num=1) as loader:
         storage = loader.save({"a": np.zeros(10)})
