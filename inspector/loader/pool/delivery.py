@@ -142,7 +142,10 @@ class Deliverer:
             outcome = _call(request.callback, obj, "callback", request)
         elif request.on_error is not None:
             request.future._observed = True  # handed to on_error: someone looked
-            outcome = _call(request.on_error, error, "on_error", request) or error
+            raised = _call(request.on_error, error, "on_error", request)
+            if raised is not None and raised.__context__ is None:
+                raised.__context__ = error  # the traceback shows what on_error was handling
+            outcome = raised or error
         ended = time.perf_counter()
         if isinstance(item, Loaded):  # a plain tuple here; LoadTiming records are made when asked for
             self._record((request.id, request.label, request.worker, size, leaves,

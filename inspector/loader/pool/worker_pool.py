@@ -34,7 +34,7 @@ import time
 import weakref
 from collections.abc import Iterator
 
-from inspector.loader._errors import LoaderCrashedError, LoaderShutdownError
+from inspector.loader._errors import LoaderCrashedError, LoaderShutdownError, WorkerSpawnError
 from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.cuda import StagingPool
 from inspector.loader.pool.delivery import Deliverer, Failed, Item
@@ -63,11 +63,14 @@ class WorkerPool:
         prefix = f"inspector-loader-{os.getpid()}-{next(_sessions)}"
         self._segments = SegmentPool(prefix, max_free=config.max_outstanding + 2)
         self._staging = StagingPool()
+        self._dispatcher = Dispatcher(config, self._state, self._segments, self._route, self._wake)
+        try:
+            self._loop = IOLoop(config, self._state, self._segments, self._dispatcher, self._route, self._spawn,
+                                self._teardown, self._stop_delivery)  # fmt: skip
+        except OSError as exc:  # no descriptor left for the wake-up pipe: nothing has started yet
+            raise WorkerSpawnError(0, exc) from exc
         self._deliverer = Deliverer(self._segments, self._finished, config.record, self._staging, self.token,
                                     config.name)  # fmt: skip
-        self._dispatcher = Dispatcher(config, self._state, self._segments, self._route, self._wake)
-        self._loop = IOLoop(config, self._state, self._segments, self._dispatcher, self._route, self._spawn,
-                            self._teardown, self._stop_delivery)  # fmt: skip
         try:
             for i in range(config.worker_num):  # one at a time, so a failure can stop those already started
                 self._state.workers.append(self._spawn(i))
