@@ -133,6 +133,16 @@ class Inspector:
         return bundle
 
 
-def show() -> Inspector:
-    """The Inspector app; leave it as a cell's last expression to display it."""
-    return Inspector()
+def show(*, loader: Any = None) -> Inspector:
+    """The Inspector app; leave it as a cell's last expression to display it.
+
+    ``loader``: your ``DataLoader`` (any iterable of batches); the Loader tab opens and profiles it,
+    and the inspector's loader on the same bytes, in its "Your loader" section.
+    """
+    app = Inspector()
+    if loader is not None:
+        titles = [t.title for t in app.tabs]
+        panel = app.open("Loader")
+        app.tab.selected_index = titles.index("Loader")
+        panel.profile(loader)  # type: ignore[attr-defined]
+    return app

@@ -12,7 +12,7 @@ from __future__ import annotations
 from inspector.loader.bench.history import history_path, read_history, record_run, side_by_side
 from inspector.loader.bench.latency import LatencyResult, small_load_latency
 from inspector.loader.bench.ours import measure_startup, per_leaf_cost_us
-from inspector.loader.bench.profile import LoaderProfile, profile_loader
+from inspector.loader.bench.profile import LoaderProfile, profile_inspector_loader, profile_loader
 from inspector.loader.bench.rows import METHOD_LABELS, METHODS, WORKERLESS, BenchCancelled, BenchRow, Startup
 from inspector.loader.bench.stats import MachineLoad, Spread, machine_load
 from inspector.loader.bench.throughput import check_sizes, last_run, loads_per_repeat, run
@@ -35,6 +35,7 @@ __all__ = [
     "machine_load",
     "measure_startup",
     "per_leaf_cost_us",
+    "profile_inspector_loader",
     "profile_loader",
     "read_history",
     "record_run",

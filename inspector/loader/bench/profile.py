@@ -261,3 +261,51 @@ def _host_to_device(batch: Any, device: Any) -> HostToDevice | None:
     size = sum(int(t.numel() * t.element_size()) for t in tensors)
     return HostToDevice(str(target), size, pageable_s, pinned_s, pin_s)
 
+
+
+def profile_inspector_loader(
+    source: Iterable[Any],
+    *,
+    batches: int = 50,
+    warmup: int = 2,
+    sample: int = 8,
+    workers: int = 2,
+    cancel: threading.Event | None = None,
+    progress: Progress | None = None,
+) -> LoaderProfile:
+    """Profile the inspector's loader on the same bytes ``source`` delivers: its first ``sample`` batches,
+    saved as storage files and streamed back in a loop (``FileStorageLoader.stream``).
+
+    Batches the storage format cannot hold raise ``UnsupportedPayloadError`` naming where.
+
+    >>> ours = profile_inspector_loader(my_dataloader, batches=30)  # doctest: +SKIP
+    """
+    import itertools
+
+    from inspector.loader._loaders import FileStorageLoader
+
+    if type(sample) is not int or sample < 1:
+        raise ValueError(f"sample must be a positive int, got {sample!r}")
+    with FileStorageLoader(ttl=None, worker_num=workers) as loader:
+        storages = []
+        for batch in itertools.islice(iter(source), sample):
+            if cancel is not None and cancel.is_set():
+                raise BenchCancelled()
+            storages.append(loader.save(_to_host(batch)))
+        if not storages:
+            raise ValueError("the source gave no batch to compare with; next step = pass a loader that yields batches")
+        loader.start()
+        count = warmup + batches + 1
+        stream = loader.stream(itertools.islice(itertools.cycle(storages), count))
+        return profile_loader(stream, batches=batches, warmup=warmup, device=None, cancel=cancel, progress=progress,
+                              label="inspector loader (same bytes)")  # fmt: skip
+
+
+def _to_host(batch: Any) -> Any:
+    """``batch`` with tensors detached and on the CPU (what a storage file holds), same nesting."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return batch
+    from torch.utils import _pytree
+
+    return _pytree.tree_map(lambda leaf: leaf.detach().cpu() if isinstance(leaf, torch.Tensor) else leaf, batch)
