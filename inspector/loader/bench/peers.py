@@ -206,23 +206,25 @@ def mp_queue_peer(files: BenchFiles, workers: int, device: Any) -> Iterator[Once
 
 
 @contextlib.contextmanager
-def dataloader_peer(files: BenchFiles, workers: int, device: Any) -> Iterator[Once]:
-    """``torch.utils.data.DataLoader`` with ``workers`` workers, iterated without end: a repeat takes ``n`` items.
+def dataloader_peer(files: BenchFiles, workers: int, device: Any, total: int) -> Iterator[Once]:
+    """``torch.utils.data.DataLoader`` with ``workers`` workers over one epoch of ``total`` payloads + 1.
 
-    One iterator lives across the repeats, so its workers start once (excluded from the timing,
-    as everywhere) and the repeats can move any number of payloads.
+    The first payload is taken here, untimed (it waits for the workers to start); each ``once(n)``
+    then takes the next ``n``. The epoch must be used up (``finish``), as a training loop would:
+    a worker stopped in the middle of a large payload is killed, and torch reports it as an error.
     """
     from torch.utils.data import DataLoader
 
     loader: DataLoader[Any] = DataLoader(
-        FileDataset(files.paths, 1 << 30),  # type: ignore[arg-type]
+        FileDataset(files.paths, total + 1),  # type: ignore[arg-type]
         batch_size=None,
         num_workers=workers,
         multiprocessing_context="spawn",
         pin_memory=device is not None,
     )
     iterator = iter(loader)
-    position = [0]
+    next(iterator)
+    position = [1]
 
     def once(n: int) -> int:
         corrupt = 0
@@ -236,6 +238,8 @@ def dataloader_peer(files: BenchFiles, workers: int, device: Any) -> Iterator[On
 
     try:
         yield once
+        for _ in iterator:  # whatever the caller did not take, so every worker ends its epoch cleanly
+            pass
     finally:
         shutdown = getattr(iterator, "_shutdown_workers", None)
         if shutdown is not None:

@@ -182,8 +182,7 @@ def _measure(
         with mp_queue_peer(files, workers, device) as once:
             speeds, corrupt, loads, capped = _repeat(once, files.nbytes, loads, repeats, check)
     else:
-        with dataloader_peer(files, workers, device) as once:
-            speeds, corrupt, loads, capped = _repeat(once, files.nbytes, loads, repeats, check)
+        speeds, corrupt, loads, capped = _dataloader(files, workers, device, loads, repeats, check)
     spread = Spread.of(speeds)
     return BenchRow(
         layout=files.layout,
@@ -205,6 +204,31 @@ def _measure(
     )
 
 
+def _fitted(per_load: float, warm: int, loads: int) -> int:
+    """Payloads per timed repeat: ``loads``, or fewer so one repeat takes about ``RUN_CAP_S``."""
+    return max(warm, min(loads, int(RUN_CAP_S / max(per_load, 1e-9))))
+
+
+def _dataloader(
+    files: BenchFiles, workers: int, device: Any, loads: int, repeats: int, check: Callable[[], None]
+) -> tuple[list[float], int, int, bool]:
+    """Like ``_repeat``, for a DataLoader: a short epoch sizes the repeats, then one epoch holds them all."""
+    warm = 2  # the slowest baseline: its repeats may be as short as two payloads
+    with dataloader_peer(files, workers, device, warm) as once:
+        started = time.perf_counter()
+        once(warm)
+        per_load = (time.perf_counter() - started) / warm
+    fitted = _fitted(per_load, warm, loads)
+    speeds, corrupt = [], 0
+    with dataloader_peer(files, workers, device, fitted * repeats) as once:
+        for _ in range(repeats):
+            check()
+            started = time.perf_counter()
+            corrupt += once(fitted)
+            speeds.append(fitted * files.nbytes / (time.perf_counter() - started) / 2**20)
+    return speeds, corrupt, fitted, fitted < loads
+
+
 def _repeat(
     once: Once, nbytes: int, loads: int, repeats: int, check: Callable[[], None]
 ) -> tuple[list[float], int, int, bool]:
@@ -217,7 +241,7 @@ def _repeat(
     started = time.perf_counter()
     once(warm)
     per_load = (time.perf_counter() - started) / warm
-    fitted = max(warm, min(loads, int(RUN_CAP_S / max(per_load, 1e-9))))
+    fitted = _fitted(per_load, warm, loads)
     capped = fitted < loads
     speeds, corrupt = [], 0
     cell_started = time.perf_counter()
