@@ -90,14 +90,17 @@ class Deliverer:
 
     def deliver_here(self, item: Item) -> None:
         """Complete ``item`` on this thread (it runs no user code)."""
-        ok = False
+        request = item.request
+        obj: Any = None
+        outcome: BaseException | None = None
         try:
-            ok = self._deliver(item)
-        except Exception:  # a bug of ours must not take the calling thread down with it
+            obj, outcome = self._complete(item)
+        except Exception as exc:  # a bug of ours must not take the calling thread down with it
             logger.exception("inspector.loader: delivery failed unexpectedly")
-            _answer(item.request, None, RuntimeError("the loader could not deliver this load (see the log)"))
-        finally:
-            self._finished(item.request, ok)
+            outcome = RuntimeError(f"the loader could not deliver this load ({exc!r}; see the log)")
+        # The books first, the future last: whoever waits on it runs as soon as it is answered.
+        self._finished(request, outcome is None)
+        _answer(request, obj, outcome)
 
     def stop(self, after: Callable[[], None]) -> None:
         """End the thread once every item queued so far is delivered; then run ``after`` on it."""
@@ -120,6 +123,12 @@ class Deliverer:
                 del item  # holding the last item would keep its object (and segment) alive
 
     def _deliver(self, item: Item) -> bool:
+        obj, outcome = self._complete(item)
+        _answer(item.request, obj, outcome)
+        return outcome is None
+
+    def _complete(self, item: Item) -> tuple[Any, BaseException | None]:
+        """Build the object and run the user's code; (object, the error the future gets, or None)."""
         request = item.request
         started = time.perf_counter()
         obj: Any = None
@@ -153,8 +162,7 @@ class Deliverer:
                           max(request.dispatched - request.submitted, 0.0), item.read_end - item.read_start,
                           max(item.received - item.read_end, 0.0), max(started - item.received, 0.0),
                           built - started - h2d, h2d, ended - built, ended - request.submitted))  # fmt: skip
-        _answer(request, obj, outcome)
-        return outcome is None
+        return obj, outcome
 
     def _build(self, request: Request, size: int) -> tuple[Any, int, float]:
         segment, request.segment = request.segment, None
