@@ -124,7 +124,8 @@ def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[An
     try:
         resolve_device(args.device)
     except CudaUnavailableError as exc:
-        raise UsageError(f"--device {args.device}: no CUDA GPU here ({exc.reason}); next step = drop --device") from None
+        message = f"--device {args.device}: no CUDA GPU here ({exc.reason}); next step = drop --device"
+        raise UsageError(message) from None
     except ValueError as exc:
         raise UsageError(f"--device {args.device!r}: {exc}") from None
     settings = {"sizes_mb": sizes, "workers": workers, "layouts": layouts, "repeats": args.repeats,
@@ -155,7 +156,8 @@ def _compare(args: argparse.Namespace) -> int:
         env = entry.get("environment", {})
         flag = " (cancelled)" if entry.get("cancelled") else ""
         print(f"#{i + 1} {entry.get('time')}{flag}: commit {env.get('commit')}, torch {env.get('torch')}, "
-              f"{env.get('cpu')} x{env.get('cores')}, gpu {env.get('gpu')}, load {env.get('load_average')}")  # fmt: skip
+              f"{env.get('cpu')} x{env.get('cores')}, gpu {env.get('gpu')}, "
+              f"load {env.get('load_average')}")  # fmt: skip
     table = side_by_side(runs, ("layout", "size_mb", "workers", "method"), "mb_s")
     names = [k for k in (table[0] if table else {}) if k.startswith("#")]
     print(f"\n{'layout':<9} {'MiB':>6} {'w':>2} {'method':<11}" + "".join(f" {n.split()[0]:>9}" for n in names))

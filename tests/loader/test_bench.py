@@ -10,7 +10,6 @@ import pytest
 import torch
 
 from inspector.loader import CudaUnavailableError, FileStorage
-from inspector.loader.bench.peers import BenchFiles
 from inspector.loader.bench import (
     METHODS,
     BenchCancelled,
@@ -20,6 +19,7 @@ from inspector.loader.bench import (
     per_leaf_cost_us,
     run,
 )
+from inspector.loader.bench.peers import BenchFiles
 
 
 @pytest.mark.slow

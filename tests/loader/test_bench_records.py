@@ -35,7 +35,7 @@ def test_sizes_are_finite_positive_and_bounded_or_refused_with_a_next_step(size:
 
 
 def test_sizes_that_do_not_fit_in_memory_are_refused_before_anything_is_allocated() -> None:
-    with pytest.raises(ValueError, match="only 1.0 GiB of memory is available; next step = use smaller sizes"):
+    with pytest.raises(ValueError, match=r"only 1\.0 GiB of memory is available; next step = use smaller sizes"):
         check_sizes([1024], available=1 << 30)
     with pytest.raises(ValueError, match="not a number"):
         check_sizes(["1e"])  # type: ignore[list-item]

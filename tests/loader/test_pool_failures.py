@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from loader_probes import descriptors_exhausted, loader_threads, pid_alive, wait_gone, worker_processes
+from loader_probes import descriptors_exhausted, loader_threads, wait_gone, worker_processes
 
 from inspector.loader import FileStorageLoader, LoaderCrashedError, WorkerDiedError, WorkerSpawnError
 

@@ -65,8 +65,12 @@ def pipe_round_trips(count: int, warmup: int) -> list[float]:
                              stdin=subprocess.DEVNULL)  # fmt: skip
     theirs.close()
     message = ("load", 1, "/a/storage/file.istore", 3)
+    def round_trip() -> None:
+        ours.send(message)
+        ours.recv()
+
     try:
-        return _timed(lambda: (ours.send(message), ours.recv()), count, warmup)
+        return _timed(round_trip, count, warmup)
     finally:
         ours.send(None)
         ours.close()
@@ -83,7 +87,9 @@ def loader_round_trips(count: int, warmup: int, workers: int, payload_bytes: int
         return _timed(lambda: loader.load(storage).result(60), count, warmup)
 
 
-def small_load_latency(count: int = 2000, warmup: int = 200, workers: int = 2, payload_bytes: int = 1024) -> LatencyResult:
+def small_load_latency(
+    count: int = 2000, warmup: int = 200, workers: int = 2, payload_bytes: int = 1024
+) -> LatencyResult:
     """Both round trips, interleaved in two halves so a change in the machine's load hits both alike.
 
     >>> result = small_load_latency(count=500)  # doctest: +SKIP

@@ -68,7 +68,8 @@ def check_sizes(sizes_mb: Sequence[float], available: int | None = None) -> list
     need = max(sizes) * 2**20 * MEMORY_FACTOR
     if room is not None and need > room:
         raise ValueError(f"a {max(sizes):g} MiB payload needs about {need / 2**30:.1f} GiB for this benchmark but "
-                         f"only {room / 2**30:.1f} GiB of memory is available; next step = use smaller sizes")  # fmt: skip
+                         f"only {room / 2**30:.1f} GiB of memory is available; "
+                         "next step = use smaller sizes")  # fmt: skip
     return sizes
 
 
@@ -168,7 +169,7 @@ def _measure(
     loads = loads_per_repeat(files.size_mb, workers)
     extra: dict[str, float | None] = {}
     capped = False
-    check = lambda: _check(cancel, rows)  # noqa: E731
+    check = lambda: _check(cancel, rows)
     if method == "memcpy":
         speeds, corrupt, loads = memcpy_speeds(files.nbytes, max(5, 3 * repeats)), 0, 1
     elif method == "h2d":

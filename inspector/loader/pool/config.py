@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-
 from typing import Any
 
 DEPTH = 4  # requests queued at each worker, so it starts the next read the moment it finishes one

@@ -96,6 +96,7 @@ def decode(data: bytes | memoryview) -> Message:
     """The record ``data`` encodes; ``ValueError`` for anything else."""
     try:
         fields = marshal.loads(data)
-        return _KINDS[fields[0]]._make(fields[1:])  # type: ignore[no-any-return]
+        message: Message = _KINDS[fields[0]]._make(fields[1:])
     except (EOFError, TypeError, IndexError, ValueError) as exc:
         raise ValueError(f"not a loader message ({exc})") from None
+    return message

@@ -90,8 +90,9 @@ class LoadFuture(Future):
 class Request:
     """One ``load`` call on its way through the pool (internal and mutable; a plain class: one per load)."""
 
-    __slots__ = ("callback", "device", "dispatched", "future", "id", "needs_delivery", "on_error", "path", "prelude",
-                 "queued", "reserved", "running", "segment", "storage", "submitted", "worker", "worker_key")  # fmt: skip
+    __slots__ = ("callback", "device", "dispatched", "future", "id", "needs_delivery", "on_error", "path",
+                 "prelude", "queued", "reserved", "running", "segment", "storage", "submitted", "worker",
+                 "worker_key")  # fmt: skip
 
     def __init__(
         self,
