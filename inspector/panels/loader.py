@@ -109,7 +109,7 @@ class LoaderPanel(Panel):
         self.run_html = widgets.HTML()
         self.targets_out = widgets.Output()
         self.history_out = widgets.Output()
-        history = widgets.Button(description="Compare past runs", icon="history", layout=widgets.Layout(width="180px"))
+        history = widgets.Button(description="Show history", icon="history", layout=widgets.Layout(width="150px"))
         history.on_click(self.guard(lambda _b: self.show_history()))
         self.profile_job = BackgroundJob("Profile")
         self.profile_html = widgets.HTML()
