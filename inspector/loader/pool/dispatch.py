@@ -101,16 +101,21 @@ class Dispatcher:
 
     def _pick_worker(self) -> WorkerHandle | None:
         state, config = self._state, self._config
-        outstanding = sum(len(w.in_flight) for w in state.workers)
-        if not state.delivery_waiting:
-            outstanding += state.undelivered
+        outstanding = 0 if state.delivery_waiting else state.undelivered
+        best: WorkerHandle | None = None
+        for w in state.workers:  # one pass: the count in flight, and the least loaded open worker
+            held = len(w.in_flight)
+            outstanding += held
+            if not w.dead and held < config.depth and (
+                best is None or (held, w.index) < (len(best.in_flight), best.index)
+            ):
+                best = w
         if outstanding >= config.max_outstanding or (
             state.reserved >= config.outstanding_bytes and outstanding >= 2 * config.worker_num
         ):
             state.throttled = True  # whoever frees a slot dispatches again
             return None
-        open_workers = [w for w in state.workers if not w.dead and len(w.in_flight) < config.depth]
-        return min(open_workers, key=lambda w: (len(w.in_flight), w.index), default=None)
+        return best
 
     def _give_up(self, worker: WorkerHandle | None, request: Request) -> None:
         """A cancelled request: free its slot and count it finished."""

@@ -300,6 +300,11 @@ class SegmentPool:
         self._trim()
 
     def _trim(self) -> None:
+        if len(self._free) <= 1:
+            return
+        free_bytes = sum(s.capacity for s in self._free)
+        if len(self._free) <= self._max_free and free_bytes <= MAX_FREE_BYTES:
+            return  # the common case, decided without looking at every segment
         largest = max((s.capacity for s in self._segments.values()), default=0)
         budget = max(MAX_FREE_BYTES, 5 * largest)
         while len(self._free) > self._max_free or (

@@ -72,7 +72,7 @@ def parse_prelude(head: bytes | memoryview, file_size: int, path: str) -> Prelud
         raise StorageCorruptError(path, f"not a storage file ({file_size} bytes, no storage prelude)")
     if len(head) < PRELUDE_SIZE:
         raise StorageCorruptError(path, f"truncated: the file shrank below {PRELUDE_SIZE} bytes while being read")
-    magic, version, _flags, crc, header_len, data_len = PRELUDE.unpack(bytes(head[:PRELUDE_SIZE]))
+    magic, version, _flags, crc, header_len, data_len = PRELUDE.unpack_from(head)
     if magic != MAGIC:
         raise StorageCorruptError(path, f"bad magic {magic!r} (expected {MAGIC!r}); not a storage file")
     if version != VERSION:
