@@ -78,12 +78,6 @@ class StorageFile:
         self.close()
 
 
-def checked_prelude(path: str) -> Prelude:
-    """The prelude of the storage file at ``path``, checked against its real size (nothing else is read)."""
-    with StorageFile(path) as file:
-        return file.prelude
-
-
 def _kind(mode: int) -> str:
     for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"),
                        (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):  # fmt: skip
