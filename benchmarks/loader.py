@@ -9,11 +9,14 @@ a load counts once the callback holds valid arrays.
 
 Shares of memcpy are given two ways: against a warm single-thread memcpy of the same bytes
 (which runs from the CPU cache at 1-16 MiB, so that share looks small there), and against the
-256 MiB memcpy, which is what memory can sustain and what issue 4's targets are stated in
-(the research note defines them so). Ratios to each baseline come from the same run.
+256 MiB memcpy, which is what memory can sustain. Ratios to each baseline come from the same run.
 
-Only the standard library is imported at the top: worker processes started with ``spawn``
-re-import this script.
+It also times one small load (1 KiB) round trip against a bare multiprocessing pipe round trip
+(interleaved, same run), and prints every target with PASS or MISS, and a note when the machine
+was busy. The run is appended to the benchmark history (``inspector bench loader --compare``).
+
+Only the standard library is imported at the top: the baselines' worker processes started with
+``spawn`` re-import this script.
 """
 
 from __future__ import annotations
@@ -74,9 +77,13 @@ def main() -> int:
         SIZES = (1, 16)
 
     from inspector.loader import bench
+    from inspector.loader.bench.targets import latency_target, leaf_target, startup_target, throughput_targets
 
     started = time.perf_counter()
-    rows = bench.run(sizes_mb=SIZES, workers=(WORKERS,), repeats=3, layouts=LAYOUTS, progress=progress)
+    load = bench.machine_load()
+    latency = bench.small_load_latency(count=2000, warmup=200, workers=WORKERS)
+    rows = bench.run(sizes_mb=SIZES, workers=(WORKERS,), repeats=3, layouts=LAYOUTS, progress=progress,
+                     keep_history=False)  # fmt: skip
     startup = bench.measure_startup(size_mb=max(SIZES), workers=WORKERS)
     leaf_us = bench.per_leaf_cost_us(workers=WORKERS)
     dram_rows = [r for r in rows if r.method == "memcpy" and r.size_mb == max(SIZES)]
@@ -85,12 +92,21 @@ def main() -> int:
     print(f"DRAM memcpy reference ({max(SIZES):g} MiB, single thread, warm): {dram:.0f} MB/s\n")
     for line in table(rows, dram):
         print(line)
-    from inspector.loader.targets import leaf_target, startup_target, throughput_targets
-
-    print("\ntargets (issue 4):")
-    for measurement in [*throughput_targets(rows), startup_target(startup), leaf_target(leaf_us)]:
+    print(f"\nsmall load ({latency.payload_bytes} B) round trip: {latency.loader_us} µs; "
+          f"bare multiprocessing pipe round trip: {latency.pipe_us} µs; ratio {latency.ratio:.2f}x")  # fmt: skip
+    sync_1 = {r.method: r for r in rows if r.layout == "steps" and r.size_mb == 1}
+    if "ours" in sync_1 and "sync" in sync_1:
+        print(f"1 MiB steps, {WORKERS} workers: {sync_1['ours'].mb_s / sync_1['sync'].mb_s:.2f}x synchronous "
+              "FileStorage.load")  # fmt: skip
+    measurements = [*throughput_targets(rows), startup_target(startup), leaf_target(leaf_us), latency_target(latency)]
+    print("\ntargets:")
+    for measurement in measurements:
         print("  " + measurement.line())
-    print(f"\n(ran in {time.perf_counter() - started:.0f} s)")
+    if load.note():
+        print("\n" + load.note())
+    bench.record_run("loader", rows, measurements, settings={"sizes_mb": list(SIZES), "workers": [WORKERS],
+                                                             "script": "benchmarks/loader.py"})  # fmt: skip
+    print(f"\n(ran in {time.perf_counter() - started:.0f} s; kept in {bench.history_path()})")
     if args.json:
         with open(args.json, "w") as out:
             json.dump([r.as_dict() for r in rows], out, indent=1)

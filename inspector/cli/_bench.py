@@ -1,13 +1,19 @@
-"""``inspector bench loader|dispatch|rpc``: an engine part against its baselines, in one run."""
+"""``inspector bench loader|dispatch|rpc``: an engine part against its baselines, in one run.
+
+The loader's options are checked before anything runs (sizes, where ``--out`` and ``--plot`` go,
+the device), so a typo costs a line on stderr and exit 2, not minutes or all the memory. Loader
+runs are kept in a history under the user's cache; ``--compare`` prints the last runs side by side.
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
+import os
+import tempfile
 from pathlib import Path
 from typing import Any
 
-from inspector.cli._common import progress_bar
+from inspector.cli._common import UsageError, progress_bar
 
 
 def add_parser(verbs: Any) -> None:
@@ -20,57 +26,147 @@ def add_parser(verbs: Any) -> None:
     bench.add_argument("--layouts", default="steps,columnar", help="loader: steps and/or columnar")
     bench.add_argument("--repeats", type=int, default=3, help="loader: repeats per cell (default 3)")
     bench.add_argument("--device", default=None, help="loader: deliver to this device, e.g. cuda")
+    bench.add_argument("--compare", nargs="?", type=int, const=5, default=None, metavar="N",
+                       help="loader: print the last N runs (default 5) side by side instead of running")  # fmt: skip
 
 
-def _numbers(text: str, kind: type) -> list[Any]:
+def _numbers(text: str, kind: type, what: str) -> list[Any]:
     try:
-        return [kind(item) for item in text.split(",") if item.strip()]
+        values = [kind(item) for item in text.split(",") if item.strip()]
     except ValueError:
-        raise ValueError(f"expected comma-separated {kind.__name__}s, got {text!r}") from None
+        raise UsageError(f"--{what} expects comma-separated {kind.__name__}s, got {text!r}") from None
+    if not values:
+        raise UsageError(f"--{what} is empty; next step = pass values such as 1,16,64")
+    return values
+
+
+def _writable(path: str | None, option: str) -> None:
+    """Refuse, before any work, an output path that cannot be written."""
+    if path is None:
+        return
+    target = Path(path)
+    if target.is_dir():
+        raise UsageError(f"{option} {path!r} is a directory; next step = name a file")
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise UsageError(f"{option} {path!r}: the folder {str(folder)!r} does not exist; next step = create it")
+    try:  # try for real: permission bits say little to root, or on a read-only file system
+        if target.exists():
+            os.close(os.open(target, os.O_WRONLY | os.O_APPEND))
+        else:
+            with tempfile.NamedTemporaryFile(dir=folder, prefix=".inspector-probe-"):
+                pass
+    except OSError as exc:
+        raise UsageError(f"{option} {path!r} is not writable ({exc.strerror}); next step = choose a path you can "
+                         "write") from None
 
 
 def run(args: argparse.Namespace) -> int:
-    try:
-        rows, measurements = _run_part(args)
-    except ValueError as exc:
-        print(f"inspector bench: {exc}", file=sys.stderr)
-        return 2
+    if args.compare is not None:
+        return _compare(args)
+    _writable(args.out, "--out")
+    _writable(args.plot, "--plot")
+    rows, measurements, note = _run_part(args)
     if args.out:
         import csv
+        import io
 
-        with open(args.out, "w", newline="", encoding="utf-8") as file:
-            writer = csv.DictWriter(file, fieldnames=list(rows[0]))
-            writer.writeheader()
-            writer.writerows(rows)
+        from inspector._files import atomic_write_text
+
+        text = io.StringIO()
+        writer = csv.DictWriter(text, fieldnames=list(rows[0]) if rows else ["empty"])
+        writer.writeheader()
+        writer.writerows(rows)
+        atomic_write_text(args.out, text.getvalue())
     if args.plot:
         from inspector.views._figures import figure_to_png
 
         Path(args.plot).write_bytes(figure_to_png(_figure(args.part, rows)))
     for measurement in measurements:
         print(measurement.line())
+    if note:
+        print(note)
     return 0 if all(m.ok for m in measurements) else 1
 
 
-def _run_part(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any]]:
+def _run_part(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any], str]:
     if args.part == "dispatch":
         import inspector.examples  # noqa: F401
         from inspector.dispatch.bench import hot_path
         from inspector.dispatch.torch_sdpa.bench import measure as sdpa_measure
 
         measurements = [*hot_path("attention", progress=progress_bar), *sdpa_measure(progress=progress_bar)]
-        return [m.as_dict() for m in measurements], measurements
+        return [m.as_dict() for m in measurements], measurements, ""
     if args.part == "rpc":
         from inspector.rpc.bench import measure
 
         measurements = measure(progress=progress_bar)
-        return [m.as_dict() for m in measurements], measurements
-    from inspector.loader.bench import run as run_loader
-    from inspector.loader.targets import throughput_targets
+        return [m.as_dict() for m in measurements], measurements, ""
+    return _run_loader(args)
 
-    bench_rows = run_loader(sizes_mb=_numbers(args.sizes, float), workers=_numbers(args.workers, int),
-                            layouts=[x.strip() for x in args.layouts.split(",") if x.strip()],
-                            repeats=args.repeats, device=args.device, progress=progress_bar)
-    return [row.as_dict() for row in bench_rows], throughput_targets(bench_rows)
+
+def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any], str]:
+    from inspector.loader import CudaUnavailableError
+    from inspector.loader.bench import check_sizes, machine_load, record_run, small_load_latency
+    from inspector.loader.bench import run as run_loader
+    from inspector.loader.bench.targets import latency_target, throughput_targets
+    from inspector.loader.pool.cuda import resolve_device
+
+    try:
+        sizes = check_sizes(_numbers(args.sizes, float, "sizes"))
+    except ValueError as exc:
+        raise UsageError(f"--sizes {args.sizes!r}: {exc}") from None
+    workers = _numbers(args.workers, int, "workers")
+    if any(w < 1 for w in workers):
+        raise UsageError(f"--workers must be positive, got {args.workers!r}")
+    if args.repeats < 1:
+        raise UsageError(f"--repeats must be positive, got {args.repeats}")
+    layouts = [x.strip() for x in args.layouts.split(",") if x.strip()]
+    try:
+        resolve_device(args.device)
+    except CudaUnavailableError as exc:
+        message = f"--device {args.device}: no CUDA GPU here ({exc.reason}); next step = drop --device"
+        raise UsageError(message) from None
+    except ValueError as exc:
+        raise UsageError(f"--device {args.device!r}: {exc}") from None
+    settings = {"sizes_mb": sizes, "workers": workers, "layouts": layouts, "repeats": args.repeats,
+                "device": args.device or "cpu"}  # fmt: skip
+    try:
+        bench_rows = run_loader(sizes_mb=sizes, workers=workers, layouts=layouts, repeats=args.repeats,
+                                device=args.device, progress=progress_bar, keep_history=False)  # fmt: skip
+    except ValueError as exc:
+        raise UsageError(str(exc).splitlines()[0]) from None
+    latency = small_load_latency(count=1000, warmup=100, workers=max(workers))
+    measurements = [*throughput_targets(bench_rows), latency_target(latency)]
+    record_run("loader", bench_rows, measurements, settings=settings)
+    return [row.as_dict() for row in bench_rows], measurements, machine_load().note()
+
+
+def _compare(args: argparse.Namespace) -> int:
+    if args.part != "loader":
+        raise UsageError(f"--compare: only the loader benchmark keeps a history, not {args.part!r}")
+    if args.compare < 1:
+        raise UsageError(f"--compare needs a positive number of runs, got {args.compare}")
+    from inspector.loader.bench import history_path, read_history, side_by_side
+
+    runs = read_history("loader", last=args.compare)
+    if not runs:
+        print(f"no loader runs kept yet in {history_path()}; run `inspector bench loader` first")
+        return 0
+    for i, entry in enumerate(runs):
+        env = entry.get("environment", {})
+        flag = " (cancelled)" if entry.get("cancelled") else ""
+        print(f"#{i + 1} {entry.get('time')}{flag}: commit {env.get('commit')}, torch {env.get('torch')}, "
+              f"{env.get('cpu')} x{env.get('cores')}, gpu {env.get('gpu')}, "
+              f"load {env.get('load_average')}")  # fmt: skip
+    table = side_by_side(runs, ("layout", "size_mb", "workers", "method"), "mb_s")
+    names = [k for k in (table[0] if table else {}) if k.startswith("#")]
+    print(f"\n{'layout':<9} {'MiB':>6} {'w':>2} {'method':<11}" + "".join(f" {n.split()[0]:>9}" for n in names))
+    for record in table:
+        cells = "".join(f" {record[n]:>9,.0f}" if record[n] is not None else f" {'-':>9}" for n in names)
+        print(f"{record['layout']:<9} {record['size_mb']:>6g} {record['workers']:>2} {record['method']:<11}{cells}")
+    print("\nMB/s (median of each run's timed repeats); each run is one column, oldest first")
+    return 0
 
 
 def _figure(part: str, rows: list[dict[str, Any]]) -> Any:
@@ -81,3 +177,4 @@ def _figure(part: str, rows: list[dict[str, Any]]) -> Any:
     from inspector.views.bench import measurements_figure
 
     return measurements_figure(rows, title=f"inspector bench {part}")
+

@@ -4,10 +4,15 @@
 ``FileStorage``; ``loader.load(storage, callback)`` reads it in a worker straight into shared
 memory and delivers the rebuilt object (numpy arrays, torch tensors, nested dicts, lists and
 tuples, plain Python values) to ``callback`` and to the returned ``Future``.
-``inspector.loader.bench`` measures it against the usual alternatives.
+``inspector.loader.bench`` measures it against the usual alternatives, and
+``profile_loader`` measures any iterable, your own ``DataLoader`` included. Every error the
+loader raises on purpose is a ``LoaderError``.
 
-Names are served lazily: a spawned worker imports ``inspector.loader._worker``, which needs only
-the standard library, and must not pay for numpy or the rest of this package on start-up.
+The package has three sub-systems: ``storage`` (the file format: layout, checked reading,
+encoding, handles), ``pool`` (worker processes, shared memory, the I/O and delivery threads)
+and ``bench`` (benchmarks and profiling). Names are served lazily: a worker process imports
+``inspector.loader.pool.worker_process``, which needs only the standard library, and must not
+pay for numpy or the rest of this package on start-up.
 """
 
 from __future__ import annotations
@@ -16,12 +21,15 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 __all__ = [
+    "CallbackDeadlockError",
     "CudaUnavailableError",
     "FileStorage",
     "FileStorageLoader",
     "LeafInfo",
     "LoadTiming",
     "LoaderCrashedError",
+    "LoaderError",
+    "LoaderProfile",
     "LoaderShutdownError",
     "LoaderStatus",
     "STAGES",
@@ -39,11 +47,14 @@ __all__ = [
     "WorkerStatus",
     "describe_storage",
     "loader_statuses",
+    "profile_loader",
 ]
 
 _HOMES = {
+    "CallbackDeadlockError": "_errors",
     "CudaUnavailableError": "_errors",
     "LoaderCrashedError": "_errors",
+    "LoaderError": "_errors",
     "LoaderShutdownError": "_errors",
     "SharedMemoryError": "_errors",
     "StorageCorruptError": "_errors",
@@ -52,26 +63,29 @@ _HOMES = {
     "WorkerDiedError": "_errors",
     "WorkerSpawnError": "_errors",
     "WorkerStartError": "_errors",
-    "LeafInfo": "_describe",
-    "StorageInfo": "_describe",
-    "describe_storage": "_describe",
+    "LeafInfo": "storage.describe",
+    "StorageInfo": "storage.describe",
+    "describe_storage": "storage.describe",
     "loader_statuses": "_lifecycle",
-    "FileStorageLoader": "_loader",
-    "StorageLoader": "_loader",
-    "STAGES": "_records",
-    "STAGE_LABELS": "_records",
-    "LoadTiming": "_records",
-    "LoaderStatus": "_records",
-    "WorkerStatus": "_records",
-    "FileStorage": "_storage",
-    "Storage": "_storage",
+    "FileStorageLoader": "_loaders",
+    "StorageLoader": "_loaders",
+    "LoaderProfile": "bench.profile",
+    "profile_loader": "bench.profile",
+    "STAGES": "pool.records",
+    "STAGE_LABELS": "pool.records",
+    "LoadTiming": "pool.records",
+    "LoaderStatus": "pool.records",
+    "WorkerStatus": "pool.records",
+    "FileStorage": "storage.handles",
+    "Storage": "storage.handles",
 }
 
 if TYPE_CHECKING:
-    from inspector.loader._describe import LeafInfo, StorageInfo, describe_storage
     from inspector.loader._errors import (
+        CallbackDeadlockError,
         CudaUnavailableError,
         LoaderCrashedError,
+        LoaderError,
         LoaderShutdownError,
         SharedMemoryError,
         StorageCorruptError,
@@ -82,9 +96,11 @@ if TYPE_CHECKING:
         WorkerStartError,
     )
     from inspector.loader._lifecycle import loader_statuses
-    from inspector.loader._loader import FileStorageLoader, StorageLoader
-    from inspector.loader._records import STAGE_LABELS, STAGES, LoaderStatus, LoadTiming, WorkerStatus
-    from inspector.loader._storage import FileStorage, Storage
+    from inspector.loader._loaders import FileStorageLoader, StorageLoader
+    from inspector.loader.bench.profile import LoaderProfile, profile_loader
+    from inspector.loader.pool.records import STAGE_LABELS, STAGES, LoaderStatus, LoadTiming, WorkerStatus
+    from inspector.loader.storage.describe import LeafInfo, StorageInfo, describe_storage
+    from inspector.loader.storage.handles import FileStorage, Storage
 
 
 def __getattr__(name: str) -> Any:

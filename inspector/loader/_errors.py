@@ -1,13 +1,29 @@
-"""The loader's exceptions: each subclasses the builtin it would otherwise be and carries its facts."""
+"""The loader's exceptions: one root, ``LoaderError``; each also subclasses the builtin it would otherwise be.
+
+Standard library only: the worker process imports this module.
+"""
 
 from __future__ import annotations
 
+from inspector.errors import InspectorError
 
-class UnsupportedPayloadError(TypeError):
-    """``save`` met a value the storage format cannot hold without pickle."""
 
-    def __init__(self, where: str, type_name: str, reason: str, supported: tuple[str, ...]) -> None:
+class LoaderError(InspectorError):
+    """Anything the loader raises on purpose: ``except LoaderError`` catches every loader failure."""
+
+
+class UnsupportedPayloadError(LoaderError, TypeError):
+    """``save`` met a value the storage format cannot hold without pickle.
+
+    ``key_path`` is where it sits as a tuple of keys and indices (``('obs', 3)``); ``where`` is the
+    same place written as Python (``obj['obs'][3]``).
+    """
+
+    def __init__(
+        self, where: str, type_name: str, reason: str, supported: tuple[str, ...], key_path: tuple[object, ...] = ()
+    ) -> None:
         self.where = where
+        self.key_path = key_path
         self.type_name = type_name
         self.reason = reason
         self.supported = supported
@@ -19,7 +35,7 @@ class UnsupportedPayloadError(TypeError):
         )
 
 
-class StorageNotFoundError(FileNotFoundError):
+class StorageNotFoundError(LoaderError, FileNotFoundError):
     """The storage file is gone: never written, expired after ``ttl``, or removed at shutdown."""
 
     def __init__(self, path: str, why: str | None = None) -> None:
@@ -40,7 +56,7 @@ class StorageNotFoundError(FileNotFoundError):
         return str(self.strerror)
 
 
-class StorageCorruptError(ValueError):
+class StorageCorruptError(LoaderError, ValueError):
     """The file is not a complete, well-formed storage file (truncated, garbled, or foreign)."""
 
     def __init__(self, path: str, reason: str) -> None:
@@ -52,7 +68,7 @@ class StorageCorruptError(ValueError):
         )
 
 
-class WorkerDiedError(RuntimeError):
+class WorkerDiedError(LoaderError, RuntimeError):
     """The worker process serving a request died before it finished."""
 
     def __init__(self, worker: str, pid: int | None, exitcode: int | None, path: str) -> None:
@@ -68,7 +84,7 @@ class WorkerDiedError(RuntimeError):
         )
 
 
-class LoaderShutdownError(RuntimeError):
+class LoaderShutdownError(LoaderError, RuntimeError):
     """A request was still pending when the loader shut down."""
 
     def __init__(self, path: str) -> None:
@@ -79,7 +95,7 @@ class LoaderShutdownError(RuntimeError):
         )
 
 
-class SharedMemoryError(OSError):
+class SharedMemoryError(LoaderError, OSError):
     """Reserving a shared-memory segment failed (out of memory, or a limit was hit)."""
 
     def __init__(self, nbytes: int, cause: OSError) -> None:
@@ -94,7 +110,7 @@ class SharedMemoryError(OSError):
         return str(self.strerror)
 
 
-class CudaUnavailableError(RuntimeError):
+class CudaUnavailableError(LoaderError, RuntimeError):
     """``device='cuda'`` was asked for on a machine where torch sees no CUDA GPU."""
 
     def __init__(self, device: str, reason: str) -> None:
@@ -106,32 +122,30 @@ class CudaUnavailableError(RuntimeError):
         )
 
 
-class WorkerStartError(RuntimeError):
+class WorkerStartError(LoaderError, RuntimeError):
     """Worker processes keep exiting before they are ready, so the pool stopped replacing them."""
 
-    def __init__(self, failures: int, exitcode: int | None, start_method: str) -> None:
+    def __init__(self, failures: int, exitcode: int | None, command: str) -> None:
         self.failures = failures
         self.exitcode = exitcode
-        self.start_method = start_method
+        self.command = command
         super().__init__(
             f"Loader workers exit before they start ({failures} times in a row)\n"
             f"last exit code = {exitcode}\n"
-            f"start method = {start_method}\n"
-            "next step = read the worker's stderr; under spawn/forkserver a script must guard its top level "
-            "with `if __name__ == '__main__':`. shutdown() and load again to retry"
+            f"command = {command}\n"
+            "next step = read the worker's stderr (it usually says why the worker module could not be "
+            "imported), fix that, then shutdown() and load again"
         )
 
 
-class WorkerSpawnError(OSError):
+class WorkerSpawnError(LoaderError, OSError):
     """The operating system refused to start a worker process (too many open files, processes or no memory)."""
 
-    def __init__(self, index: int, start_method: str, cause: OSError) -> None:
+    def __init__(self, index: int, cause: OSError) -> None:
         self.index = index
-        self.start_method = start_method
         super().__init__(
             cause.errno,
             f"Could not start loader worker {index}: {cause.strerror or cause}\n"
-            f"start method = {start_method}\n"
             "next step = free resources (raise `ulimit -n` / `ulimit -u`, close other loaders, free memory) "
             "or use fewer workers, then load again",
         )
@@ -140,7 +154,20 @@ class WorkerSpawnError(OSError):
         return str(self.strerror)
 
 
-class LoaderCrashedError(RuntimeError):
+class CallbackDeadlockError(LoaderError, RuntimeError):
+    """A callback waited on a load whose own callback can only run after it returns (on the same thread)."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        super().__init__(
+            f"A loader callback waited on the load of {path!r}, whose callback runs on the same delivery "
+            "thread after this one returns: that wait could never end\n"
+            "next step = wait outside the callback, chain with future.add_done_callback(...), "
+            "or load it without a callback (such loads complete without the delivery thread)"
+        )
+
+
+class LoaderCrashedError(LoaderError, RuntimeError):
     """The loader's I/O thread failed, so the requests it held could not be served."""
 
     def __init__(self, cause: BaseException, path: str | None = None) -> None:

@@ -1,10 +1,18 @@
-"""What a loader owns, kept apart from the loader object, plus the process-wide exit hook.
+"""What a loader owns, kept apart from the loader object, plus the process-wide exit and fork hooks.
 
 The ``Core`` never refers back to its loader, so a loader that is dropped without ``shutdown``
 is garbage-collected; its finalizer then shuts the core down on a helper thread once the loads
 already submitted are delivered. ``atexit`` shuts down every core still running (see
-NOTE [ Loader shutdown ] in ``_pool``); it is registered after ``multiprocessing`` so it runs
-before multiprocessing's own exit hook terminates the workers under our feet.
+NOTE [ Loader shutdown ] in ``pool.worker_pool``).
+
+NOTE [ Loaders across fork ]
+A child made by ``os.fork()`` (or a ``DataLoader`` worker forked from a process that holds a
+loader) inherits the loader objects but none of their threads. Right after the fork, in the
+child, every core *abandons* its pool: the inherited descriptors are closed and nothing is
+sent, so the parent's workers keep serving the parent. The core also stops being the owner of
+anything the parent made: a private directory is the parent's to remove, and the exit hook and
+finalizers of the child touch only what the child itself created. A ``load`` in the child then
+starts the child's own workers and works as in any process.
 """
 
 from __future__ import annotations
@@ -13,14 +21,17 @@ import atexit
 import collections
 import itertools
 import logging
+import os
 import sys
 import threading
 import weakref
 from collections.abc import Callable
+from typing import Any
 
-from inspector.loader._delivery import Request
-from inspector.loader._pool import WorkerPool
-from inspector.loader._records import LoaderStatus, LoadTiming
+from inspector.loader.pool.config import PoolConfig, no_reason
+from inspector.loader.pool.records import LoaderStatus
+from inspector.loader.pool.requests import Request
+from inspector.loader.pool.worker_pool import WorkerPool
 
 logger = logging.getLogger("inspector.loader")
 
@@ -32,18 +43,21 @@ _numbers = itertools.count(1)
 
 
 class Core:
-    """A loader's pool (started on demand, restartable), its timings and its clean-up steps."""
+    """A loader's pool (started on demand, restartable), its timings, and its clean-up and fork steps."""
 
-    def __init__(self, kind: str, worker_num: int, start_method: str, why_missing: Callable[[str], str | None]):
+    def __init__(self, kind: str, worker_num: int, why_missing: Callable[[str], str | None] = no_reason) -> None:
         self.name = f"{kind}-{next(_numbers)}"
-        self.worker_num = worker_num
-        self.start_method = start_method
-        self.timings: collections.deque[LoadTiming] = collections.deque(maxlen=TIMINGS_KEPT)
+        self.timings: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=TIMINGS_KEPT)  # LoadTiming fields
+        self.config = PoolConfig(self.name, worker_num, why_missing, self.timings.append)
         self.closers: list[Callable[[], None]] = []
-        self._why_missing = why_missing
+        self.forkers: list[Callable[[], None]] = []  # run in a forked child (NOTE [ Loaders across fork ])
         self._lock = threading.Lock()
         self._pool: WorkerPool | None = None
         _live.add(self)
+
+    @property
+    def worker_num(self) -> int:
+        return self.config.worker_num
 
     @property
     def running(self) -> bool:
@@ -55,12 +69,13 @@ class Core:
             if self._pool is not None and self._pool.stopped:
                 self._pool = None  # its I/O thread crashed: it failed its requests and cleaned up after itself
             if self._pool is None:
-                self._pool = WorkerPool(
-                    self.name, self.worker_num, self.start_method, self.timings.append, self._why_missing
-                )
+                self._pool = WorkerPool(self.config)
             return self._pool
 
     def submit(self, request: Request) -> None:
+        pool = self._pool
+        if pool is not None and pool.submit(request):
+            return
         while not self.pool().submit(request):
             pass  # that pool began shutting down, or crashed, a moment ago: pool() makes a new one
 
@@ -68,7 +83,7 @@ class Core:
         pool = self._pool
         if pool is not None:
             return pool.status()
-        return LoaderStatus(self.name, False, self.worker_num, self.start_method, (), 0, 0, 0, 0, 0, 0, 0, 0)
+        return LoaderStatus(self.name, False, self.worker_num, (), 0, 0, 0, 0, 0, 0, 0, 0)
 
     def shutdown(self, timeout: float | None, join_timeout: float | None = None) -> None:
         with self._lock:
@@ -87,6 +102,16 @@ class Core:
             return
         threading.Thread(target=self.shutdown, args=(None,), name=f"{self.name}-close", daemon=True).start()
 
+    def after_fork_in_child(self) -> None:
+        """See NOTE [ Loaders across fork ]."""
+        self._lock = threading.Lock()  # another thread may have held it at the fork
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.abandon()
+        self.timings.clear()
+        for forker in self.forkers:
+            forker()
+
 
 def loader_statuses() -> tuple[LoaderStatus, ...]:
     """A snapshot of every loader in this process that has not been garbage-collected."""
@@ -101,4 +126,14 @@ def _shutdown_all_at_exit() -> None:
             logger.exception("inspector.loader: shutting down %s at exit failed", core.name)
 
 
+def _after_fork_in_child() -> None:
+    for core in list(_live):
+        try:
+            core.after_fork_in_child()
+        except Exception:  # a forked child must come up whatever happened to one loader
+            logger.exception("inspector.loader: resetting %s after fork failed", core.name)
+
+
 atexit.register(_shutdown_all_at_exit)
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_after_fork_in_child)

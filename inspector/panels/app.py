@@ -163,10 +163,18 @@ class Inspector:
         return bundle
 
 
-def show(*, demos: bool | None = None) -> Inspector:
+def show(*, demos: bool | None = None, loader: Any = None) -> Inspector:
     """The Inspector app; leave it as a cell's last expression to display it.
 
     Your own families and backends come first: the demos load only into empty registries,
-    unless ``demos=True`` (and then never over a name you registered).
+    unless ``demos=True`` (and then never over a name you registered). ``loader``: your
+    ``DataLoader`` (any iterable of batches); the Loader tab opens and profiles it, and the
+    inspector's loader on the same bytes, in its "Your loader" section.
     """
-    return Inspector(demos=demos)
+    app = Inspector(demos=demos)
+    if loader is not None:
+        titles = [t.title for t in app.tabs]
+        panel = app.open("Loader")
+        app.tab.selected_index = titles.index("Loader")
+        panel.profile(loader)  # type: ignore[attr-defined]
+    return app

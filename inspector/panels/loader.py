@@ -1,21 +1,35 @@
-"""LoaderPanel: benchmark the shared-memory loader against the usual alternatives, and watch its workers.
+"""LoaderPanel: benchmark the shared-memory loader, profile your own loader, and watch the workers.
 
 Pick sizes, worker counts, layouts, methods, device and repeats, then Run: ``bench.run`` goes on a
-background job (progress bar, Cancel), and the charts and the results table redraw as each result
-arrives. The worker table shows every loader alive in this kernel (the benchmark's while it runs,
-and your own): which workers are alive and busy, and how many shared-memory segments are held.
+background job (progress bar with a count and the time left, Cancel), and the charts and the
+results table redraw as each result arrives; the targets show PASS or MISS, a busy machine is
+said so, and past runs can be compared side by side. "Your loader" profiles a ``DataLoader`` (any
+iterable) passed to ``profile(...)`` and the inspector's loader on the same bytes. The worker
+table shows every loader alive in this kernel: which workers are alive and busy, and how many
+shared-memory segments are held.
 """
 
 from __future__ import annotations
 
+import html
 import threading
 import time
 from collections.abc import Sequence
 
 import ipywidgets as widgets
 
-from inspector.loader import loader_statuses
-from inspector.loader.bench import METHOD_LABELS, METHODS, BenchCancelled, BenchRow, run
+from inspector.loader import LoaderProfile, loader_statuses
+from inspector.loader.bench import (
+    METHOD_LABELS,
+    METHODS,
+    BenchCancelled,
+    BenchRow,
+    profile_inspector_loader,
+    profile_loader,
+    read_history,
+    run,
+)
+from inspector.loader.bench.targets import throughput_targets
 from inspector.panels._background import BackgroundJob, JobCancelled, Report
 from inspector.panels._base import PANEL_CSS, Panel
 from inspector.panels._guard import error_html
@@ -23,9 +37,15 @@ from inspector.panels._render import render_into
 from inspector.views._figures import figure_to_html
 from inspector.views.loader import (
     bench_table,
+    history_environments,
+    history_table,
     loaders_table,
+    machine_note,
+    profile_figure,
+    profile_table,
     ratio_table,
     stage_figure,
+    targets_table,
     throughput_by_size_figure,
     throughput_by_workers_figure,
     workers_table,
@@ -35,6 +55,10 @@ SIZE_CHOICES = (0.25, 1, 4, 16, 64, 256)
 WORKER_CHOICES = (1, 2, 3, 4)
 STATUS_INTERVAL_S = 0.5  # how often the worker table refreshes while a benchmark runs
 TABLE_COLUMNS = ["layout", "size_mb", "workers", "label", "mb_s", "mb_s_min", "mb_s_max", "share_of_memcpy", "corrupt"]
+
+
+def _two(value: float) -> str:
+    return f"{value:.2f}"
 
 
 def cuda_available() -> bool:
@@ -60,6 +84,7 @@ class LoaderPanel(Panel):
     ) -> None:
         super().__init__()
         self.rows: list[BenchRow] = []
+        self.profiles: list[LoaderProfile] = []
         self.last_error: BaseException | None = None
         self._rows_lock = threading.Lock()
         wide = widgets.Layout(width="220px")
@@ -82,6 +107,13 @@ class LoaderPanel(Panel):
         refresh.on_click(self.guard(lambda _b: self.refresh_status()))
         self.job = BackgroundJob("Benchmark")
         self.run_html = widgets.HTML()
+        self.targets_out = widgets.Output()
+        self.history_out = widgets.Output()
+        history = widgets.Button(description="Show history", icon="history", layout=widgets.Layout(width="150px"))
+        history.on_click(self.guard(lambda _b: self.show_history()))
+        self.profile_job = BackgroundJob("Profile")
+        self.profile_html = widgets.HTML()
+        self.profile_out = widgets.Output()
         self.chart_out = widgets.Output()
         self.workers_chart_out = widgets.Output()
         self.stage_out = widgets.Output()
@@ -98,7 +130,16 @@ class LoaderPanel(Panel):
             widgets.HBox([self.run_button, self.job.widget]),
             self.run_html,
             charts,
+            self.targets_out,
             self.table_out,
+            widgets.HBox([widgets.HTML("<b>Past runs</b>"), history]),
+            self.history_out,
+            widgets.HTML("<b>Your loader</b>: <code>panel.profile(your_dataloader)</code> (or "
+                         "<code>inspector.show(loader=...)</code>) times it and the inspector's loader on the same "
+                         "bytes"),
+            self.profile_job.widget,
+            self.profile_html,
+            self.profile_out,
             widgets.HBox([widgets.HTML("<b>Loaders in this kernel</b>"), refresh]),
             self.status_out,
         ])  # fmt: skip
@@ -148,7 +189,7 @@ class LoaderPanel(Panel):
             watcher.start()
             try:
                 return run(progress=report, on_row=self._on_row, cancel=cancelled, **settings)  # type: ignore[arg-type]
-            except BenchCancelled as exc:
+            except BenchCancelled as exc:  # what it measured is kept: in self.rows and in the history
                 raise JobCancelled(str(exc)) from exc
             finally:
                 self._refresh_or_show()
@@ -199,6 +240,61 @@ class LoaderPanel(Panel):
         render_into(self.stage_out, stage_figure(rows))
         table = bench_table(rows)[TABLE_COLUMNS]
         render_into(self.table_out, table.style.hide(axis="index").format(precision=2))
+        self._render_targets(rows)
+
+    def _render_targets(self, rows: list[BenchRow]) -> None:
+        note = machine_note(rows)
+        parts: list[object] = [note] if note else []
+        if any(r.method == "memcpy" for r in rows):
+            parts.append(targets_table(throughput_targets(rows)).style.hide(axis="index").format(precision=2))
+        render_into(self.targets_out, *parts)
+
+    # -- past runs -------------------------------------------------------------------------------
+    def show_history(self, last: int = 5) -> None:
+        """Show the last ``last`` benchmark runs (from the history under your cache) side by side."""
+        runs = read_history("loader", last=last)
+        if not runs:
+            render_into(self.history_out, "No past runs yet: each Run is kept (also from `inspector bench loader`).")
+            return
+        render_into(self.history_out, history_table(runs).style.hide(axis="index").format(precision=0),
+                    history_environments(runs).style.hide(axis="index"))  # fmt: skip
+
+    # -- your loader ----------------------------------------------------------------------------
+    def profile(self, loader: object, *, batches: int = 30, warmup: int = 2, compare: bool = True,
+                wait: bool = False) -> None:  # fmt: skip
+        """Profile ``loader`` (a DataLoader or any iterable) on a background job, then the inspector's loader
+        on the same bytes (``compare``); the table and chart show both."""
+        if self.profile_job.running:
+            raise RuntimeError("A profile is already running\nnext step = wait for it, or press Cancel and try again")
+        if not hasattr(loader, "__iter__"):
+            raise TypeError(f"profile() needs an iterable such as a DataLoader, got {type(loader).__name__}")
+        self.profiles = []
+        self.profile_html.value = ""
+
+        def job(report: Report, cancelled: threading.Event) -> list[LoaderProfile]:
+            try:
+                found = [profile_loader(loader, batches=batches, warmup=warmup, cancel=cancelled, progress=report)]
+                self._show_profiles(found)
+                if compare:
+                    found.append(profile_inspector_loader(loader, batches=batches, warmup=warmup, cancel=cancelled,
+                                                          progress=report))  # fmt: skip
+            except BenchCancelled as exc:
+                raise JobCancelled(str(exc)) from exc
+            return found
+
+        def failed(exc: BaseException) -> None:
+            self.profile_html.value = "profiling was cancelled" if isinstance(exc, JobCancelled) else error_html(exc)
+
+        self.profile_job.start(job, self.guard(self._show_profiles), self.guard(failed))
+        if wait:
+            self.profile_job.wait()
+
+    def _show_profiles(self, profiles: list[LoaderProfile]) -> None:
+        self.profiles = list(profiles)
+        if not profiles:
+            return
+        render_into(self.profile_out, profile_table(profiles).style.hide(axis="index").format(precision=3),
+                    profile_figure(profiles))  # fmt: skip
 
     def refresh_status(self) -> None:
         """Redraw the table of live loaders and their workers."""
@@ -215,10 +311,18 @@ class LoaderPanel(Panel):
         parts = [PANEL_CSS]
         if rows:
             parts.append(figure_to_html(throughput_by_size_figure(rows), alt="loader throughput by size"))
+            note = machine_note(rows)
+            if note:
+                parts.append(f"<p><i>{html.escape(note)}</i></p>")
+            if any(r.method == "memcpy" for r in rows):
+                parts.append(targets_table(throughput_targets(rows)).to_html(index=False, float_format=_two))
             parts.append(ratio_table(rows).to_html(index=False, float_format=lambda v: f"{v:.2f}"))
             parts.append(bench_table(rows)[TABLE_COLUMNS].to_html(index=False, float_format=lambda v: f"{v:.2f}"))
         else:
             parts.append("<p>No benchmark results yet.</p>")
+        if self.profiles:
+            parts.append(profile_table(self.profiles).to_html(index=False, float_format=_two))
+            parts.append(figure_to_html(profile_figure(self.profiles), alt="your loader's profile"))
         statuses = loader_statuses()
         if statuses:
             parts.append(loaders_table(statuses).to_html(index=False))

@@ -1,4 +1,4 @@
-"""Loader views: benchmark rows, per-stage timings and pool status as DataFrames and Figures.
+"""Loader views: benchmark rows, per-stage timings, pool status, your loader's profile and past runs.
 
 Throughput is MB/s with MB = 2**20 bytes. The memcpy row is the ceiling a single thread can
 copy the same bytes at; the charts draw it dashed so every other line reads as a share of it.
@@ -15,8 +15,8 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from inspector.loader import STAGE_LABELS, STAGES, LoaderStatus, LoadTiming, StorageInfo
-from inspector.loader.bench import METHOD_LABELS
+from inspector.loader import STAGE_LABELS, STAGES, LoaderProfile, LoaderStatus, LoadTiming, StorageInfo
+from inspector.loader.bench import METHOD_LABELS, MachineLoad, side_by_side
 from inspector.views._figures import NEUTRAL_INK, new_figure, style_axes
 
 METHOD_COLOURS = {
@@ -246,3 +246,81 @@ def leaves_table(info: StorageInfo) -> pd.DataFrame:
         for leaf in info.leaves
     ]  # fmt: skip
     return pd.DataFrame.from_records(records, columns=columns)
+
+
+def machine_note(rows: Iterable[Any]) -> str:
+    """The busy-machine note for a set of benchmark rows ("" when every cell ran on a quiet machine)."""
+    records = _records(rows)
+    loads = [MachineLoad(r.get("load_average") or 0.0, r.get("cores") or 1) for r in records if r.get("cores")]
+    busiest = max(loads, key=lambda m: m.load_average - m.cores, default=None)
+    return busiest.note() if busiest is not None else ""
+
+
+def targets_table(measurements: Iterable[Any]) -> pd.DataFrame:
+    """One row per target: the figure, its baseline, the ratio, the target and PASS or MISS."""
+    columns = ["measurement", "value", "unit", "baseline", "baseline_value", "ratio", "target", "verdict"]
+    records = [
+        {"measurement": m.name, "value": m.value, "unit": m.unit, "baseline": m.baseline,
+         "baseline_value": m.baseline_value, "ratio": m.ratio, "target": m.target,
+         "verdict": ("PASS" if m.ok else "MISS") if m.target else ""}
+        for m in measurements
+    ]  # fmt: skip
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def history_table(runs: Sequence[Mapping[str, Any]], method: str | None = "ours") -> pd.DataFrame:
+    """Past runs side by side: one row per (layout, size, workers, method), MB/s of each run in its own column."""
+    frame = pd.DataFrame.from_records(side_by_side(runs, ("layout", "size_mb", "workers", "method"), "mb_s"))
+    if frame.empty:
+        return pd.DataFrame(columns=["layout", "size_mb", "workers", "method"])
+    if method is not None:
+        frame = frame[frame["method"] == method]
+    return frame.sort_values(["layout", "size_mb", "workers", "method"], ignore_index=True)
+
+
+def history_environments(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
+    """Where each past run ran: time, commit, torch, numpy, CPU, GPU, load average, cancelled."""
+    columns = ["run", "time", "commit", "torch", "numpy", "cpu", "cores", "gpu", "load_average", "cancelled"]
+    records = []
+    for i, run in enumerate(runs):
+        env = run.get("environment", {})
+        records.append({"run": f"#{i + 1}", "time": run.get("time"), "cancelled": run.get("cancelled", False),
+                        **{k: env.get(k) for k in columns[2:-1]}})  # fmt: skip
+    return pd.DataFrame.from_records(records, columns=columns)
+
+
+def _profiles(profiles: LoaderProfile | Iterable[LoaderProfile]) -> list[LoaderProfile]:
+    return [profiles] if isinstance(profiles, LoaderProfile) else list(profiles)
+
+
+def profile_table(profiles: LoaderProfile | Iterable[LoaderProfile]) -> pd.DataFrame:
+    """One row per profiled loader: first batch, batches/s, MB/s, ms per batch (median, min, max), H2D."""
+    return pd.DataFrame.from_records([p.summary() for p in _profiles(profiles)])
+
+
+def profile_figure(profiles: LoaderProfile | Iterable[LoaderProfile]) -> Figure:
+    """Left: milliseconds per batch, batch by batch, a line per loader. Right: MB/s of each loader."""
+    found = _profiles(profiles)
+    fig = new_figure(width=9.6, height=3.6)
+    left, right = fig.subplots(1, 2, width_ratios=(2, 1))
+    colours = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b")
+    for i, profile in enumerate(found):
+        name = profile.label or profile.name
+        ms = np.asarray(profile.batch_seconds) * 1e3
+        left.plot(np.arange(1, len(ms) + 1), ms, marker=".", linewidth=1, color=colours[i % 5], label=name)
+        right.barh(i, profile.mb_per_s, color=colours[i % 5])
+        right.text(profile.mb_per_s, i, f" {profile.mb_per_s:,.0f}", va="center", color=NEUTRAL_INK, fontsize=8)
+    left.set_xlabel("batch")
+    left.set_ylabel("ms per batch")
+    left.set_yscale("log")
+    left.set_title("time between batches (after warm-up)")
+    right.set_yticks(range(len(found)), [p.label or p.name for p in found])
+    right.set_xlabel("MB/s of tensors and arrays")
+    right.invert_yaxis()
+    for ax in (left, right):
+        style_axes(ax)
+    if found:
+        left.legend(fontsize=7, frameon=False, labelcolor=NEUTRAL_INK)
+    else:
+        left.set_title("no profile yet")
+    return fig

@@ -32,3 +32,9 @@ def clean_process() -> Iterator[None]:
     assert worker_processes() - workers_before == set()
     assert set(memfd_fds()) - fds_before == set()
     assert set(memfd_mappings()) - maps_before == set()
+
+
+@pytest.fixture(autouse=True)
+def _private_bench_history(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Benchmarks keep their history in a folder of the test run, never in the user's cache."""
+    monkeypatch.setenv("INSPECTOR_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))

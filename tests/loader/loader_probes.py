@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import os
+import resource
 import threading
 import time
+from collections.abc import Iterator
 
 import psutil
 
@@ -69,3 +73,33 @@ def wait_gone(pids: list[int], timeout: float = 15.0) -> list[int]:
 def loader_threads() -> list[str]:
     """Names of the loader threads alive in this process."""
     return [t.name for t in threading.enumerate() if t.name.startswith(("FileStorageLoader", "inspector-loader"))]
+
+
+def open_fds() -> list[int]:
+    """This process's open descriptors."""
+    return [int(name) for name in os.listdir("/proc/self/fd")]
+
+
+@contextlib.contextmanager
+def descriptors_exhausted(keep_free: int = 0) -> Iterator[list[int]]:
+    """Fill this process's descriptor table for real, but for ``keep_free`` slots; restore it afterwards.
+
+    Yields the list of descriptors held, so a test can free more while inside.
+    """
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(open_fds()) + 64, hard))
+    held: list[int] = []
+    try:
+        while True:
+            try:
+                held.append(os.open(os.devnull, os.O_RDONLY))
+            except OSError as exc:
+                assert exc.errno == errno.EMFILE
+                break
+        for _ in range(keep_free):
+            os.close(held.pop())
+        yield held
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))

@@ -9,9 +9,7 @@ from pathlib import Path
 import pytest
 import torch
 
-import inspector.loader.bench as bench
 from inspector.loader import CudaUnavailableError, FileStorage
-from inspector.loader._bench_peers import BenchFiles
 from inspector.loader.bench import (
     METHODS,
     BenchCancelled,
@@ -21,6 +19,7 @@ from inspector.loader.bench import (
     per_leaf_cost_us,
     run,
 )
+from inspector.loader.bench.peers import BenchFiles
 
 
 @pytest.mark.slow
@@ -96,12 +95,14 @@ def test_start_up_and_per_leaf_cost_are_measured(tmp_path: Path) -> None:
 def test_a_check_that_raises_inside_a_callback_ends_the_run_at_once_with_that_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setattr(bench, "WAIT_S", 20.0)  # without the fix the run sat out WAIT_S, then timed out
+    import inspector.loader.bench.ours as ours
+
+    monkeypatch.setattr(ours, "WAIT_S", 20.0)  # without the fix the run sat out WAIT_S, then timed out
     files = BenchFiles(str(tmp_path), "steps", 0.25, tensors=False)
     try:
         FileStorage(files.paths[1]).save({"not": "a trajectory"})  # a valid file the checker cannot read
         with pytest.raises(KeyError, match="obs"):
-            bench._ours(files, 1, None, loads=4, repeats=1, cancel=None)
+            ours.ours_speeds(files, 1, None, loads=4, repeats=1, check=lambda: None)
     finally:
         files.remove()
     assert os.listdir(tmp_path) == []

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings
 from loader_payloads import assert_same, payloads
 
 from inspector.loader import FileStorage, UnsupportedPayloadError
-from inspector.loader._codec import SUPPORTED, encode
+from inspector.loader.storage.encode import SUPPORTED, encode
 
 
 def roundtrip(obj: object, tmp_path: Path) -> object:

@@ -25,7 +25,7 @@ def test_all_is_sorted_and_complete() -> None:
 
 
 def test_a_worker_imports_only_the_standard_library() -> None:
-    code = "import json, sys, inspector.loader._worker; print(json.dumps('numpy' in sys.modules))"
+    code = "import json, sys, inspector.loader.pool.worker_process; print(json.dumps('numpy' in sys.modules))"
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert json.loads(out) is False
 

@@ -17,7 +17,7 @@ import pytest
 from loader_probes import pid_alive
 
 from inspector.loader import FileStorageLoader, SharedMemoryError, WorkerDiedError
-from inspector.loader._segments import create_segment
+from inspector.loader.pool.segments import create_segment
 
 WAIT_S = 60
 
@@ -70,21 +70,24 @@ def test_a_worker_killed_mid_load_fails_that_request_naming_the_worker_and_is_re
 
 @pytest.mark.slow
 def test_workers_that_cannot_start_stop_being_replaced_and_say_why(tmp_path: Path) -> None:
-    script = tmp_path / "unguarded.py"  # no `if __name__ == "__main__":` guard: spawn children re-run it
+    script = tmp_path / "broken_interpreter.py"  # workers run an interpreter that exits at once
     script.write_text(textwrap.dedent(f"""
-        import sys
+        import multiprocessing, sys
         sys.path[:0] = {sys.path!r}
+        multiprocessing.set_executable("/bin/false")
         from inspector.loader import FileStorageLoader, WorkerStartError
         loader = FileStorageLoader({str(tmp_path)!r}, ttl=None, worker_num=1)
         error = loader.load(loader.save([1])).exception(60)
-        print(type(error).__name__, getattr(error, "failures", None), getattr(error, "start_method", None))
+        print(type(error).__name__, getattr(error, "failures", None), getattr(error, "exitcode", None))
+        print(str(error).splitlines()[2])
         print(str(error).splitlines()[-1])
         loader.shutdown()
     """))
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     lines = result.stdout.splitlines()
-    assert lines[0] == "WorkerStartError 3 spawn", result.stderr[-2000:]
-    assert "if __name__ == '__main__':" in lines[1]
+    assert lines[0] == "WorkerStartError 3 1", result.stderr[-2000:]
+    assert lines[1].startswith("command = /bin/false -c ")
+    assert "read the worker's stderr" in lines[2]
 
 
 def test_memory_that_cannot_be_reserved_fails_early_with_a_clear_error() -> None:
@@ -95,7 +98,7 @@ def test_memory_that_cannot_be_reserved_fails_early_with_a_clear_error() -> None
 
 
 def test_an_impossible_segment_reaches_the_future_not_a_sigbus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    import inspector.loader._segments as segments
+    import inspector.loader.pool.segments as segments
 
     with FileStorageLoader(tmp_path, ttl=None, worker_num=1) as loader:
         storage = loader.save({"a": np.zeros(10)})

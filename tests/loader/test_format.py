@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from loader_payloads import write_hostile
 
 from inspector.loader import FileStorage, StorageCorruptError, StorageNotFoundError, UnsupportedPayloadError
-from inspector.loader._format import ALIGN, MAGIC, PRELUDE_SIZE, align, pack_prelude
+from inspector.loader.storage.layout import ALIGN, MAGIC, PRELUDE_SIZE, align, pack_prelude
 
 
 def test_a_file_crafted_to_run_code_when_unpickled_is_rejected_and_runs_nothing(tmp_path: Path) -> None:

@@ -117,12 +117,6 @@ def test_a_dropped_loader_finishes_its_loads_then_shuts_itself_down(tmp_path: Pa
     assert loader_threads() == []
 
 
-def test_forkserver_works_too(tmp_path: Path, clean_process: None) -> None:
-    with FileStorageLoader(tmp_path, ttl=None, worker_num=1, start_method="forkserver") as loader:
-        assert loader.load(loader.save({"x": np.arange(3)})).result(WAIT_S)["x"].tolist() == [0, 1, 2]
-        assert loader.status().start_method == "forkserver"
-
-
 def test_loader_statuses_lists_live_loaders(tmp_path: Path) -> None:
     with FileStorageLoader(tmp_path, ttl=None, worker_num=1) as loader:
         loader.start()

@@ -147,18 +147,23 @@ def test_truncated_and_corrupt_files_reach_the_caller(loader: FileStorageLoader,
     assert len(errors) == 3 and not marker.exists()
 
 
-def test_a_worker_asks_for_a_bigger_segment_when_the_file_outgrew_it(tmp_path: Path) -> None:
-    import mmap
-
-    from inspector.loader._worker import _load
+def test_a_worker_reads_exactly_the_checked_size_and_says_so_when_the_file_is_shorter(tmp_path: Path) -> None:
+    from inspector.loader.pool.messages import FileRead, ReadFailed
+    from inspector.loader.pool.worker_process import read_into_segment
 
     storage = FileStorage(tmp_path / "grow.istore")
     storage.save({"now": np.zeros(100_000)})
-    segment = mmap.mmap(-1, 65536)
-    reply = _load({7: segment}, 1, storage.path, 7)
-    assert reply == ("grow", 1, os.path.getsize(storage.path))
-    bigger = mmap.mmap(-1, 1 << 20)
-    assert _load({8: bigger}, 2, storage.path, 8)[:3] == ("ok", 2, os.path.getsize(storage.path))
+    size = os.path.getsize(storage.path)
+    segment = bytearray(1 << 20)
+    fd = os.open(storage.path, os.O_RDONLY)
+    try:
+        reply = read_into_segment(fd, segment, 1, size)
+        assert isinstance(reply, FileRead) and (reply.request_id, reply.size) == (1, size)
+        assert bytes(segment[:size]) == Path(storage.path).read_bytes()
+        short = read_into_segment(fd, segment, 2, size + 64)  # the file shrank after it was checked
+        assert isinstance(short, ReadFailed) and short.kind == "truncated" and f"{size} of {size + 64}" in short.message
+    finally:
+        os.close(fd)
 
 
 def test_a_callback_that_raises_is_logged_and_the_loader_keeps_going(
@@ -262,7 +267,7 @@ def test_timings_record_every_stage(loader: FileStorageLoader) -> None:
 
 def test_status_reports_workers_and_segments(loader: FileStorageLoader) -> None:
     status = loader.status()
-    assert status.running and status.worker_num == 2 and status.start_method == "spawn"
+    assert status.running and status.worker_num == 2
     assert [w.index for w in status.workers] == [0, 1]
     assert all(w.alive and w.ready and w.pid for w in status.workers)
     assert status.segments >= 1 and status.segment_bytes >= 65536
@@ -300,24 +305,25 @@ def test_a_given_directory_is_created_private_and_kept_at_shutdown(tmp_path: Pat
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="worker_num"):
         FileStorageLoader(worker_num=0)
-    with pytest.raises(ValueError, match="ttl"):
-        FileStorageLoader(ttl=0)
-    supported = r"start_method 'fork' is not supported\. Supported: \['spawn', 'forkserver'\]"
-    with pytest.raises(ValueError, match=supported):
-        FileStorageLoader(start_method="fork")
+    for ttl in (0, -1, float("nan"), float("inf"), True, "20"):
+        with pytest.raises(ValueError, match="ttl must be a finite positive number"):
+            FileStorageLoader(ttl=ttl)  # type: ignore[arg-type]
 
 
 def test_a_slow_consumer_bounds_the_segments_in_use(loader: FileStorageLoader) -> None:
     import gc
 
-    from inspector.loader._io_loop import DEPTH
+    from inspector.loader.pool.config import DEPTH
 
     gc.collect()
     held_before = loader.status().segments_leased
     storage = loader.save({"a": np.ones(10_000)})
     gate = threading.Event()
     futures = [loader.load(storage, lambda _obj: gate.wait(10)) for _ in range(40)]
-    time.sleep(0.3)
+    deadline = time.monotonic() + WAIT_S
+    while loader.status().pending + loader.status().in_flight < 40 - 2 * (DEPTH + 1):
+        assert time.monotonic() < deadline, "the loads never queued up behind the blocked callbacks"
+        time.sleep(0.01)
     status = loader.status()
     gate.set()
     assert status.pending > 0  # the rest wait in the queue, holding no memory
@@ -341,19 +347,27 @@ def test_a_failure_nobody_looks_at_is_logged_when_its_future_is_dropped(
     assert len(messages) == 1 and "ignored.istore" in messages[0]
 
 
-def test_a_worker_asked_for_a_segment_it_does_not_have_answers_with_an_error() -> None:
-    import multiprocessing
+def test_a_worker_asked_for_a_segment_it_does_not_have_answers_with_an_error(tmp_path: Path) -> None:
+    from inspector.loader.pool.channel import Channel, socket_pair
+    from inspector.loader.pool.messages import ReadFailed, ReadFile, StopWorker, WorkerReady
+    from inspector.loader.pool.worker_process import serve
 
-    from inspector.loader._worker import worker_main
-
-    parent, child = multiprocessing.Pipe()
-    thread = threading.Thread(target=worker_main, args=(child, 0, os.getppid()), daemon=True)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setattr("signal.signal", lambda *args: None)  # only the main thread may set handlers
-        thread.start()
-        assert parent.recv()[0] == "ready"
-        parent.send(("load", 7, "/nonexistent.istore", 99))
-        reply = parent.recv()
-        parent.send(("stop",))
+    storage = FileStorage(tmp_path / "x.istore")
+    storage.save([1])
+    ours, theirs = socket_pair()
+    main, worker = Channel(ours), Channel(theirs)
+    thread = threading.Thread(target=serve, args=(worker, os.getppid()), daemon=True)
+    thread.start()
+    try:
+        assert isinstance(main.receive().message, WorkerReady)  # type: ignore[union-attr]
+        fd = os.open(storage.path, os.O_RDONLY)
+        main.send(ReadFile(7, os.path.getsize(storage.path), 99, 0), (fd,))
+        os.close(fd)
+        reply = main.receive().message  # type: ignore[union-attr]
+        main.send(StopWorker())
         thread.join(10)
-    assert reply[:3] == ("err", 7, "unmapped") and "cannot map" in reply[3]
+    finally:
+        main.close()
+        worker.close()
+    assert isinstance(reply, ReadFailed) and (reply.request_id, reply.kind) == (7, "unmapped")
+    assert "cannot map" in reply.message

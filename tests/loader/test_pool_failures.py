@@ -1,16 +1,14 @@
 """The pool's own failures: a worker the OS will not start, an I/O thread that crashes, a callback that never returns.
 
-The operating system refusing ``fork``/``posix_spawn`` (EMFILE, EAGAIN, ENOMEM) cannot be caused
-for real without starving the whole test run, so ``refuse_process_starts`` makes the start of a
-real worker process fail the way ``Process.start()`` does then; everything else here is real.
+Every fault here is real: "the OS refuses to start a process" is a descriptor table filled for
+real (``descriptors_exhausted``), so creating the socket pair or the pipes a new process needs
+fails with EMFILE.
 """
 
 from __future__ import annotations
 
 import errno
-import itertools
 import json
-import multiprocessing
 import os
 import signal
 import subprocess
@@ -19,34 +17,25 @@ import textwrap
 import threading
 import time
 from collections.abc import Callable
-from multiprocessing.context import SpawnProcess
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
-from loader_probes import loader_threads, pid_alive, wait_gone
+from loader_probes import descriptors_exhausted, loader_threads, wait_gone, worker_processes
 
 from inspector.loader import FileStorageLoader, LoaderCrashedError, WorkerDiedError, WorkerSpawnError
 
 WAIT_S = 60
 
 
-def refuse_process_starts(monkeypatch: pytest.MonkeyPatch, *, after: int = 0) -> list[int]:
-    """Let ``after`` worker processes start, then fail every start with EMFILE; returns the started pids."""
-    real = SpawnProcess._Popen
-    calls = itertools.count()
-    started: list[int] = []
-
-    def popen(process_obj: Any) -> Any:
-        if next(calls) >= after:
-            raise OSError(errno.EMFILE, os.strerror(errno.EMFILE))
-        handle = real(process_obj)
-        started.append(handle.pid)
-        return handle
-
-    monkeypatch.setattr(SpawnProcess, "_Popen", staticmethod(popen))
-    return started
+def refill(held: list[int]) -> None:
+    """Take every descriptor that was freed since the table was filled."""
+    while True:
+        try:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        except OSError:
+            return
 
 
 def finishes(fn: Callable[[], Any], timeout: float = WAIT_S) -> bool:
@@ -65,92 +54,105 @@ def wait_for(condition: Callable[[], bool], timeout: float = WAIT_S) -> None:
         time.sleep(0.01)
 
 
-def crash_the_io_thread(loader: FileStorageLoader, storage: Any, monkeypatch: pytest.MonkeyPatch) -> list[Any]:
-    """Three loads queued at a stopped worker, then kill it while its replacement cannot start.
+def crash_the_io_thread(loader: FileStorageLoader, storage: Any) -> list[Any]:
+    """Three loads queued at a stopped worker, then kill it while no descriptor is left for its replacement.
 
-    The I/O thread notices the death and calls ``Process.start()`` for the replacement, which
-    fails with EMFILE on the I/O thread: the crash the pool must survive.
+    The I/O thread notices the death and starts the replacement, which fails with EMFILE on the
+    I/O thread: the crash the pool must survive. Call inside ``descriptors_exhausted``.
     """
-    loader.start()
     victim = loader.status().workers[0].pid
     assert victim is not None
-    refuse_process_starts(monkeypatch)
     os.kill(victim, signal.SIGSTOP)  # it cannot answer: the loads stay in flight at it
     futures = [loader.load(storage) for _ in range(3)]
     wait_for(lambda: loader.status().in_flight == 3)
-    os.kill(victim, signal.SIGKILL)
-    for future in futures:
-        future.exception(WAIT_S)
     return futures
 
 
 def test_after_an_io_thread_crash_every_request_fails_with_the_cause_and_the_next_load_starts_afresh(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_process: None
+    tmp_path: Path, clean_process: None
 ) -> None:
     loader = FileStorageLoader(tmp_path, ttl=None, worker_num=1)
     storage = loader.save({"a": np.arange(10)})
+    loader.start()
     try:
-        first, *queued = crash_the_io_thread(loader, storage, monkeypatch)
-        assert isinstance(first.exception(), WorkerDiedError)  # it was being read: the worker's death
-        for future in queued:  # they were waiting for the replacement that could not start
-            error = future.exception()
-            assert isinstance(error, LoaderCrashedError) and isinstance(error, RuntimeError)
-            assert error.path == storage.path and isinstance(error.cause, WorkerSpawnError)
-            assert error.cause.errno == errno.EMFILE and error.cause.index == 0
-            assert "I/O thread crashed before" in str(error) and "Too many open files" in str(error)
-            assert "next step = load again" in str(error)
-        assert not loader.running and not loader.status().running
-        # While the OS still refuses, a load says so at once instead of queuing where nothing reads.
-        with pytest.raises(WorkerSpawnError, match="Could not start loader worker 0") as info:
-            loader.load(storage)
-        assert info.value.errno == errno.EMFILE and "ulimit" in str(info.value)
-        monkeypatch.undo()
+        futures = crash_the_io_thread(loader, storage)
+        victim = loader.status().workers[0].pid or 0
+        with descriptors_exhausted() as held:
+            os.kill(victim, signal.SIGKILL)
+            for future in futures:
+                future.exception(WAIT_S)
+            first, *queued = futures
+            assert isinstance(first.exception(), WorkerDiedError)  # it was being read: the worker's death
+            for future in queued:  # they were waiting for the replacement that could not start
+                error = future.exception()
+                assert isinstance(error, LoaderCrashedError) and isinstance(error, RuntimeError)
+                assert error.path == storage.path and isinstance(error.cause, WorkerSpawnError)
+                assert error.cause.errno == errno.EMFILE and error.cause.index == 0
+                assert "I/O thread crashed before" in str(error) and "Too many open files" in str(error)
+                assert "next step = load again" in str(error)
+            wait_for(lambda: not loader.running)
+            assert not loader.status().running
+            wait_for(lambda: loader_threads() == [])  # the crashed pool released its descriptors: take them too
+            refill(held)
+            # While the OS still refuses, a load says so at once instead of queuing where nothing reads.
+            with pytest.raises(WorkerSpawnError, match="Could not start loader worker 0") as info:
+                loader.load(storage)
+            assert info.value.errno == errno.EMFILE and "ulimit" in str(info.value)
         assert loader.load(storage).result(WAIT_S)["a"].tolist() == list(range(10))
         assert loader.running
     finally:
-        monkeypatch.undo()
         assert finishes(loader.shutdown)
     wait_for(lambda: loader_threads() == [])
 
 
 def test_shutdown_after_an_io_thread_crash_returns_and_answers_every_future(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, clean_process: None
+    tmp_path: Path, clean_process: None
 ) -> None:
     loader = FileStorageLoader(tmp_path, ttl=None, worker_num=1)
-    futures = crash_the_io_thread(loader, loader.save([1]), monkeypatch)
-    assert finishes(loader.shutdown)
+    loader.start()
+    futures = crash_the_io_thread(loader, loader.save([1]))
+    victim = loader.status().workers[0].pid or 0
+    with descriptors_exhausted():
+        os.kill(victim, signal.SIGKILL)
+        wait_for(lambda: all(f.done() for f in futures))
+        assert finishes(loader.shutdown)
     assert all(f.done() for f in futures) and not loader.running
-    monkeypatch.undo()
     assert loader.load(loader.save([2])).result(WAIT_S) == [2]  # restarts as after any shutdown
     assert finishes(loader.shutdown)
 
 
 def test_a_worker_that_cannot_start_stops_the_ones_already_started_quietly(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capfd: pytest.CaptureFixture[str], clean_process: None
+    tmp_path: Path, capfd: pytest.CaptureFixture[str], clean_process: None
 ) -> None:
-    started = refuse_process_starts(monkeypatch, after=1)  # worker 0 starts, worker 1 is refused
-    loader = FileStorageLoader(tmp_path, ttl=None, worker_num=3)
-    with pytest.raises(WorkerSpawnError) as info:
-        loader.start()
-    error = info.value
-    assert isinstance(error, OSError) and error.errno == errno.EMFILE
-    assert (error.index, error.start_method) == (1, "spawn")
-    assert "Could not start loader worker 1: Too many open files" in str(error) and "next step" in str(error)
-    assert len(started) == 1 and not pid_alive(started[0])  # stopped before the error reached us
-    assert not loader.running
-    monkeypatch.undo()
+    before = worker_processes()
+    for keep_free in range(2, 24):  # find how many descriptors let one worker start but not the next
+        loader = FileStorageLoader(tmp_path, ttl=None, worker_num=3)
+        with descriptors_exhausted(keep_free), pytest.raises(OSError) as info:
+            loader.start()
+        error = info.value
+        assert isinstance(error, WorkerSpawnError) and error.errno == errno.EMFILE, error
+        assert "Could not start loader worker" in str(error) and "next step" in str(error)
+        assert not loader.running and worker_processes() - before == set()  # stopped before the error reached us
+        if error.index >= 1:
+            break
+    else:
+        pytest.fail("no descriptor budget let the first worker start and stopped a later one")
     assert loader.load(loader.save([3])).result(WAIT_S) == [3]
     loader.shutdown()
-    assert "Traceback" not in capfd.readouterr().err  # the stopped worker left no BrokenPipeError behind
+    assert "Traceback" not in capfd.readouterr().err  # the stopped worker left no traceback behind
 
 
-def test_a_worker_whose_parent_has_already_closed_the_socket_exits_quietly(monkeypatch: pytest.MonkeyPatch) -> None:
-    from inspector.loader._worker import worker_main
+def test_a_worker_whose_parent_has_already_closed_the_socket_exits_quietly() -> None:
+    from inspector.loader.pool.channel import Channel, socket_pair
+    from inspector.loader.pool.worker_process import serve
 
-    parent, child = multiprocessing.Pipe()
-    parent.close()  # the parent gave up on this worker before it said "ready"
-    monkeypatch.setattr("signal.signal", lambda *args: None)  # keep the test process's own SIGINT handler
-    assert worker_main(child, 0, os.getppid()) is None
+    ours, theirs = socket_pair()
+    ours.close()  # the parent gave up on this worker before it said it was ready
+    worker = Channel(theirs)
+    try:
+        assert serve(worker, os.getppid()) is None
+    finally:
+        worker.close()
 
 
 EXIT_SCRIPT = """

@@ -8,7 +8,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inspector.loader._segments import MIN_CAPACITY, SegmentPool, capacity_for
+from inspector.loader.pool.segments import MIN_CAPACITY, SegmentPool, capacity_for
 
 
 @given(st.integers(min_value=0, max_value=1 << 40))

@@ -14,6 +14,20 @@ from inspector.panels.loader import LoaderPanel, cuda_available
 SMALL = {"sizes_mb": (0.25,), "workers": (1,), "methods": ("ours", "sync", "memcpy"), "repeats": 1}
 
 
+@pytest.fixture(autouse=True)
+def _private_bench_history(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Benchmarks keep their history in a folder of the test run, never in the user's cache."""
+    monkeypatch.setenv("INSPECTOR_CACHE_DIR", str(tmp_path_factory.mktemp("cache")))
+
+
+def small_dataloader():  # type: ignore[no-untyped-def]
+    import torch
+    from torch.utils.data import DataLoader, TensorDataset
+
+    data = TensorDataset(torch.arange(128 * 16, dtype=torch.float32).reshape(128, 16), torch.arange(128))
+    return DataLoader(data, batch_size=8, num_workers=2, persistent_workers=True)
+
+
 def html_of(out) -> str:  # type: ignore[no-untyped-def]
     return "".join(o["data"].get("text/html", "") + o["data"].get("text/plain", "") for o in out.outputs)
 
@@ -138,3 +152,49 @@ def test_a_worker_table_that_cannot_be_drawn_is_shown_and_the_benchmark_still_co
     panel.run(wait=True, sizes_mb=(0.25,), workers=(1,), methods=("memcpy",), repeats=1)
     assert "the worker table cannot be drawn" in panel.errors.widget.value
     assert panel.last_error is None and len(panel.rows) == 1 and "1 results" in panel.status.value
+
+
+def test_a_run_shows_its_targets_with_pass_or_miss_and_is_kept_for_comparison() -> None:
+    panel = LoaderPanel()
+    panel.run(wait=True, **SMALL)  # type: ignore[arg-type]
+    targets = html_of(panel.targets_out)
+    assert "corrupt deliveries (ours)" in targets and ("PASS" in targets or "MISS" in targets)
+    panel.run(wait=True, **SMALL)  # type: ignore[arg-type]
+    panel.show_history()
+    history = html_of(panel.history_out)
+    assert "#1 " in history and "#2 " in history and "commit" in history and "torch" in history
+
+
+def test_past_runs_are_explained_when_there_are_none() -> None:
+    panel = LoaderPanel()
+    panel.show_history()
+    assert "No past runs yet" in html_of(panel.history_out)
+
+
+def test_your_dataloader_is_profiled_and_compared_with_the_inspector_loader_on_the_same_bytes() -> None:
+    panel = LoaderPanel()
+    panel.profile(small_dataloader(), batches=6, wait=True)
+    assert panel.profile_job.label.value == "done", panel.profile_html.value
+    names = [p.label or p.name for p in panel.profiles]
+    assert names == ["DataLoader", "inspector loader (same bytes)"]
+    assert all(p.batches == 6 and p.mb_per_s > 0 for p in panel.profiles)
+    assert panel.profiles[0].batch_bytes == panel.profiles[1].batch_bytes  # the same bytes, batch for batch
+    shown = html_of(panel.profile_out)
+    assert "inspector loader (same bytes)" in shown and "mb_per_s" in shown
+    assert "your loader" in panel.static_html().lower()
+
+
+def test_profiling_what_is_not_iterable_explains_itself() -> None:
+    panel = LoaderPanel()
+    with pytest.raises(TypeError, match="needs an iterable"):
+        panel.profile(42)
+
+
+def test_show_with_a_loader_opens_the_loader_tab_and_profiles_it() -> None:
+    import inspector
+
+    app = inspector.show(loader=small_dataloader())
+    panel = app.panels["Loader"]
+    assert app.tab.titles[app.tab.selected_index] == "Loader"
+    assert panel.profile_job.wait(120)  # type: ignore[attr-defined]
+    assert [p.name for p in panel.profiles][:1] == ["DataLoader"]  # type: ignore[attr-defined]

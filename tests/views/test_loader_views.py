@@ -92,7 +92,7 @@ def test_stage_table_from_bench_rows_uses_ours_only() -> None:
 
 
 STATUS = LoaderStatus(
-    "FileStorageLoader-1", True, 2, "spawn",
+    "FileStorageLoader-1", True, 2,
     (WorkerStatus(0, 101, True, True, True, 2, 7, 3, 0), WorkerStatus(1, 102, False, True, False, 0, 5, 0, 1)),
     4, 2, 12, 1, 3, 2, 1, 6 << 20,
 )  # fmt: skip
@@ -116,3 +116,58 @@ def test_leaves_table_places_each_leaf_in_the_file(tmp_path) -> None:  # type: i
     table = views.leaves_table(describe_storage(storage))
     assert list(table["where"]) == ["obj['obs']", "obj['r'][0]"]
     assert list(table["bytes"]) == [24, 8] and all(table["offset"] % 64 == 0)
+
+
+def profile(label: str, seconds: tuple[float, ...], nbytes: int, busy: bool = False):  # type: ignore[no-untyped-def]
+    from inspector.loader import LoaderProfile
+    from inspector.loader.bench import MachineLoad
+
+    return LoaderProfile("DataLoader", 1.5, seconds, (nbytes,) * len(seconds), 2, False,
+                         MachineLoad(5.0 if busy else 0.1, 2), label=label)  # fmt: skip
+
+
+def test_profile_views_show_both_loaders_side_by_side() -> None:
+    mine = profile("your DataLoader", (0.010, 0.012, 0.011), 2**20)
+    ours = profile("inspector loader (same bytes)", (0.001, 0.001, 0.002), 2**20)
+    table = views.profile_table([mine, ours])
+    assert list(table["loader"]) == ["your DataLoader", "inspector loader (same bytes)"]
+    assert table.iloc[0]["batches"] == 3 and table.iloc[0]["batch_ms_median"] == pytest.approx(11.0)
+    assert table.iloc[1]["mb_per_s"] == pytest.approx(3 / 0.004)
+    fig = views.profile_figure([mine, ours])
+    assert isinstance(fig, Figure) and figure_to_png(fig).startswith(b"\x89PNG")
+    assert [t.get_text() for t in fig.axes[1].get_yticklabels()] == ["your DataLoader", "inspector loader (same bytes)"]
+    assert isinstance(views.profile_figure([]), Figure)
+
+
+def test_targets_table_says_pass_or_miss() -> None:
+    from inspector.loader.bench.targets import throughput_targets
+
+    rows = [*ROWS, row("ours", 64, 7000), row("memcpy", 64, 13000, workers=1)]
+    table = views.targets_table(throughput_targets(rows))
+    assert set(table["verdict"]) <= {"PASS", "MISS", ""}
+    sync = table[table["measurement"] == "steps 1 MiB vs sync"].iloc[0]
+    assert sync["ratio"] == pytest.approx(3000 / 6000) and sync["verdict"] == "MISS"
+    memcpy = table[table["measurement"] == "steps 64 MiB vs memcpy"].iloc[0]
+    assert memcpy["ratio"] == pytest.approx(7000 / 13000) and memcpy["verdict"] == "PASS"
+
+
+def test_the_busy_machine_note_appears_only_when_the_load_exceeded_the_free_cores() -> None:
+    quiet = [row("ours", 1, 3000, load_average=0.2, cores=2)]
+    busy = [*quiet, row("sync", 1, 6000, workers=1, load_average=3.5, cores=2)]
+    assert views.machine_note(quiet) == ""
+    assert "busy machine: load average 3.5 on 2 cores" in views.machine_note(busy)
+
+
+def test_history_tables_put_past_runs_side_by_side() -> None:
+    runs = [
+        {"time": "2026-11-30T10:00:00", "rows": [row("ours", 1, 3000).as_dict(), row("sync", 1, 6000).as_dict()],
+         "environment": {"torch": "2.13.0", "commit": "abc1234", "cores": 2}},
+        {"time": "2026-11-30T11:00:00", "cancelled": True, "rows": [row("ours", 1, 3300).as_dict()],
+         "environment": {"torch": "2.13.0", "commit": "def5678", "cores": 2}},
+    ]
+    table = views.history_table(runs)
+    assert list(table.columns)[4:] == ["#1 2026-11-30T10:00", "#2 2026-11-30T11:00 (cancelled)"]
+    assert table.iloc[0].tolist()[4:] == [3000, 3300]
+    envs = views.history_environments(runs)
+    assert list(envs["commit"]) == ["abc1234", "def5678"] and list(envs["cancelled"]) == [False, True]
+    assert views.history_table([]).empty

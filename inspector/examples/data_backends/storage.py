@@ -13,7 +13,6 @@ loader runs with ``ttl=None``).
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -38,9 +37,8 @@ def _arrays(path: Path) -> dict[str, tuple[tuple[int, ...], str]]:
 
     specs = {}
     for leaf in describe_storage(path).leaves:
-        name = leaf.where.removeprefix("obj[").removesuffix("]").strip("'\"")
-        if leaf.where == f"obj[{name!r}]" and leaf.shape:
-            specs[name] = (leaf.shape, leaf.dtype)
+        if len(leaf.key_path) == 1 and isinstance(leaf.key_path[0], str) and leaf.shape:
+            specs[leaf.key_path[0]] = (leaf.shape, leaf.dtype)
     return specs
 
 
@@ -101,19 +99,10 @@ class StorageEpisodes(IterableDataset):
         from inspector.loader import FileStorage, FileStorageLoader
 
         directory = self.files[0].parent
-        upcoming = iter(self.order())
-        pending: deque[tuple[int, Any]] = deque()
+        order = self.order()
         with FileStorageLoader(directory, ttl=None, worker_num=self.workers) as loader:
-            for episode in upcoming:
-                pending.append((episode, loader.load(FileStorage(self.files[episode]))))
-                if len(pending) >= self.prefetch:
-                    break
-            while pending:
-                episode, future = pending.popleft()
-                arrays = future.result()
-                following = next(upcoming, None)
-                if following is not None:
-                    pending.append((following, loader.load(FileStorage(self.files[following]))))
+            storages = (FileStorage(self.files[episode]) for episode in order)
+            for episode, arrays in zip(order, loader.stream(storages, prefetch=self.prefetch), strict=True):
                 for step in range(self.lengths[episode]):
                     # np.array copies the step out of shared memory, so the lease ends with the episode.
                     item = {name: torch.from_numpy(np.array(values[step])) for name, values in arrays.items()}

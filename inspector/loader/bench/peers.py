@@ -12,7 +12,7 @@ from typing import Any
 
 import numpy as np
 
-from inspector.loader._storage import FileStorage
+from inspector.loader.storage.handles import FileStorage
 
 STEP_SHAPE = (4, 84, 84)  # float32: 112,896 bytes, the ~100 KiB leaf of an Atari-style step
 _STEP_BYTES = 2 * 4 * math.prod(STEP_SHAPE) + 4 + 8
@@ -206,33 +206,44 @@ def mp_queue_peer(files: BenchFiles, workers: int, device: Any) -> Iterator[Once
 
 
 @contextlib.contextmanager
-def dataloader_peer(files: BenchFiles, workers: int, loads: int, device: Any) -> Iterator[Once]:
-    """``torch.utils.data.DataLoader`` with ``workers`` persistent workers; an epoch is ``loads`` payloads."""
+def dataloader_peer(files: BenchFiles, workers: int, device: Any, total: int) -> Iterator[Once]:
+    """``torch.utils.data.DataLoader`` with ``workers`` workers over one epoch of ``total`` payloads + 1.
+
+    The first payload is taken here, untimed (it waits for the workers to start); each ``once(n)``
+    then takes the next ``n``. The epoch must be used up (``finish``), as a training loop would:
+    a worker stopped in the middle of a large payload is killed, and torch reports it as an error.
+    """
     from torch.utils.data import DataLoader
 
     loader: DataLoader[Any] = DataLoader(
-        FileDataset(files.paths, loads),  # type: ignore[arg-type]
+        FileDataset(files.paths, total + 1),  # type: ignore[arg-type]
         batch_size=None,
         num_workers=workers,
-        persistent_workers=True,
         multiprocessing_context="spawn",
         pin_memory=device is not None,
     )
+    iterator = iter(loader)
+    next(iterator)
+    position = [1]
 
     def once(n: int) -> int:
         corrupt = 0
-        for i, obj in enumerate(loader):
+        for _ in range(n):
+            obj = next(iterator)
             if device is not None:
                 obj = to_device(obj, device, non_blocking=True)
-            corrupt += files.check(obj, i)
+            corrupt += files.check(obj, position[0])
+            position[0] += 1
         return corrupt
 
     try:
         yield once
+        for _ in iterator:  # whatever the caller did not take, so every worker ends its epoch cleanly
+            pass
     finally:
-        iterator = getattr(loader, "_iterator", None)
-        if iterator is not None:
-            iterator._shutdown_workers()
+        shutdown = getattr(iterator, "_shutdown_workers", None)
+        if shutdown is not None:
+            shutdown()
 
 
 def queue_worker(paths: list[str], tasks: Any, results: Any) -> None:

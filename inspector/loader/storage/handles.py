@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import os
-import secrets
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, BinaryIO
 
-from inspector.loader._codec import encode
-from inspector.loader._format import PRELUDE_SIZE, align, pack_prelude
-from inspector.loader._image import decode_image, read_file_image
+from inspector._files import atomic_write
+from inspector.loader.storage.encode import Encoded, encode
+from inspector.loader.storage.image import decode_image, read_file_image
+from inspector.loader.storage.layout import PRELUDE_SIZE, align, pack_prelude
 
 _ZEROS = bytes(4096)
 
@@ -53,31 +52,24 @@ class FileStorage(Storage):
         return obj
 
 
-def _write_zeros(file: Any, count: int) -> None:
+def _write_zeros(file: BinaryIO, count: int) -> None:
     while count > 0:
         step = min(count, len(_ZEROS))
         file.write(_ZEROS[:step])
         count -= step
 
 
-def write_atomic(path: str, encoded: Any) -> None:
-    """Write an encoded payload to a private temporary name beside ``path``, then rename it there."""
-    directory, name = os.path.split(os.path.abspath(path))
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    try:
-        with os.fdopen(fd, "wb", buffering=1 << 20) as file:
-            file.write(pack_prelude(encoded.header, encoded.data_len))
-            file.write(encoded.header)
-            position = 0
-            _write_zeros(file, align(PRELUDE_SIZE + len(encoded.header)) - PRELUDE_SIZE - len(encoded.header))
-            for offset, chunk in encoded.chunks:
-                _write_zeros(file, offset - position)
-                file.write(chunk)
-                position = offset + chunk.nbytes
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(tmp)
-        raise
+def write_atomic(path: str, encoded: Encoded) -> None:
+    """Write an encoded payload under a private temporary name beside ``path`` (mode 0600), then rename it."""
 
+    def write(file: BinaryIO) -> None:
+        file.write(pack_prelude(encoded.header, encoded.data_len))
+        file.write(encoded.header)
+        _write_zeros(file, align(PRELUDE_SIZE + len(encoded.header)) - PRELUDE_SIZE - len(encoded.header))
+        position = 0
+        for offset, chunk in encoded.chunks:
+            _write_zeros(file, offset - position)
+            file.write(chunk)
+            position = offset + chunk.nbytes
+
+    atomic_write(path, write, mode=0o600)

@@ -62,7 +62,6 @@ class LoaderStatus:
     name: str
     running: bool
     worker_num: int
-    start_method: str
     workers: tuple[WorkerStatus, ...]
     pending: int
     in_flight: int

@@ -1,4 +1,4 @@
-"""The storage file layout: a fixed prelude, a small JSON header, then aligned raw array bytes.
+"""The storage file layout: a fixed prelude, a small JSON header, then aligned raw array bytes (standard library only).
 
 NOTE [ Storage file format ]
 A storage file is, in order:
@@ -14,8 +14,11 @@ Nothing in the file is ever executed: the header is parsed by ``json`` and check
 closed vocabulary of tags and dtypes, and array bytes are only ever viewed as arrays. That is
 why a worker can ``readinto`` the whole file straight into a shared-memory segment and the main
 process can build arrays over that segment without a copy. The exact file size is implied by
-the prelude, so truncation is caught before any byte is interpreted; the header CRC catches a
-garbled header. The array bytes carry no checksum: hashing them would halve throughput, and a
+the prelude, so every reader (``reader.StorageFile``: the worker, the synchronous load, the
+pool sizing a segment, ``describe_storage``) reads the 32 prelude bytes first and checks the
+declared sizes against the file's real size before it reads or reserves anything else: a
+truncated file, or a huge sparse one that only looks big, is refused after 32 bytes. The header
+CRC catches a garbled header. The array bytes carry no checksum: hashing them would halve throughput, and a
 flipped bit there cannot make the loader misbehave, only deliver a different number.
 Files are written to a temporary name in the same directory with mode 0600 and renamed into
 place, so a reader never sees a half-written file.
@@ -25,7 +28,7 @@ from __future__ import annotations
 
 import struct
 import zlib
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from inspector.loader._errors import StorageCorruptError
 
@@ -42,25 +45,18 @@ def align(n: int) -> int:
     return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
-@dataclass(frozen=True)
-class Prelude:
-    """Where the header and the data region sit in a file image."""
+class Prelude(NamedTuple):
+    """Where the header and the data region sit in a file image (a tuple: made once per load, cheaply)."""
 
     header_len: int
     data_len: int
     header_crc: int
+    data_start: int
+    file_size: int
 
     @property
     def header_start(self) -> int:
         return PRELUDE_SIZE
-
-    @property
-    def data_start(self) -> int:
-        return align(PRELUDE_SIZE + self.header_len)
-
-    @property
-    def file_size(self) -> int:
-        return self.data_start + self.data_len
 
 
 def pack_prelude(header: bytes, data_len: int) -> bytes:
@@ -74,12 +70,15 @@ def parse_prelude(head: bytes | memoryview, file_size: int, path: str) -> Prelud
         if bytes(head[: min(len(MAGIC), file_size)]) == MAGIC[:file_size] and file_size > 0:
             raise StorageCorruptError(path, f"truncated: {file_size} bytes, shorter than the prelude")
         raise StorageCorruptError(path, f"not a storage file ({file_size} bytes, no storage prelude)")
-    magic, version, _flags, crc, header_len, data_len = PRELUDE.unpack(bytes(head[:PRELUDE_SIZE]))
+    if len(head) < PRELUDE_SIZE:
+        raise StorageCorruptError(path, f"truncated: the file shrank below {PRELUDE_SIZE} bytes while being read")
+    magic, version, _flags, crc, header_len, data_len = PRELUDE.unpack_from(head)
     if magic != MAGIC:
         raise StorageCorruptError(path, f"bad magic {magic!r} (expected {MAGIC!r}); not a storage file")
     if version != VERSION:
         raise StorageCorruptError(path, f"format version {version} (this inspector reads {VERSION})")
-    prelude = Prelude(header_len, data_len, crc)
+    data_start = align(PRELUDE_SIZE + header_len)
+    prelude = Prelude(header_len, data_len, crc, data_start, data_start + data_len)
     if prelude.file_size != file_size:
         kind = "truncated" if file_size < prelude.file_size else "trailing bytes"
         raise StorageCorruptError(path, f"{kind}: expected {prelude.file_size} bytes, file has {file_size}")

@@ -22,9 +22,9 @@ from typing import Any
 import numpy as np
 
 from inspector.loader._errors import CudaUnavailableError
-from inspector.loader._format import Prelude
-from inspector.loader._image import FactoryMaker, ImageFactory
-from inspector.loader._segments import capacity_for
+from inspector.loader.pool.segments import capacity_for
+from inspector.loader.storage.image import FactoryMaker, ImageFactory
+from inspector.loader.storage.layout import Prelude
 
 _MAX_FREE_STAGING = 4
 

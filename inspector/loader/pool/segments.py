@@ -3,11 +3,11 @@
 NOTE [ Segment ownership ]
 *Anonymous segments.* The main process creates every segment with ``memfd_create`` (or, where
 that is missing, ``shm_open`` immediately followed by ``shm_unlink``), reserves its pages with
-``posix_fallocate`` and hands the file descriptor to a worker over its Unix socket
-(``SCM_RIGHTS``). No segment ever has a name in ``/dev/shm``, so nothing can be left behind
-there by a crash, a ``kill -9`` or an exit without ``shutdown``: the memory goes away with
-the last mapping. Reserving up front turns "shared memory is full" into a clear
-``SharedMemoryError`` at creation instead of a ``SIGBUS`` on first write, and no
+``posix_fallocate`` and hands the file descriptor to a worker with the first request that uses
+it (``SCM_RIGHTS``, NOTE [ Worker protocol ]). No segment ever has a name in ``/dev/shm``, so
+nothing can be left behind there by a crash, a ``kill -9`` or an exit without ``shutdown``: the
+memory goes away with the last mapping. Reserving up front turns "shared memory is full" into a
+clear ``SharedMemoryError`` at creation instead of a ``SIGBUS`` on first write, and no
 ``resource_tracker`` registration is involved.
 
 *Hand-over by lease.* A worker reads a whole storage file into a segment; the main process
@@ -20,27 +20,33 @@ and recycled segments stay mapped, avoiding the first-touch page-fault cost a fr
 load would pay. The price: a consumer that keeps one small leaf keeps the whole segment; copy
 it (``leaf.copy()``) to let the rest go.
 
+*What a kept payload costs.* One memory mapping of its segment's size class in this process
+(and one in each worker that read into it, until the segment is dropped), and **no file
+descriptor**: mappings are made without keeping a descriptor (``mapping``), and a segment's own
+descriptor is closed when it is leased. A segment that comes back from a lease can then only
+go to a worker that has mapped it already; one that no live worker has mapped is dropped.
+
 The callback may run on any thread, even inside garbage collection while this pool's lock is
 held, so it only appends to a deque (atomic, lock-free); the pool folds released segments back
-in the next time it is used. The pool never calls ``mmap.close()`` on a segment a lease may
-still export: it drops its reference and the mapping disappears with the last array.
+in the next time it is used. The pool never unmaps a segment a lease may still export: it drops
+its reference and the mapping disappears with the last array.
 """
 
 from __future__ import annotations
 
 import collections
 import errno
-import mmap
 import os
 import threading
 import time
 import weakref
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from inspector.loader._errors import SharedMemoryError
+from inspector.loader.pool.mapping import map_shared
 
 MIN_CAPACITY = 64 * 1024
 MAX_FREE_BYTES = 1 << 30  # free bytes kept for reuse: at least this, or five of the largest segments
@@ -71,17 +77,22 @@ def _anonymous_fd(name: str) -> int:
 class Segment:
     """One shared-memory segment as the main process sees it."""
 
-    __slots__ = ("capacity", "fd", "id", "last_used", "lease", "mapped_by", "mm", "state")
+    __slots__ = ("buffer", "capacity", "fd", "id", "last_used", "lease", "mapped_by", "state")
 
-    def __init__(self, seg_id: int, capacity: int, fd: int, mm: mmap.mmap) -> None:
+    def __init__(self, seg_id: int, capacity: int, fd: int, buffer: Any) -> None:
         self.id = seg_id
         self.capacity = capacity
-        self.fd = fd
-        self.mm: mmap.mmap | None = mm
+        self.fd = fd  # closed (-1) once leased: see NOTE [ Segment ownership ]
+        self.buffer: Any = buffer
         self.mapped_by: set[int] = set()
         self.state: State = "busy"
         self.last_used = time.monotonic()
         self.lease: weakref.ref[np.ndarray] | None = None
+
+    def close_fd(self) -> None:
+        if self.fd >= 0:
+            fd, self.fd = self.fd, -1
+            os.close(fd)
 
 
 def available_memory() -> int | None:
@@ -122,11 +133,11 @@ def create_segment(seg_id: int, capacity: int, name: str) -> Segment:
         os.ftruncate(fd, capacity)
         if hasattr(os, "posix_fallocate"):
             os.posix_fallocate(fd, 0, capacity)
-        mm = mmap.mmap(fd, capacity, flags=mmap.MAP_SHARED)
+        buffer = map_shared(fd, capacity)
     except OSError as exc:
         os.close(fd)
         raise SharedMemoryError(capacity, exc) from exc
-    return Segment(seg_id, capacity, fd, mm)
+    return Segment(seg_id, capacity, fd, buffer)
 
 
 @dataclass(frozen=True)
@@ -153,20 +164,36 @@ class SegmentPool:
         self._next_id = 0
         self._closed = False
 
-    def acquire(self, nbytes: int, worker: int) -> Segment:
-        """A busy segment of at least ``nbytes``, preferring one ``worker`` has mapped already."""
-        wanted = capacity_for(nbytes)
+    def take_free(self, nbytes: int, worker: int) -> Segment | None:
+        """A free segment of at least ``nbytes`` that ``worker`` can use (preferring one it has mapped), or None."""
+        limit = 2 * capacity_for(nbytes)
         with self._lock:
-            self._collect_released()
-            fits = [s for s in self._free if nbytes <= s.capacity <= 2 * wanted]
-            if fits:
-                seg = min(fits, key=lambda s: (worker not in s.mapped_by, s.capacity))
-                self._free.remove(seg)
-                seg.state = "busy"
-                return seg
+            if self._released:
+                self._collect_released()
+            best: Segment | None = None
+            best_rank = (True, 0)
+            for seg in self._free:
+                if nbytes <= seg.capacity <= limit:
+                    mapped = worker in seg.mapped_by
+                    if mapped or seg.fd >= 0:
+                        rank = (not mapped, seg.capacity)
+                        if best is None or rank < best_rank:
+                            best, best_rank = seg, rank
+            if best is None:
+                return None
+            self._free.remove(best)
+            best.state = "busy"
+            return best
+
+    def acquire(self, nbytes: int, worker: int) -> Segment:
+        """A busy segment of at least ``nbytes`` for ``worker``: a free one, else a new one (may be slow)."""
+        seg = self.take_free(nbytes, worker)
+        if seg is not None:
+            return seg
+        with self._lock:
             seg_id = self._next_id
             self._next_id += 1
-        seg = create_segment(seg_id, wanted, f"{self._prefix}-{seg_id}")
+        seg = create_segment(seg_id, capacity_for(nbytes), f"{self._prefix}-{seg_id}")
         with self._lock:
             self._segments[seg_id] = seg
             self._trim()
@@ -174,9 +201,9 @@ class SegmentPool:
 
     def lease(self, seg: Segment, nbytes: int) -> np.ndarray:
         """The uint8 array over ``seg`` that every delivered leaf will view; its death frees ``seg``."""
-        assert seg.mm is not None
-        base = np.frombuffer(seg.mm, np.uint8, count=nbytes)
+        base = np.frombuffer(seg.buffer, np.uint8, count=nbytes)
         seg.state = "leased"
+        seg.close_fd()  # a kept payload holds no descriptor
         released = self._released
         seg.lease = weakref.ref(base, lambda _ref: released.append(seg))  # kept on seg so it can fire
         return base
@@ -202,6 +229,8 @@ class SegmentPool:
 
     def take_unmaps(self) -> list[tuple[int, int]]:
         """(worker, segment id) pairs whose worker should drop its mapping."""
+        if not self._unmaps and not self._released:
+            return []
         with self._lock:
             self._collect_released()
             taken = list(self._unmaps)
@@ -219,6 +248,11 @@ class SegmentPool:
         with self._lock:
             return sum(worker in s.mapped_by for s in self._segments.values())
 
+    def descriptors(self) -> list[int]:
+        """The descriptors the pool holds open (free and busy segments not leased yet)."""
+        with self._lock:
+            return [s.fd for s in self._segments.values() if s.fd >= 0]
+
     def close(self) -> None:
         """Drop every segment; mappings a lease still exports live on until its arrays die."""
         with self._lock:
@@ -228,15 +262,13 @@ class SegmentPool:
                 self._drop(seg)
             self._free.clear()
 
-    def _collect_released(self) -> None:
-        while self._released:
-            seg = self._released.popleft()
-            if self._closed or seg.id not in self._segments:
-                continue
-            seg.state = "free"
-            seg.last_used = time.monotonic()
-            self._free.append(seg)
-        self._trim()
+    def abandon(self) -> None:
+        """In a forked child: close the inherited descriptors and forget every segment, telling nobody."""
+        self._closed = True
+        for seg in list(self._segments.values()):
+            seg.close_fd()
+        self._segments.clear()
+        self._free.clear()
 
     def trim_idle(self) -> None:
         """Unmap free segments nobody has used for ``IDLE_DROP_S`` (the pool shrinks when idle)."""
@@ -247,7 +279,32 @@ class SegmentPool:
                 self._free.remove(seg)
                 self._drop(seg)
 
+    def drop_unreachable(self, live_workers: set[int]) -> None:
+        """Drop free segments without a descriptor that no live worker has mapped: nobody could use them."""
+        with self._lock:
+            for seg in [s for s in self._free if s.fd < 0 and not (s.mapped_by & live_workers)]:
+                self._free.remove(seg)
+                self._drop(seg)
+
+    def _collect_released(self) -> None:
+        if not self._released:
+            return
+        while self._released:
+            seg = self._released.popleft()
+            if self._closed or seg.id not in self._segments:
+                continue
+            seg.state = "free"
+            seg.lease = None
+            seg.last_used = time.monotonic()
+            self._free.append(seg)
+        self._trim()
+
     def _trim(self) -> None:
+        if len(self._free) <= 1:
+            return
+        free_bytes = sum(s.capacity for s in self._free)
+        if len(self._free) <= self._max_free and free_bytes <= MAX_FREE_BYTES:
+            return  # the common case, decided without looking at every segment
         largest = max((s.capacity for s in self._segments.values()), default=0)
         budget = max(MAX_FREE_BYTES, 5 * largest)
         while len(self._free) > self._max_free or (
@@ -259,10 +316,8 @@ class SegmentPool:
 
     def _drop(self, seg: Segment) -> None:
         self._segments.pop(seg.id, None)
-        if seg.fd >= 0:
-            os.close(seg.fd)
-            seg.fd = -1
-        seg.mm = None  # unmapped here once no lease exports it (never mmap.close() under a lease)
+        seg.close_fd()
+        seg.buffer = None  # unmapped here once no lease exports it
         if not self._closed:
             self._unmaps.extend((worker, seg.id) for worker in seg.mapped_by)
         seg.mapped_by = set()

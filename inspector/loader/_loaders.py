@@ -2,29 +2,26 @@
 
 from __future__ import annotations
 
+import collections
 import itertools
 import os
 import weakref
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Iterator
 from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 
-from inspector.loader._codec import encode
-from inspector.loader._cuda import resolve_device
-from inspector.loader._delivery import Request
-from inspector.loader._janitor import FileArea
+from inspector.loader._file_area import FileArea, check_ttl
 from inspector.loader._lifecycle import Core
-from inspector.loader._records import LoaderStatus, LoadTiming
-from inspector.loader._storage import FileStorage, Storage, write_atomic
+from inspector.loader.pool.config import no_reason
+from inspector.loader.pool.cuda import resolve_device
+from inspector.loader.pool.records import LoaderStatus, LoadTiming
+from inspector.loader.pool.requests import Request
+from inspector.loader.storage.encode import encode
+from inspector.loader.storage.handles import FileStorage, Storage, write_atomic
 
-START_METHODS = ("spawn", "forkserver")
 _request_ids = itertools.count(1)
-
-
-def _no_reason(path: str) -> str | None:
-    return None
 
 
 class StorageLoader(ABC):
@@ -32,24 +29,15 @@ class StorageLoader(ABC):
 
     Array bytes travel only through shared memory (see NOTE [ Segment ownership ]); workers
     start on the first ``load`` (or ``start()``), stop at ``shutdown()``, and start again on the
-    next ``load``. Use it as a context manager to be sure it shuts down.
+    next ``load``. Workers are fresh interpreters running a module of this package, so no
+    ``if __name__ == "__main__":`` guard is needed anywhere (NOTE [ Starting workers ]). Use it
+    as a context manager to be sure it shuts down.
     """
 
-    def __init__(
-        self,
-        worker_num: int = 3,
-        *,
-        start_method: str = "spawn",
-        _why_missing: Callable[[str], str | None] = _no_reason,
-    ) -> None:
+    def __init__(self, worker_num: int = 3, *, _why_missing: Callable[[str], str | None] = no_reason) -> None:
         if type(worker_num) is not int or worker_num < 1:
             raise ValueError(f"worker_num must be a positive int, got {worker_num!r}")
-        if start_method not in START_METHODS:
-            raise ValueError(
-                f"start_method {start_method!r} is not supported. Supported: {list(START_METHODS)} "
-                "(fork is unsafe with threads, in Jupyter and after CUDA initialisation)"
-            )
-        self._core = Core(type(self).__name__, worker_num, start_method, _why_missing)
+        self._core = Core(type(self).__name__, worker_num, _why_missing)
         self._finalizer = weakref.finalize(self, self._core.close_when_idle)
         self._finalizer.atexit = False
 
@@ -60,10 +48,6 @@ class StorageLoader(ABC):
     @property
     def worker_num(self) -> int:
         return self._core.worker_num
-
-    @property
-    def start_method(self) -> str:
-        return self._core.start_method
 
     @property
     def running(self) -> bool:
@@ -88,6 +72,10 @@ class StorageLoader(ABC):
         the error (which also goes to ``on_error``): a missing, expired, truncated or corrupt
         file, or a worker that died. Delivered arrays are yours to keep (NOTE [ Segment
         ownership ]). ``device='cuda'`` delivers tensors on the GPU (NOTE [ CUDA delivery ]).
+        A callback may wait on another load's future only if that load has no callback
+        (NOTE [ Callbacks that wait ]).
+
+        >>> obj = loader.load(loader.save({"obs": np.ones(3)})).result()  # doctest: +SKIP
         """
         if not isinstance(storage, Storage):
             raise TypeError(
@@ -97,11 +85,41 @@ class StorageLoader(ABC):
         for what, fn in (("callback", callback), ("on_error", on_error)):
             if fn is not None and not callable(fn):
                 raise TypeError(f"{what} must be callable or None, got {type(fn).__name__}")
-        resolved = resolve_device(device)
-        path = os.path.abspath(storage.path) if isinstance(storage, FileStorage) else None
+        resolved = None if device is None else resolve_device(device)
+        path = None
+        if isinstance(storage, FileStorage):  # resolved now: a later chdir must not change what loads
+            path = storage.path if storage.path.startswith("/") else os.path.abspath(storage.path)
         request = Request(next(_request_ids), storage, path, callback, on_error, resolved)
         self._core.submit(request)
         return request.future
+
+    def stream(self, storages: Iterable[Storage], *, prefetch: int | None = None, device: Any = None) -> Iterator[Any]:
+        """Load ``storages`` in order and yield each object, keeping ``prefetch`` loads in flight.
+
+        ``prefetch`` defaults to twice the number of workers. A failed load raises when its turn
+        comes; loads still in flight when the iteration stops are cancelled or left to finish.
+
+        >>> for batch in loader.stream(storages):  # doctest: +SKIP
+        ...     train_step(batch)
+        """
+        depth = 2 * self.worker_num if prefetch is None else prefetch
+        if type(depth) is not int or depth < 1:
+            raise ValueError(f"prefetch must be a positive int, got {prefetch!r}")
+        upcoming = iter(storages)
+        in_flight: collections.deque[Future[Any]] = collections.deque()
+        try:
+            for storage in itertools.islice(upcoming, depth):
+                in_flight.append(self.load(storage, device=device))
+            while in_flight:
+                future = in_flight.popleft()
+                following = next(upcoming, None)
+                if following is not None:
+                    in_flight.append(self.load(following, device=device))
+                yield future.result()
+                del future
+        finally:
+            for future in in_flight:
+                future.cancel()
 
     def start(self, timeout: float = 60.0) -> LoaderStatus:
         """Start the workers now and wait until they are ready (``load`` would start them anyway)."""
@@ -119,7 +137,7 @@ class StorageLoader(ABC):
 
     def timings(self) -> tuple[LoadTiming, ...]:
         """Per-stage timings of the most recent loads (oldest first)."""
-        return tuple(self._core.timings)
+        return tuple(LoadTiming(*fields) for fields in list(self._core.timings))
 
     def clear_timings(self) -> None:
         self._core.timings.clear()
@@ -134,15 +152,19 @@ class StorageLoader(ABC):
 
     def __repr__(self) -> str:
         state = "running" if self.running else "stopped"
-        return f"<{self.name} {state}, worker_num={self.worker_num}, start_method={self.start_method!r}>"
+        return f"<{self.name} {state}, worker_num={self.worker_num}>"
 
 
 class FileStorageLoader(StorageLoader):
     """Saves each payload as one storage file in ``dirname`` and deletes files ``ttl`` s after saving.
 
     With ``dirname=None`` the loader makes a private (0700) temporary directory on first save
-    and removes it, with its files, at ``shutdown``; a given directory is created (0700) if
-    missing and its files are kept at shutdown. ``ttl=None`` keeps files until then.
+    and removes it, with its files, at ``shutdown``; a given directory is made absolute now (a
+    later ``chdir`` changes nothing), created (0700) if missing, and its files are kept at
+    shutdown. ``ttl`` is a finite positive number of seconds; ``ttl=None`` keeps files until then.
+
+    >>> with FileStorageLoader(worker_num=2) as loader:  # doctest: +SKIP
+    ...     obj = loader.load(loader.save({"obs": np.zeros((4, 84, 84))})).result()
     """
 
     def __init__(
@@ -150,15 +172,12 @@ class FileStorageLoader(StorageLoader):
         dirname: str | os.PathLike[str] | None = None,
         ttl: float | None = 20,
         worker_num: int = 3,
-        *,
-        start_method: str = "spawn",
     ) -> None:
-        if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float) or ttl <= 0):
-            raise ValueError(f"ttl must be a positive number of seconds or None, got {ttl!r}")
-        area = FileArea(dirname, ttl)
-        super().__init__(worker_num, start_method=start_method, _why_missing=area.janitor.why_missing)
+        area = FileArea(dirname, check_ttl(ttl))
+        super().__init__(worker_num, _why_missing=area.janitor.why_missing)
         self._area = area
         self._core.closers.append(area.close)
+        self._core.forkers.append(area.after_fork_in_child)
 
     @property
     def dirname(self) -> str | None:
@@ -172,7 +191,7 @@ class FileStorageLoader(StorageLoader):
     def save(self, obj: Any) -> FileStorage:
         """Write ``obj`` to a new file atomically (mode 0600); unsupported values raise first."""
         encoded = encode(obj)
-        path = self._area.new_path()
-        write_atomic(path, encoded)
-        self._area.janitor.track(path)
+        with self._area.new_path() as path:
+            write_atomic(path, encoded)
+            self._area.janitor.track(path)
         return FileStorage(path)

@@ -12,11 +12,11 @@ from typing import Any
 
 import numpy as np
 
-from inspector.loader._codec import decode, parse_header
-from inspector.loader._dtypes import numpy_twin
 from inspector.loader._errors import StorageCorruptError, StorageNotFoundError
-from inspector.loader._format import PRELUDE_SIZE, Prelude, check_header_crc, parse_prelude
-from inspector.loader._regular_file import RegularFile
+from inspector.loader.storage.decode import decode, parse_header
+from inspector.loader.storage.dtypes import numpy_twin
+from inspector.loader.storage.layout import PRELUDE_SIZE, Prelude, check_header_crc, parse_prelude
+from inspector.loader.storage.reader import StorageFile
 
 
 class ImageFactory:
@@ -45,10 +45,16 @@ class ImageFactory:
         return tensor.requires_grad_(True) if grad else tensor
 
 
-def read_header(image: np.ndarray, size: int, path: str) -> tuple[Prelude, dict[str, Any]]:
-    """The checked prelude and parsed header of a file image."""
-    prelude = parse_prelude(image[:PRELUDE_SIZE].data, size, path)
-    header = image[prelude.header_start : prelude.header_start + prelude.header_len].data
+def read_header(
+    image: np.ndarray, size: int, path: str, prelude: Prelude | None = None
+) -> tuple[Prelude, dict[str, Any]]:
+    """The prelude and parsed header of a file image; ``prelude`` is one already checked when the file was opened.
+
+    The header bytes in the image are checked against the prelude's CRC either way: memory is not the file.
+    """
+    if prelude is None or prelude.file_size != size:
+        prelude = parse_prelude(image[:PRELUDE_SIZE].data, size, path)
+    header = image[PRELUDE_SIZE : PRELUDE_SIZE + prelude.header_len].data
     check_header_crc(header, prelude, path)
     return prelude, parse_header(header, path)
 
@@ -57,10 +63,14 @@ FactoryMaker = Callable[[np.ndarray, Prelude, dict[str, Any]], ImageFactory]
 
 
 def decode_image(
-    image: np.ndarray, size: int, path: str, make_factory: FactoryMaker | None = None
+    image: np.ndarray,
+    size: int,
+    path: str,
+    make_factory: FactoryMaker | None = None,
+    prelude: Prelude | None = None,
 ) -> tuple[Any, ImageFactory]:
     """(object, the factory that built its leaves) from a file image; ``StorageCorruptError`` if unsound."""
-    prelude, doc = read_header(image, size, path)
+    prelude, doc = read_header(image, size, path, prelude)
     factory = ImageFactory(image, prelude.data_start) if make_factory is None else make_factory(image, prelude, doc)
     try:
         obj = decode(doc, factory, prelude.data_len, path)
@@ -72,11 +82,18 @@ def decode_image(
 
 
 def read_file_image(path: str) -> np.ndarray:
-    """The whole file in a new uint8 array (the synchronous path; the loader reads into shared memory)."""
+    """The whole file in a new uint8 array (the synchronous path; the loader reads into shared memory).
+
+    The prelude is checked against the file's real size before the array is allocated, so a
+    file that only claims to be big costs nothing.
+    """
     try:
-        file = RegularFile(path)
+        file = StorageFile(path)
     except FileNotFoundError:
         raise StorageNotFoundError(path) from None
     with file:
         image = np.empty(file.size, np.uint8)
-        return image[: file.read_into(image.data)]
+        got = file.read_into(image.data)
+    if got != file.size:
+        raise StorageCorruptError(path, f"truncated while being read: {got} of {file.size} bytes")
+    return image

@@ -1,0 +1,118 @@
+"""The round trip of one small load, against a bare ``multiprocessing`` pipe round trip measured in the same run.
+
+The loader's time for a small payload is almost all fixed cost: the request to a worker, its
+reply, and building the object. The floor for any design that reads in another process is one
+message there and one back, so ``small_load_latency`` times, in one run and on the same machine:
+
+    pipe     a ``multiprocessing.Pipe`` round trip to a child process that echoes a small tuple
+    loader   ``loader.load(storage).result()`` of a 1 KiB payload, workers started and warm
+
+and reports both as ``Spread``s of microseconds, after a warm-up, with their ratio (NOTE [ Numbers
+a researcher can trust ] in ``stats``). The echo child is a fresh interpreter, like the workers,
+so this also runs from a script without a main guard.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass
+from multiprocessing.connection import Connection, Pipe
+from typing import Any
+
+import numpy as np
+
+from inspector._processes import wait_or_kill
+from inspector.loader._loaders import FileStorageLoader
+from inspector.loader.bench.stats import MachineLoad, Spread, machine_load
+
+_ECHO = (
+    "import sys\n"
+    "from multiprocessing.connection import Connection\n"
+    "c = Connection(int(sys.argv[1]))\n"
+    "while (m := c.recv()) is not None:\n"
+    "    c.send(m)\n"
+)
+
+
+@dataclass(frozen=True)
+class LatencyResult:
+    """Microseconds per round trip: the loader's small load and the bare pipe, and their ratio."""
+
+    loader_us: Spread
+    pipe_us: Spread
+    payload_bytes: int
+    workers: int
+    machine: MachineLoad
+
+    @property
+    def ratio(self) -> float:
+        """The loader's median over the pipe's median (the target is at most 3)."""
+        return self.loader_us.median / self.pipe_us.median
+
+    def as_dict(self) -> dict[str, Any]:
+        return {**asdict(self), "ratio": self.ratio}
+
+
+def pipe_round_trips(count: int, warmup: int) -> list[float]:
+    """Seconds of each of ``count`` round trips to an echoing child, after ``warmup`` untimed ones."""
+    ours, theirs = Pipe(duplex=True)
+    assert isinstance(theirs, Connection)
+    child = subprocess.Popen([sys.executable, "-c", _ECHO, str(theirs.fileno())], pass_fds=(theirs.fileno(),),
+                             stdin=subprocess.DEVNULL)  # fmt: skip
+    theirs.close()
+    message = ("load", 1, "/a/storage/file.istore", 3)
+    def round_trip() -> None:
+        ours.send(message)
+        ours.recv()
+
+    try:
+        return _timed(round_trip, count, warmup)
+    finally:
+        ours.send(None)
+        ours.close()
+        wait_or_kill(child, 10.0)
+
+
+def loader_round_trips(count: int, warmup: int, workers: int, payload_bytes: int) -> list[float]:
+    """Seconds of each of ``count`` loads of a small storage file (``load(...).result()``), after ``warmup``."""
+    with tempfile.TemporaryDirectory(prefix="inspector-bench-") as tmp, FileStorageLoader(
+        tmp, ttl=None, worker_num=workers
+    ) as loader:
+        storage = loader.save({"payload": np.zeros(payload_bytes, np.uint8)})
+        loader.start()
+        return _timed(lambda: loader.load(storage).result(60), count, warmup)
+
+
+def small_load_latency(
+    count: int = 2000, warmup: int = 200, workers: int = 2, payload_bytes: int = 1024
+) -> LatencyResult:
+    """Both round trips, interleaved in two halves so a change in the machine's load hits both alike.
+
+    >>> result = small_load_latency(count=500)  # doctest: +SKIP
+    >>> f"{result.loader_us.median:.0f} us, {result.ratio:.1f}x a pipe round trip"  # doctest: +SKIP
+    """
+    if count < 2 or warmup < 0 or workers < 1 or payload_bytes < 0:
+        raise ValueError("count must be >= 2, warmup >= 0, workers >= 1 and payload_bytes >= 0")
+    machine = machine_load()
+    half = count // 2
+    pipe = pipe_round_trips(half, warmup)
+    loader = loader_round_trips(half, warmup, workers, payload_bytes)
+    pipe += pipe_round_trips(count - half, warmup)
+    loader += loader_round_trips(count - half, warmup, workers, payload_bytes)
+    return LatencyResult(Spread.of(loader).scaled(1e6), Spread.of(pipe).scaled(1e6), payload_bytes, workers, machine)
+
+
+def _timed(fn: Callable[[], Any], count: int, warmup: int) -> list[float]:
+    for _ in range(warmup):
+        fn()
+    times = []
+    for _ in range(count):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return times
+

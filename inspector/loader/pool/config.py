@@ -1,0 +1,47 @@
+"""A pool's settings, fixed when it starts: one record handed to every part that needs one."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+DEPTH = 4  # requests queued at each worker, so it starts the next read the moment it finishes one
+OUTSTANDING_BYTES = 1 << 30  # past this, only two requests per worker hold segments at once
+
+
+def no_reason(path: str) -> str | None:
+    """The default ``why_missing``: nothing is known about files that are gone."""
+    return None
+
+
+def drop_timing(timing: tuple[Any, ...]) -> None:
+    """The default ``record``: timings are not kept."""
+
+
+@dataclass(frozen=True)
+class PoolConfig:
+    """What a ``WorkerPool`` is: its name, size and limits, and two hooks into its loader.
+
+    ``why_missing(path)`` explains a file that is gone (expired after ``ttl``, removed at shutdown)
+    and ``record(fields)`` receives each delivered load's stage timings, the fields of a
+    ``LoadTiming`` as a plain tuple (made into records only when asked for).
+    """
+
+    name: str
+    worker_num: int
+    why_missing: Callable[[str], str | None] = no_reason
+    record: Callable[[tuple[Any, ...]], None] = drop_timing
+    depth: int = DEPTH
+    outstanding_bytes: int = OUTSTANDING_BYTES
+
+    def __post_init__(self) -> None:
+        if type(self.worker_num) is not int or self.worker_num < 1:
+            raise ValueError(f"worker_num must be a positive int, got {self.worker_num!r}")
+        if type(self.depth) is not int or self.depth < 1:
+            raise ValueError(f"depth must be a positive int, got {self.depth!r}")
+
+    @property
+    def max_outstanding(self) -> int:
+        """Requests that may hold a segment at once (in flight or awaiting their callback)."""
+        return self.worker_num * (self.depth + 1)

@@ -1,0 +1,198 @@
+"""Completing a load: build the object over its leased segment, run the user's code, answer the future.
+
+Loads whose completion runs user code (a callback, ``on_error``, a custom ``Storage.load``) or a
+CUDA copy are completed on the delivery thread, one at a time and in completion order, never on
+the caller's thread nor on the thread that talks to workers, so a slow callback delays later
+callbacks but not reading. Every other load is completed where its reply is read, without that
+hop (NOTE [ Callbacks that wait ] in ``requests``).
+
+A callback that raises an ``Exception`` is logged with its traceback and the loader carries on;
+the load itself succeeded, so its future gets the object. Anything else a callback, ``on_error``
+or ``Storage.load`` raises (``SystemExit``, ``KeyboardInterrupt``: any ``BaseException``) goes to
+the future, which is always answered, and the thread keeps serving.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import InvalidStateError
+from typing import Any
+
+from inspector.loader.pool.requests import DELIVERY_TOKEN, Request
+from inspector.loader.pool.segments import SegmentPool
+from inspector.loader.storage.image import decode_image
+
+logger = logging.getLogger("inspector.loader")
+
+
+class Loaded:
+    """A worker read ``size`` bytes for ``request`` between ``read_start`` and ``read_end``."""
+
+    __slots__ = ("read_end", "read_start", "received", "request", "size")
+
+    def __init__(self, request: Request, size: int, read_start: float, read_end: float, received: float) -> None:
+        self.request, self.size, self.read_start, self.read_end, self.received = (
+            request, size, read_start, read_end, received
+        )  # fmt: skip
+
+
+class Failed:
+    """``request`` failed with ``error``."""
+
+    __slots__ = ("error", "request")
+
+    def __init__(self, request: Request, error: BaseException) -> None:
+        self.request, self.error = request, error
+
+
+class InProcess:
+    """``request`` names a storage that is not a file: its own ``load`` runs on the delivery thread."""
+
+    __slots__ = ("request",)
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+
+
+Item = Loaded | Failed | InProcess
+
+
+class Deliverer:
+    """Completes loads: ``deliver_here`` on the calling thread, ``put`` on the delivery thread.
+
+    ``finished(request, ok)`` is called after every item.
+    """
+
+    def __init__(
+        self,
+        segments: SegmentPool,
+        finished: Callable[[Request, bool], None],
+        record: Callable[[tuple[Any, ...]], None],
+        staging: Any,
+        token: object,
+        name: str,
+    ) -> None:
+        self._segments = segments
+        self._finished = finished
+        self._record = record
+        self._staging = staging
+        self._queue: queue.SimpleQueue[Item | Callable[[], None]] = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name=f"{name}-delivery", daemon=True)
+        setattr(self.thread, DELIVERY_TOKEN, token)
+        self.thread.start()
+
+    def put(self, item: Item) -> None:
+        self._queue.put(item)
+
+    def deliver_here(self, item: Item) -> None:
+        """Complete ``item`` on this thread (it runs no user code)."""
+        request = item.request
+        obj: Any = None
+        outcome: BaseException | None = None
+        try:
+            obj, outcome = self._complete(item)
+        except Exception as exc:  # a bug of ours must not take the calling thread down with it
+            logger.exception("inspector.loader: delivery failed unexpectedly")
+            outcome = RuntimeError(f"the loader could not deliver this load ({exc!r}; see the log)")
+        # The books first, the future last: whoever waits on it runs as soon as it is answered.
+        self._finished(request, outcome is None)
+        _answer(request, obj, outcome)
+
+    def stop(self, after: Callable[[], None]) -> None:
+        """End the thread once every item queued so far is delivered; then run ``after`` on it."""
+        self._queue.put(after)
+
+    def _run(self) -> None:
+        while True:
+            item = self._queue.get()
+            if callable(item):
+                item()
+                return
+            ok = False
+            try:
+                ok = self._deliver(item)
+            except BaseException:  # the thread must survive anything a payload or user code does
+                logger.exception("inspector.loader: delivery failed unexpectedly")
+                _answer(item.request, None, RuntimeError("the loader could not deliver this load (see the log)"))
+            finally:
+                self._finished(item.request, ok)
+                del item  # holding the last item would keep its object (and segment) alive
+
+    def _deliver(self, item: Item) -> bool:
+        obj, outcome = self._complete(item)
+        _answer(item.request, obj, outcome)
+        return outcome is None
+
+    def _complete(self, item: Item) -> tuple[Any, BaseException | None]:
+        """Build the object and run the user's code; (object, the error the future gets, or None)."""
+        request = item.request
+        started = time.perf_counter()
+        obj: Any = None
+        error: BaseException | None = item.error if isinstance(item, Failed) else None
+        leaves, h2d, size = 0, 0.0, 0
+        if isinstance(item, Loaded):
+            size = item.size
+            try:
+                obj, leaves, h2d = self._build(request, item.size)
+            except BaseException as exc:
+                error = exc
+        elif isinstance(item, InProcess):
+            try:
+                obj = request.storage.load()
+            except BaseException as exc:  # a custom Storage.load may raise anything; the future hears of it
+                error = exc
+        built = time.perf_counter()
+        outcome = error
+        if error is None:
+            outcome = _call(request.callback, obj, "callback", request)
+        elif request.on_error is not None:
+            request.future._observed = True  # handed to on_error: someone looked
+            raised = _call(request.on_error, error, "on_error", request)
+            if raised is not None and raised.__context__ is None:
+                raised.__context__ = error  # the traceback shows what on_error was handling
+            outcome = raised or error
+        ended = time.perf_counter()
+        if isinstance(item, Loaded):  # a plain tuple here; LoadTiming records are made when asked for
+            self._record((request.id, request.label, request.worker, size, leaves,
+                          str(request.device) if request.device is not None else "cpu", outcome is None,
+                          max(request.dispatched - request.submitted, 0.0), item.read_end - item.read_start,
+                          max(item.received - item.read_end, 0.0), max(started - item.received, 0.0),
+                          built - started - h2d, h2d, ended - built, ended - request.submitted))  # fmt: skip
+        return obj, outcome
+
+    def _build(self, request: Request, size: int) -> tuple[Any, int, float]:
+        segment, request.segment = request.segment, None
+        assert segment is not None and request.path is not None
+        image = self._segments.lease(segment, size)
+        maker = None if request.device is None else self._staging.factory_maker(request.device)
+        obj, factory = decode_image(image, size, request.path, maker, request.prelude)
+        return obj, factory.leaves, getattr(factory, "h2d_seconds", 0.0)
+
+
+def _answer(request: Request, obj: Any, error: BaseException | None) -> None:
+    try:
+        if error is None:
+            request.future.set_result(obj)
+        else:
+            request.future.set_exception(error)
+    except InvalidStateError:
+        pass
+
+
+def _call(fn: Callable[[Any], Any] | None, arg: Any, what: str, request: Request) -> BaseException | None:
+    """Run user code: an ``Exception`` is logged and swallowed; any other ``BaseException`` is returned."""
+    if fn is None:
+        return None
+    try:
+        fn(arg)
+    except Exception:
+        logger.exception("inspector.loader: %s %r for %s raised; the loader keeps going", what, fn, request.label)
+    except BaseException as exc:
+        logger.error("inspector.loader: %s %r for %s raised %s; its future gets it", what, fn, request.label,
+                     type(exc).__name__)  # fmt: skip
+        return exc
+    return None

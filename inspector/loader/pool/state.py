@@ -1,0 +1,49 @@
+"""The bookkeeping a pool's threads share, behind one lock: requests, workers and counters."""
+
+from __future__ import annotations
+
+import threading
+from collections import deque
+from dataclasses import dataclass, field
+
+from inspector.loader.pool.requests import Request
+from inspector.loader.pool.worker_handles import WorkerHandle
+
+
+@dataclass(eq=False)
+class PoolState:
+    """Everything the caller, I/O and delivery threads of one pool read and write; hold ``lock`` to touch it.
+
+    ``changed`` (on ``lock``) is notified when a worker becomes ready, the pool breaks, or the last
+    open request finishes.
+    """
+
+    worker_num: int
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    pending: deque[Request] = field(default_factory=deque)
+    workers: list[WorkerHandle] = field(default_factory=list)
+    restarts: list[int] = field(default_factory=list)
+    open: int = 0  # submitted and not finished
+    undelivered: int = 0  # waiting for (or in) the delivery thread
+    done: int = 0
+    failed: int = 0
+    reserved: int = 0  # segment bytes held by requests in flight or awaiting delivery
+    delivery_waiting: int = 0  # callbacks blocked on a future (see NOTE [ Callbacks that wait ])
+    broken: BaseException | None = None  # why no worker can be had (WorkerStartError, LoaderCrashedError)
+    exit: bool = False  # the I/O thread should stop
+    stopped: bool = False  # submit() refuses: shutdown() was called or the I/O thread crashed
+    shut: bool = False  # shutdown() was called
+    throttled: bool = False  # a request waits for a slot; whoever frees one dispatches it
+
+    def __post_init__(self) -> None:
+        self.changed = threading.Condition(self.lock)
+        self.restarts = [0] * self.worker_num
+
+    def unreserve(self, request: Request) -> None:
+        """Stop counting ``request``'s segment against the budget (hold ``lock``)."""
+        self.reserved -= request.reserved
+        request.reserved = 0
+
+    def all_ready(self) -> bool:
+        """Every worker has said it is ready (hold ``lock``)."""
+        return len(self.workers) == self.worker_num and all(w.ready for w in self.workers)

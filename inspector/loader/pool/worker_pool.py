@@ -1,0 +1,265 @@
+"""The worker pool: its public face, how its parts are wired, and a shutdown that leaves nothing.
+
+The parts: ``dispatch`` sends requests (NOTE [ Request flow ]), ``io_loop`` reads replies and
+replaces dead workers (NOTE [ Worker deaths ]), ``delivery`` completes loads, ``segments`` holds
+the shared memory (NOTE [ Segment ownership ]), ``worker_handles`` starts worker processes
+(NOTE [ Starting workers ]); ``state`` is the bookkeeping they share.
+
+NOTE [ Loader shutdown ]
+``shutdown(timeout)`` stops accepting work, waits (up to ``timeout``) until every submitted
+request has been delivered or failed, then the I/O thread sends each worker "stop", waits for
+it, and kills what has not exited within ``worker_handles.STOP_GRACE_S``. Whatever was still queued
+or in flight fails with ``LoaderShutdownError``, so no future stays pending. Then the delivery
+thread drains and stops, and the segment pool drops every segment (those still leased to
+delivered arrays live on, unnamed, until the arrays die). Workers also exit on their own when
+the parent's socket closes or the parent pid changes, which covers a parent killed with -9; an
+``atexit`` hook (``_lifecycle``) shuts down loaders still running at interpreter exit, with
+bounded waits for our (daemon) threads, so a callback that never returns cannot hold the
+interpreter open. Calling ``shutdown`` from inside a callback is allowed: it does not wait for
+itself. A pool whose I/O thread crashed has already failed its requests (``LoaderCrashedError``)
+and stopped its workers, so ``shutdown`` does not wait for them. If a worker cannot be started
+while the pool starts, those already started are stopped before the ``WorkerSpawnError``
+propagates. In a child made by ``os.fork()`` the pool is *abandoned* (``abandon``): its
+descriptors are closed and nothing is sent, so the parent's workers and memory are untouched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Iterator
+
+from inspector.loader._errors import LoaderCrashedError, LoaderShutdownError, WorkerSpawnError
+from inspector.loader.pool.config import PoolConfig
+from inspector.loader.pool.cuda import StagingPool
+from inspector.loader.pool.delivery import Deliverer, Failed, Item
+from inspector.loader.pool.dispatch import Dispatcher
+from inspector.loader.pool.io_loop import POLL_INTERVAL_S, IOLoop
+from inspector.loader.pool.records import LoaderStatus, WorkerStatus
+from inspector.loader.pool.requests import Request
+from inspector.loader.pool.segments import SegmentPool
+from inspector.loader.pool.state import PoolState
+from inspector.loader.pool.worker_handles import STOP_GRACE_S, WorkerHandle, start_worker, stop_workers
+
+logger = logging.getLogger("inspector.loader")
+
+_sessions = itertools.count()
+
+
+class WorkerPool:
+    """Workers, the I/O thread and the delivery thread of one running loader (see the NOTEs above)."""
+
+    def __init__(self, config: PoolConfig) -> None:
+        self.config = config
+        self.token = object()  # names this pool to its futures (NOTE [ Callbacks that wait ])
+        self._weak_self = weakref.ref(self)
+        self._state = PoolState(config.worker_num)
+        self._keys = itertools.count()
+        prefix = f"inspector-loader-{os.getpid()}-{next(_sessions)}"
+        self._segments = SegmentPool(prefix, max_free=config.max_outstanding + 2)
+        self._staging = StagingPool()
+        self._dispatcher = Dispatcher(config, self._state, self._segments, self._route, self._wake)
+        try:
+            self._loop = IOLoop(config, self._state, self._segments, self._dispatcher, self._route, self._spawn,
+                                self._teardown, self._stop_delivery)  # fmt: skip
+        except OSError as exc:  # no descriptor left for the wake-up pipe: nothing has started yet
+            raise WorkerSpawnError(0, exc) from exc
+        self._deliverer = Deliverer(self._segments, self._finished, config.record, self._staging, self.token,
+                                    config.name)  # fmt: skip
+        try:
+            for i in range(config.worker_num):  # one at a time, so a failure can stop those already started
+                self._state.workers.append(self._spawn(i))
+        except BaseException:
+            self._state.exit = True
+            self._teardown()
+            self._stop_delivery()
+            raise
+        self._loop.start()
+
+    @property
+    def name(self) -> str:
+        return self.config.name
+
+    # ---- called from any thread -------------------------------------------------------------
+    def submit(self, request: Request) -> bool:
+        """Queue ``request`` and dispatch what can go now; False when this pool is shutting down (use a new one)."""
+        request.future._pool = self._weak_self
+        with self._state.lock:
+            if self._state.stopped:
+                return False
+            self._state.open += 1
+            self._state.pending.append(request)
+        self._dispatcher.kick()
+        return True
+
+    @contextlib.contextmanager
+    def delivery_waits(self) -> Iterator[None]:
+        """While a callback waits on a future, callbacks queued behind it do not hold up dispatching."""
+        with self._state.lock:
+            self._state.delivery_waiting += 1
+        self._dispatcher.kick()
+        try:
+            yield
+        finally:
+            with self._state.lock:
+                self._state.delivery_waiting -= 1
+
+    def status(self) -> LoaderStatus:
+        counts = self._segments.counts()
+        state = self._state
+        with state.lock:
+            workers = tuple(
+                WorkerStatus(
+                    index=w.index,
+                    pid=w.pid,
+                    alive=not w.dead,
+                    ready=w.ready,
+                    busy=bool(w.in_flight),
+                    in_flight=len(w.in_flight),
+                    loads_done=w.loads_done,
+                    segments_mapped=self._segments.mapped_count(w.key),
+                    restarts=state.restarts[w.index],
+                )
+                for w in sorted(state.workers, key=lambda w: w.index)
+            )
+            return LoaderStatus(
+                name=self.name,
+                running=not state.stopped,
+                worker_num=self.config.worker_num,
+                workers=workers,
+                pending=len(state.pending),
+                in_flight=sum(s.in_flight for s in workers),
+                loads_done=state.done,
+                loads_failed=state.failed,
+                segments_free=counts.free,
+                segments_busy=counts.busy,
+                segments_leased=counts.leased,
+                segment_bytes=counts.bytes_total,
+            )
+
+    @property
+    def stopped(self) -> bool:
+        """True once this pool takes no more requests (shut down, or its I/O thread crashed)."""
+        with self._state.lock:
+            return self._state.stopped
+
+    def wait_ready(self, timeout: float) -> bool:
+        """Block until every worker has said it is ready (start-up measurements, tests)."""
+        deadline = time.monotonic() + timeout
+        with self._state.changed:
+            while not self._state.all_ready():
+                if self._state.broken is not None:
+                    raise self._state.broken
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._state.changed.wait(min(left, POLL_INTERVAL_S))
+        return True
+
+    def shutdown(self, timeout: float | None, join_timeout: float | None = None) -> None:
+        """See NOTE [ Loader shutdown ]; ``join_timeout`` bounds the waits for our threads (at exit: a
+        callback may never return, and the delivery thread that runs it is a daemon)."""
+        state = self._state
+        with state.lock:
+            if state.shut:
+                return
+            state.shut = state.stopped = True
+        in_delivery = threading.current_thread() is self._deliverer.thread
+        if not in_delivery:
+            deadline = None if timeout is None else time.monotonic() + timeout
+            with state.changed:  # a dead I/O thread answers nothing more: it failed what it held
+                while state.open > 0 and self._loop.thread.is_alive():
+                    left = POLL_INTERVAL_S if deadline is None else min(deadline - time.monotonic(), POLL_INTERVAL_S)
+                    if left <= 0:
+                        break
+                    state.changed.wait(left)
+        with state.lock:
+            state.exit = True
+        self._wake()
+        self._loop.thread.join(None if join_timeout is None else join_timeout + STOP_GRACE_S)  # it stops the workers
+        self._stop_delivery()  # runs once the delivery queue is empty
+        if not in_delivery:
+            self._deliverer.thread.join(join_timeout)
+
+    def abandon(self) -> None:
+        """In a child made by ``os.fork()``: close what was inherited, tell nobody (the parent owns it all)."""
+        state = self._state
+        state.stopped = state.shut = state.exit = True
+        for worker in state.workers:
+            with contextlib.suppress(OSError):
+                worker.close()
+        self._segments.abandon()
+        with contextlib.suppress(OSError):
+            self._loop.close()
+
+    # ---- wiring -----------------------------------------------------------------------------
+    def _spawn(self, index: int) -> WorkerHandle:
+        return start_worker(index, next(self._keys))
+
+    def _wake(self) -> None:
+        self._loop.wake()
+
+    def _route(self, item: Item) -> None:
+        """Complete ``item`` here, or queue it for the delivery thread when that runs user code."""
+        request = item.request
+        if request.needs_delivery:
+            request.queued = True
+            with self._state.lock:
+                self._state.undelivered += 1
+            self._deliverer.put(item)
+        else:
+            self._deliverer.deliver_here(item)
+
+    def _finished(self, request: Request, ok: bool) -> None:
+        state = self._state
+        with state.lock:
+            state.unreserve(request)
+            state.open -= 1
+            if request.queued:
+                state.undelivered -= 1
+            if ok:
+                state.done += 1
+            else:
+                state.failed += 1
+            if state.open == 0:
+                state.changed.notify_all()
+            throttled, state.throttled = state.throttled, False
+        if throttled or state.pending:
+            self._dispatcher.kick()
+
+    def _teardown(self) -> None:
+        state = self._state
+        with state.lock:
+            leftovers = list(state.pending)
+            state.pending.clear()
+            workers = list(state.workers)
+            for w in workers:
+                leftovers.extend(w.in_flight.values())
+                w.in_flight.clear()
+        try:
+            stop_workers(workers)
+        finally:
+            crash = state.broken if isinstance(state.broken, LoaderCrashedError) else None
+            for request in leftovers:
+                if request.segment is not None:
+                    self._segments.release(request.segment)
+                    request.segment = None
+                error = (
+                    LoaderShutdownError(request.label)
+                    if crash is None
+                    else LoaderCrashedError(crash.cause, request.label)
+                )
+                self._route(Failed(request, error))
+
+    def _stop_delivery(self) -> None:
+        self._deliverer.stop(after=self._release)
+
+    def _release(self) -> None:
+        self._segments.close()
+        self._staging.close()
+        self._loop.close()

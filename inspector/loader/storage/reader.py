@@ -1,0 +1,86 @@
+"""The one way a storage file is opened and checked (standard library only: the worker imports it).
+
+Every reader goes through ``StorageFile``: the worker (into a shared-memory segment), the
+synchronous ``FileStorage.load`` (into a new array), the pool sizing a segment, and
+``describe_storage``. It opens with ``O_NONBLOCK`` so a FIFO planted at the path cannot hang
+the reader, refuses anything that is not a regular file, takes the size from ``fstat`` on the
+open descriptor (so the check and the read see the same file), and reads and checks the 32
+prelude bytes against that size before anything else is read or reserved (NOTE [ Storage file
+format ] in ``layout``).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import stat
+from types import TracebackType
+
+from inspector.loader._errors import StorageCorruptError
+from inspector.loader.storage.layout import PRELUDE_SIZE, Prelude, check_header_crc, parse_prelude
+
+
+class StorageFile:
+    """``path`` opened for reading with its prelude checked; ``size`` and ``prelude`` describe it.
+
+    Raises ``FileNotFoundError`` (the caller knows why a file may be gone), ``StorageCorruptError``
+    for anything that is not a complete storage file, and ``OSError`` for the rest (EMFILE, EACCES).
+    """
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+        self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        try:
+            info = os.fstat(self._fd)
+            if not stat.S_ISREG(info.st_mode):
+                raise StorageCorruptError(path, f"not a regular file ({_kind(info.st_mode)})")
+            self.size = info.st_size
+            head = os.pread(self._fd, PRELUDE_SIZE, 0)
+            self.prelude: Prelude = parse_prelude(head, self.size, path)
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def fileno(self) -> int:
+        return self._fd
+
+    def read_header(self) -> bytes:
+        """The header bytes, checked against the prelude's CRC."""
+        header = os.pread(self._fd, self.prelude.header_len, self.prelude.header_start)
+        if len(header) != self.prelude.header_len:
+            raise StorageCorruptError(self.path, "truncated while reading its header")
+        check_header_crc(header, self.prelude, self.path)
+        return header
+
+    def read_into(self, view: memoryview) -> int:
+        """Fill ``view`` from the start of the file; the bytes read (fewer if the file shrank)."""
+        got = 0
+        with io.FileIO(self._fd, closefd=False) as file:
+            file.seek(0)
+            while got < len(view):
+                n = file.readinto(view[got:])
+                if not n:
+                    break
+                got += n
+        return got
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            fd, self._fd = self._fd, -1
+            os.close(fd)
+
+    def __enter__(self) -> StorageFile:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+
+def _kind(mode: int) -> str:
+    for test, name in ((stat.S_ISFIFO, "a FIFO"), (stat.S_ISDIR, "a directory"), (stat.S_ISSOCK, "a socket"),
+                       (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device")):  # fmt: skip
+        if test(mode):
+            return name
+    return "not a regular file"

@@ -1,0 +1,68 @@
+"""``inspector bench loader``: bad options are refused in one line before anything runs; runs are compared."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import torch
+
+WAIT_S = 300
+
+
+def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "inspector", "bench", *args], capture_output=True, text=True,
+                          timeout=WAIT_S, env=env)  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (["--sizes", "1e9"], "out of range"),
+        (["--sizes", "nan"], "out of range"),
+        (["--sizes", "-1"], "out of range"),
+        (["--sizes", "x"], "comma-separated floats"),
+        (["--sizes", ","], "is empty"),
+        (["--workers", "0"], "--workers must be positive"),
+        (["--out", "/nonexistent-folder/rows.csv"], "does not exist"),
+        (["--out", "/"], "is a directory"),
+        (["--out", "/proc/new.csv"], "is not writable"),
+    ],
+)
+def test_bad_options_exit_2_with_one_line_before_running(args: list[str], fragment: str) -> None:
+    result = bench("loader", *args)
+    assert result.returncode == 2, result.stderr
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("inspector bench: ") and fragment in lines[0]
+    assert result.stdout == ""  # nothing ran
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the message on machines without CUDA")
+def test_a_cuda_device_without_a_gpu_says_so_in_one_line() -> None:
+    result = bench("loader", "--device", "cuda")
+    assert result.returncode == 2
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and "no CUDA GPU here" in lines[0] and "drop --device" in lines[0]
+
+
+@pytest.mark.slow
+def test_a_small_run_prints_its_targets_and_is_kept_for_compare(tmp_path: Path) -> None:
+    env = {**os.environ, "INSPECTOR_CACHE_DIR": str(tmp_path / "cache")}
+    first = bench("loader", "--sizes", "1", "--layouts", "steps", "--repeats", "1", "--out", str(tmp_path / "r.csv"),
+                  env=env)  # fmt: skip
+    assert first.returncode in (0, 1), first.stderr[-2000:]
+    out = first.stdout
+    assert "steps 1 MiB vs sync" in out and "small load (1024 B) round trip" in out and "pipe round trip" in out
+    assert ("PASS" in out or "MISS" in out) and (tmp_path / "r.csv").read_text().startswith("layout,")
+    compare = bench("loader", "--compare", env=env)
+    assert compare.returncode == 0 and compare.stdout.startswith("#1 ") and "ours" in compare.stdout
+
+
+def test_compare_without_a_history_says_how_to_make_one(tmp_path: Path) -> None:
+    result = bench("loader", "--compare", "3", env={**os.environ, "INSPECTOR_CACHE_DIR": str(tmp_path)})
+    assert result.returncode == 0 and "run `inspector bench loader` first" in result.stdout
+    other = bench("dispatch", "--compare")
+    assert other.returncode == 2 and "only the loader benchmark keeps a history" in other.stderr
