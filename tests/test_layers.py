@@ -89,9 +89,10 @@ def test_an_engine_part_imports_no_upper_floor_no_ui_library_and_no_other_part(p
         for module, function in _imports(path):
             if any(_within(module, floor) for floor in (*UPPER_FLOORS, *others)):
                 broken.append(f"{path.relative_to(PACKAGE)} imports {module}")
-            elif any(_within(module, lib) for lib in UI_LIBRARIES):
-                if not (module == "pandas" and function == PANDAS_ON_REQUEST):
-                    broken.append(f"{path.relative_to(PACKAGE)} imports {module} (in {function or 'the module'})")
+            elif any(_within(module, lib) for lib in UI_LIBRARIES) and not (
+                module == "pandas" and function == PANDAS_ON_REQUEST
+            ):
+                broken.append(f"{path.relative_to(PACKAGE)} imports {module} (in {function or 'the module'})")
     assert broken == []
 
 
