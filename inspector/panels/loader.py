@@ -11,10 +11,10 @@ shared-memory segments are held.
 
 from __future__ import annotations
 
-import html
 import threading
 import time
 from collections.abc import Sequence
+from typing import Any
 
 import ipywidgets as widgets
 
@@ -29,36 +29,15 @@ from inspector.loader.bench import (
     read_history,
     run,
 )
-from inspector.loader.bench.targets import throughput_targets
 from inspector.panels._background import BackgroundJob, JobCancelled, Report
 from inspector.panels._base import PANEL_CSS, Panel
 from inspector.panels._guard import error_html
-from inspector.panels._render import render_into
-from inspector.views._figures import figure_to_html
-from inspector.views.loader import (
-    bench_table,
-    history_environments,
-    history_table,
-    loaders_table,
-    machine_note,
-    profile_figure,
-    profile_table,
-    ratio_table,
-    stage_figure,
-    targets_table,
-    throughput_by_size_figure,
-    throughput_by_workers_figure,
-    workers_table,
-)
+from inspector.panels._render import render_into, render_section
+from inspector.views.loader import LoaderState, page
 
 SIZE_CHOICES = (0.25, 1, 4, 16, 64, 256)
 WORKER_CHOICES = (1, 2, 3, 4)
 STATUS_INTERVAL_S = 0.5  # how often the worker table refreshes while a benchmark runs
-TABLE_COLUMNS = ["layout", "size_mb", "workers", "label", "mb_s", "mb_s_min", "mb_s_max", "share_of_memcpy", "corrupt"]
-
-
-def _two(value: float) -> str:
-    return f"{value:.2f}"
 
 
 def cuda_available() -> bool:
@@ -85,6 +64,8 @@ class LoaderPanel(Panel):
         super().__init__()
         self.rows: list[BenchRow] = []
         self.profiles: list[LoaderProfile] = []
+        self._history: tuple[Any, ...] | None = None
+        self._statuses: tuple[Any, ...] = ()
         self.last_error: BaseException | None = None
         self._rows_lock = threading.Lock()
         wide = widgets.Layout(width="220px")
@@ -232,32 +213,27 @@ class LoaderPanel(Panel):
         return True
 
     # -- rendering -----------------------------------------------------------------------------
-    def _render_results(self) -> None:
+    def state(self) -> LoaderState:
+        """What this panel shows now, as the page's state."""
         with self._rows_lock:
-            rows = list(self.rows)
-        render_into(self.chart_out, throughput_by_size_figure(rows))
-        render_into(self.workers_chart_out, throughput_by_workers_figure(rows))
-        render_into(self.stage_out, stage_figure(rows))
-        table = bench_table(rows)[TABLE_COLUMNS]
-        render_into(self.table_out, table.style.hide(axis="index").format(precision=2))
-        self._render_targets(rows)
+            rows = tuple(self.rows)
+        return LoaderState(rows, tuple(self.profiles), self._history, self._statuses)
 
-    def _render_targets(self, rows: list[BenchRow]) -> None:
-        note = machine_note(rows)
-        parts: list[object] = [note] if note else []
-        if any(r.method == "memcpy" for r in rows):
-            parts.append(targets_table(throughput_targets(rows)).style.hide(axis="index").format(precision=2))
-        render_into(self.targets_out, *parts)
+    def _render_results(self) -> None:
+        current = page(self.state())
+        keys = {s.key for s in current.sections}
+        for key, out in (("by_size", self.chart_out), ("by_workers", self.workers_chart_out),
+                         ("stages", self.stage_out), ("targets", self.targets_out), ("results", self.table_out)):
+            if key in keys:
+                render_section(out, current.section(key))
+            else:
+                render_into(out)  # nothing measured yet: no empty chart
 
     # -- past runs -------------------------------------------------------------------------------
     def show_history(self, last: int = 5) -> None:
         """Show the last ``last`` benchmark runs (from the history under your cache) side by side."""
-        runs = read_history("loader", last=last)
-        if not runs:
-            render_into(self.history_out, "No past runs yet: each Run is kept (also from `inspector bench loader`).")
-            return
-        render_into(self.history_out, history_table(runs).style.hide(axis="index").format(precision=0),
-                    history_environments(runs).style.hide(axis="index"))  # fmt: skip
+        self._history = tuple(read_history("loader", last=last))
+        render_section(self.history_out, page(self.state()).section("history"))
 
     # -- your loader ----------------------------------------------------------------------------
     def profile(self, loader: object, *, batches: int = 30, warmup: int = 2, compare: bool = True,
@@ -293,38 +269,17 @@ class LoaderPanel(Panel):
         self.profiles = list(profiles)
         if not profiles:
             return
-        render_into(self.profile_out, profile_table(profiles).style.hide(axis="index").format(precision=3),
-                    profile_figure(profiles))  # fmt: skip
+        render_section(self.profile_out, page(self.state()).section("profiles"))
 
     def refresh_status(self) -> None:
         """Redraw the table of live loaders and their workers."""
-        statuses = loader_statuses()
-        if not statuses:
+        self._statuses = tuple(loader_statuses())
+        if not self._statuses:
             render_into(self.status_out, "No loader is running in this kernel.")
             return
-        render_into(self.status_out, loaders_table(statuses).style.hide(axis="index"),
-                    workers_table(statuses).style.hide(axis="index"))  # fmt: skip
+        render_section(self.status_out, page(self.state()).section("loaders"))
 
     def static_html(self) -> str:
-        with self._rows_lock:
-            rows = list(self.rows)
-        parts = [PANEL_CSS]
-        if rows:
-            parts.append(figure_to_html(throughput_by_size_figure(rows), alt="loader throughput by size"))
-            note = machine_note(rows)
-            if note:
-                parts.append(f"<p><i>{html.escape(note)}</i></p>")
-            if any(r.method == "memcpy" for r in rows):
-                parts.append(targets_table(throughput_targets(rows)).to_html(index=False, float_format=_two))
-            parts.append(ratio_table(rows).to_html(index=False, float_format=lambda v: f"{v:.2f}"))
-            parts.append(bench_table(rows)[TABLE_COLUMNS].to_html(index=False, float_format=lambda v: f"{v:.2f}"))
-        else:
-            parts.append("<p>No benchmark results yet.</p>")
-        if self.profiles:
-            parts.append(profile_table(self.profiles).to_html(index=False, float_format=_two))
-            parts.append(figure_to_html(profile_figure(self.profiles), alt="your loader's profile"))
-        statuses = loader_statuses()
-        if statuses:
-            parts.append(loaders_table(statuses).to_html(index=False))
-        body = "".join(parts)
-        return f"<div class='inspector-loader-static'>{body}<p>{self.status.value}</p></div>"  # already escaped
+        self._statuses = tuple(loader_statuses())
+        body = page(self.state()).to_html()
+        return f"{PANEL_CSS}<div class='inspector-loader-static'>{body}<p>{self.status.value}</p></div>"

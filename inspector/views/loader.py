@@ -8,7 +8,7 @@ Rows may be ``BenchRow`` records or plain dicts with the same keys (what ``as_di
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, is_dataclass
+from dataclasses import asdict, dataclass, is_dataclass
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ from matplotlib.figure import Figure
 from inspector.loader import STAGE_LABELS, STAGES, LoaderProfile, LoaderStatus, LoadTiming, StorageInfo
 from inspector.loader.bench import METHOD_LABELS, MachineLoad, side_by_side
 from inspector.views._figures import NEUTRAL_INK, new_figure, style_axes
+from inspector.views.page import Page, figure, note, section, table
 
 METHOD_COLOURS = {
     "ours": "#1f77b4",
@@ -324,3 +325,75 @@ def profile_figure(profiles: LoaderProfile | Iterable[LoaderProfile]) -> Figure:
     else:
         left.set_title("no profile yet")
     return fig
+
+
+# -- the page -------------------------------------------------------------------------------
+RESULT_COLUMNS = ["layout", "size_mb", "workers", "label", "mb_s", "mb_s_min", "mb_s_max", "share_of_memcpy",
+                  "corrupt"]
+
+
+@dataclass(frozen=True)
+class LoaderState:
+    """What the Loader page shows: benchmark rows, your loader's profiles, past runs and live loaders."""
+
+    rows: tuple[Any, ...] = ()
+    profiles: tuple[LoaderProfile, ...] = ()
+    history: tuple[Mapping[str, Any], ...] | None = None
+    statuses: tuple[LoaderStatus, ...] = ()
+
+
+def current_state() -> LoaderState:
+    """The page's state now: this process's last benchmark run and the loaders alive in it."""
+    from inspector.loader import loader_statuses
+    from inspector.loader.bench import last_run
+
+    return LoaderState(tuple(last_run()), (), None, tuple(loader_statuses()))
+
+
+def page(state: LoaderState) -> Page:
+    """The Loader page: charts and targets of the benchmark, your loader, past runs, live loaders."""
+    from inspector.loader.bench.targets import throughput_targets
+
+    rows = list(state.rows)
+    sections = []
+    if rows:
+        sections += [
+            section("by_size", "Throughput by size", [figure(throughput_by_size_figure(rows), "loader throughput")]),
+            section("by_workers", "Throughput by workers", [
+                figure(throughput_by_workers_figure(rows), "loader throughput by workers")]),
+            section("stages", "Where one load's time goes", [figure(stage_figure(rows), "loader stages")]),
+        ]
+        checks = [note(text) for text in [machine_note(rows)] if text]
+        if any(_get(r, "method") == "memcpy" for r in rows):
+            checks.append(table(targets_table(throughput_targets(rows)).style.hide(axis="index").format(precision=2)))
+        if checks:
+            sections.append(section("targets", "Targets", checks))
+        sections.append(section("results", "Results", [
+            table(ratio_table(rows).style.hide(axis="index").format(precision=2), "Ratios to each baseline"),
+            table(bench_table(rows)[RESULT_COLUMNS].style.hide(axis="index").format(precision=2), "Every cell"),
+        ]))
+    else:
+        sections.append(section("results", "Benchmark", [note(
+            "No benchmark has run in this process yet: press Run in the Loader tab, or call "
+            "inspector.loader.bench.run(); the command line keeps its runs (inspector bench loader --compare).")]))
+    if state.history is not None:
+        blocks = [note("No past runs yet: each Run is kept (also from `inspector bench loader`).")]
+        if state.history:
+            blocks = [table(history_table(state.history).style.hide(axis="index").format(precision=0)),
+                      table(history_environments(state.history).style.hide(axis="index"))]
+        sections.append(section("history", "Past runs", blocks))
+    if state.profiles:
+        sections.append(section("profiles", "Your loader", [
+            table(profile_table(state.profiles).style.hide(axis="index").format(precision=3)),
+            figure(profile_figure(state.profiles), "your loader's profile"),
+        ]))
+    if state.statuses:
+        sections.append(section("loaders", "Loaders in this kernel", [
+            table(loaders_table(state.statuses).style.hide(axis="index")),
+            table(workers_table(state.statuses).style.hide(axis="index")),
+        ]))
+    return Page("Shared-memory loader", tuple(sections))
+
+
+def _get(row: Any, key: str) -> Any:
+    return row.get(key) if isinstance(row, Mapping) else getattr(row, key)
