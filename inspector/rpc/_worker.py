@@ -90,9 +90,9 @@ def _serve(conn: Connection) -> None:
                 target, count, warmup = args
                 conn.send(("ok", _timed_calls(target, count, warmup, noop)))
             elif command == "send":
-                target, nbytes, repeats = args
+                target, nbytes, repeats, warmup = args
                 tensor = torch.zeros(max(1, nbytes // 4), dtype=torch.float32)
-                conn.send(("ok", _timed_calls(target, repeats, 1, receive, (tensor,))))
+                conn.send(("ok", _timed_calls(target, repeats, warmup, receive, (tensor,))))
             elif command == "shutdown":
                 rpc.shutdown(graceful=True)
                 conn.send(("ok", None))

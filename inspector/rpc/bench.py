@@ -66,9 +66,7 @@ def validation(rounds: int = VALIDATION_ROUNDS) -> dict[str, float]:
             lambda: backend_registry._validate_device_maps(names, counts, torch_maps, torch_devices), rounds
         ),
         "ours": best_ms(lambda: validate_device_maps(names, counts, maps, devices), rounds),
-        "ours_normalized": best_ms(
-            lambda: validate_device_maps(names, counts, topo.maps, topo.devices), rounds
-        ),
+        "ours_normalized": best_ms(lambda: validate_device_maps(names, counts, topo.maps, topo.devices), rounds),
     }
 
 
@@ -147,11 +145,38 @@ def measure(progress: Progress | None = None, world_rounds: int = WORLD_ROUNDS) 
     if progress is not None:
         progress(world_rounds + 1, world_rounds + 1, "rpc: done")
     return [
-        Measurement("rpc", "validate a 64-worker x 8-GPU full mesh (from device strings)", v["ours"], "ms",
-                    "torch _validate_device_maps", v["torch"], ratio, "torch's time", "<= 1.0x", ratio <= 1.0),
-        Measurement("rpc", "validate, devices already parsed", v["ours_normalized"], "ms",
-                    "torch _validate_device_maps", v["torch"], v["ours_normalized"] / v["torch"], "torch's time"),
-        Measurement("rpc", f"LocalWorld(2) start-to-ready (median of {world_rounds})", w["ours"], "s",
-                    "bare init_rpc processes", w["bare"], world_ratio, "the bare world", "<= 1.2x",
-                    world_ratio <= 1.2),
+        Measurement(
+            "rpc",
+            "validate a 64-worker x 8-GPU full mesh (from device strings)",
+            v["ours"],
+            "ms",
+            "torch _validate_device_maps",
+            v["torch"],
+            ratio,
+            "torch's time",
+            "<= 1.0x",
+            ratio <= 1.0,
+        ),
+        Measurement(
+            "rpc",
+            "validate, devices already parsed",
+            v["ours_normalized"],
+            "ms",
+            "torch _validate_device_maps",
+            v["torch"],
+            v["ours_normalized"] / v["torch"],
+            "torch's time",
+        ),
+        Measurement(
+            "rpc",
+            f"LocalWorld(2) start-to-ready (median of {world_rounds})",
+            w["ours"],
+            "s",
+            "bare init_rpc processes",
+            w["bare"],
+            world_ratio,
+            "the bare world",
+            "<= 1.2x",
+            world_ratio <= 1.2,
+        ),
     ]
