@@ -163,7 +163,7 @@ def test_a_worker_that_closes_its_pipe_but_keeps_running_is_killed_within_the_bo
 
 
 def test_close_from_another_thread_stops_a_measurement_before_its_next_pair_and_shuts_down_gracefully(
-    new_processes
+    new_processes,
 ) -> None:
     world = LocalWorld(2, rpc_timeout=20.0)
     closer = threading.Thread(target=world.close)
