@@ -25,6 +25,7 @@ def _check(workers: int, minimum: int = 1) -> None:
 
 
 def worker_names(workers: int) -> list[str]:
+    _check(workers)
     return [f"worker{i}" for i in range(workers)]
 
 
