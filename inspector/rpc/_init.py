@@ -107,6 +107,12 @@ def _local_checks(name: object, backend: object, options: Any) -> tuple[str, Bac
     return name, member, options, worker
 
 
+def start_unguarded(name: str, backend: object, rank: int, world_size: int | None, options: Any) -> None:
+    """torch's own start-up with no join guard: for ``LocalWorld``, which supervises its workers itself
+    and shows torch's own errors (a backend torch does not know goes through our registry)."""
+    _start_torch(name, resolve_backend(backend), rank, world_size, options)
+
+
 def _start_torch(name: str, member: BackendType, rank: int, world_size: int | None, options: Any) -> None:
     """torch's public ``init_rpc`` for a backend torch knows; our registry's steps for one only we know."""
     import torch.distributed.rpc as rpc

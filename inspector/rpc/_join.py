@@ -7,7 +7,8 @@ torch's ``rpc_prefix_N`` does, and ``attempt`` is torchrun's restart count, so a
 job never reads a previous attempt's keys. A rank that arrives writes ``worker/<rank>`` (its
 name, host, backend and planned devices and maps) and appends ``<rank>,`` to ``arrived``. A
 rank that fails its local checks, or gives up waiting, writes ``event/<rank>`` and appends
-to ``events`` instead. Waiting ranks poll two cheap keys every ``POLL_INTERVAL_S``: whether
+to ``events`` instead. Waiting ranks poll two cheap keys, every 10 ms at first and backing off
+to every ``POLL_MAX_S`` (a thousand waiting ranks must not flood rank 0's store): whether
 ``events`` exists (then they read it, count themselves in ``acks`` and raise at once, with the
 failed rank's name and message), and how many ranks arrived; every ``log_interval`` they log
 who is still missing. At the deadline a rank raises ``RpcJoinError`` naming the missing ranks
@@ -29,11 +30,24 @@ from collections.abc import Callable
 from typing import Any
 
 from inspector.rpc._errors import RankFailedError, RendezvousConfigError, RpcError, RpcJoinError
-from inspector.rpc._rendezvous import POLL_INTERVAL_S, Rendezvous
+from inspector.rpc._rendezvous import Rendezvous
 
 logger = logging.getLogger("inspector.rpc")
 
 LINGER_S = 30.0  # how long the store's host waits for peers to read a verdict that ends the job
+POLL_MIN_S = 0.01
+POLL_MAX_S = 0.25
+
+
+class Backoff:
+    """Sleeps that start at ``POLL_MIN_S`` and grow by half each time, up to ``POLL_MAX_S``."""
+
+    def __init__(self) -> None:
+        self.delay = POLL_MIN_S
+
+    def sleep(self) -> None:
+        time.sleep(self.delay)
+        self.delay = min(POLL_MAX_S, self.delay * 1.5)
 
 
 def log_interval(join_timeout: float) -> float:
@@ -179,6 +193,7 @@ class Waiter:
         world = self.rdzv.world_size
         interval = log_interval(self.join_timeout)
         next_log = self.started + interval
+        backoff = Backoff()
         while True:
             self.check_events()
             if self.job.arrived_count() >= world:
@@ -203,7 +218,7 @@ class Waiter:
                     now - self.started, self.join_timeout, self.rdzv.address,
                 )  # fmt: skip
                 next_log += interval
-            time.sleep(POLL_INTERVAL_S)
+            backoff.sleep()
 
     def _give_up(self) -> None:
         self.arrived = _names(self.job)
@@ -219,6 +234,7 @@ class Waiter:
         if not self.rdzv.hosts_store:
             return
         others = self.rdzv.world_size - 1 if expected is None else expected
+        backoff = Backoff()
         try:
             while True:
                 published = set(self.job.event_ranks()) - {self.rdzv.rank}
@@ -226,7 +242,7 @@ class Waiter:
                     return
                 if time.monotonic() >= until:
                     break
-                time.sleep(POLL_INTERVAL_S)
+                backoff.sleep()
         except _StoreLost:
             return
         logger.warning("rank 0 stops hosting the rendezvous store at %s: not every rank read the verdict in time",
@@ -237,8 +253,9 @@ class Waiter:
         if not self.rdzv.hosts_store:
             return
         until = time.monotonic() + min(LINGER_S, self.join_timeout)
+        backoff = Backoff()
         try:
             while time.monotonic() < until and self.job.count("read") < self.rdzv.world_size:
-                time.sleep(POLL_INTERVAL_S)
+                backoff.sleep()
         except _StoreLost:
             return

@@ -62,11 +62,10 @@ def _init(config: dict[str, Any], options: Any) -> dict[str, Any]:
     """Start RPC; returns what this worker reports to the parent."""
     import torch
 
-    from inspector.rpc._init import init_rpc
+    from inspector.rpc._init import start_unguarded
 
     start = time.perf_counter()
-    init_rpc(config["name"], config["backend"], rank=config["rank"], world_size=config["world_size"],
-             rpc_backend_options=options)  # fmt: skip
+    start_unguarded(config["name"], config["backend"], config["rank"], config["world_size"], options)
     return {
         "name": config["name"],
         "pid": os.getpid(),

@@ -4,7 +4,9 @@ NOTE [ LocalWorld lifecycle ]
 Start: one free port on 127.0.0.1, ``MASTER_ADDR``/``MASTER_PORT`` and the loopback interface
 in ``GLOO_SOCKET_IFNAME``/``TP_SOCKET_IFNAME``; each worker is a fresh interpreter running
 ``inspector.rpc._worker.main`` with one end of a socket pair (no ``__main__`` re-import, so it
-works from Jupyter). Every worker reports ``ready`` (with its name, device count, maps and
+works from Jupyter). Workers start RPC the way torch does, without ``init_rpc``'s join guard
+(NOTE [ Guarded init_rpc ]): the world supervises them itself, and what it shows of a failed
+start is torch's own error on each rank. Every worker reports ``ready`` (with its name, device count, maps and
 devices) or ``failed`` (stage, exception, message). All waits are bounded: the whole start by
 ``start_timeout``, and once one rank has failed the others get ``ERROR_GRACE_S`` to report
 theirs (validation errors arrive from every rank at once; a rank that fails before rendezvous
@@ -212,7 +214,7 @@ class LocalWorld:
         if self._closed or self._closing.is_set():
             if self._closed:
                 raise LocalWorldError("This LocalWorld is closed; start a new one.")
-            raise WorldCancelled("This LocalWorld is closing; start a new one.")
+            raise WorldCancelled("This LocalWorld is being closed; start a new one.")
         if self._broken is not None:
             raise LocalWorldError(
                 f"This LocalWorld is broken and takes no more commands.\nreason = {self._broken}\n"
