@@ -35,7 +35,7 @@ from inspector.views._rpc_graph import OK_COLOUR, PROBLEM_COLOUR, pair_problems,
 __all__ = [
     "MAP_COLUMNS", "OK_COLOUR", "PROBLEM_COLOUR", "backends_table", "bandwidth_figure", "bandwidth_table",
     "derived_table", "highlighted_maps", "init_error_text", "maps_table", "next_step", "problems_table",
-    "rtt_heatmap", "rtt_table", "topology_figure", "warnings_table", "workers_table",
+    "pair_problems", "rtt_heatmap", "rtt_table", "topology_figure", "warnings_table", "workers_table",
 ]  # fmt: skip
 
 MAP_COLUMNS = ["caller", "callee", "source", "target", "problems", "next step"]
