@@ -133,7 +133,7 @@ class RpcPanel(Panel):
                 self.world_out,
             ]
         )
-        plan_json = widgets.VBox([widgets.HBox([export_button, import_button, self.download]), self.json_text])
+        plan_json = widgets.VBox([widgets.HBox([export_button, import_button]), self.json_text])
         details = widgets.Accordion(children=[self.graph_out, self.derived_out, plan_json, launch_box,
                                               self.backends_out])  # fmt: skip
         details.titles = ("Topology graph", "Reverse maps and device lists", "Plan JSON", "Launch a local world",
@@ -143,7 +143,7 @@ class RpcPanel(Panel):
         rows_help = ("<small>Each row: the caller's <i>source</i> device → the callee's <i>target</i> device "
                      "(<code>set_device_map(callee, {source: target})</code> on the caller)</small>")  # fmt: skip
         self.widget = widgets.VBox([
-            widgets.HTML(header), widgets.HBox([self.templates.widget, from_job]),
+            widgets.HTML(header), widgets.HBox([self.templates.widget, from_job, self.download]),
             widgets.HBox([self.workers, self.gpus, self.group]), self.devices, widgets.HTML(rows_help),
             self.rows_box, add_button, self.status, self.errors.widget, self.init_html, self.problems_out, details,
         ])  # fmt: skip

@@ -73,6 +73,7 @@ class LaunchConfirmation:
         self.message = widgets.HTML()
         self.launch_anyway = widgets.Button(description="Launch anyway", button_style="danger", icon="warning")
         self.cancel = widgets.Button(description="Cancel", icon="times")
+        self.cancel.add_class("inspector-rpc-launch-cancel")
         self.widget = widgets.VBox([self.message, widgets.HBox([self.launch_anyway, self.cancel])],
                                    layout=widgets.Layout(display="none"))  # fmt: skip
         self.widget.add_class("inspector-rpc-confirm")

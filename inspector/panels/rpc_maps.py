@@ -33,12 +33,13 @@ class MapRow:
         self.callee = widgets.Combobox(value=callee, options=names, placeholder="callee", layout=small)
         self.source = widgets.Text(value=source, placeholder="cuda:0", layout=widgets.Layout(width="100px"))
         self.target = widgets.Text(value=target, placeholder="cuda:1", layout=widgets.Layout(width="100px"))
-        remove = widgets.Button(icon="times", tooltip="remove this row", layout=widgets.Layout(width="36px"))
+        remove = widgets.Button(icon="times", tooltip="remove this row",
+                                layout=widgets.Layout(width="36px", min_width="36px"))  # fmt: skip
         remove.on_click(lambda _b: on_remove(self))
         for field in self.fields:
             field.observe(on_change, names="value")
         arrow = widgets.HTML("&nbsp;→&nbsp;")
-        self.note = widgets.HTML("")
+        self.note = widgets.HTML("", layout=widgets.Layout(flex="1 1 auto"))
         self.note.add_class("inspector-rpc-row-note")
         self.widget = widgets.HBox(
             [
