@@ -98,6 +98,7 @@ class RpcPanel(Panel):
             description="Show this job's plan",
             icon="share-alt",
             tooltip="the topology of the RPC job this kernel runs in (TopologyPlan.from_job)",
+            layout=widgets.Layout(width="auto"),
         )
         from_job.on_click(self.guard(lambda _b: self.load_job_plan()))  # fmt: skip
         self.rows_box = widgets.VBox([])
