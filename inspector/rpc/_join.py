@@ -115,7 +115,11 @@ class JobStore:
         return self._list("arrived")
 
     def arrivals(self, ranks: list[int]) -> dict[int, dict[str, Any]]:
-        return {rank: json.loads(self._op(self.store.get, f"worker/{rank}")) for rank in ranks}
+        """Every listed rank's arrival record, in one round trip."""
+        if not ranks:
+            return {}
+        records = self._op(self.store.multi_get, [f"worker/{rank}" for rank in ranks])
+        return {rank: json.loads(record) for rank, record in zip(ranks, records, strict=True)}
 
     def count(self, key: str, by: int = 0) -> int:
         return int(self._op(self.store.add, key, by))
@@ -160,6 +164,12 @@ class Waiter:
         """Publish this rank's own failure so every other rank raises at once, then linger if hosting."""
         self.job.publish_event({"kind": "failed", "rank": self.rdzv.rank, "name": self.name,
                                 "exception": type(exc).__name__, "message": str(exc)})  # fmt: skip
+        if self.rdzv.hosts_store:
+            logger.warning(
+                "rank 0 (%s) failed: %s: %s; it keeps the rendezvous store at %s up until the other ranks have "
+                "read this (at most %.0f s more)", self.name, type(exc).__name__, str(exc).partition("\n")[0],
+                self.rdzv.address, max(0.0, self.deadline - time.monotonic()),
+            )  # fmt: skip
         self.linger_for_acks(self.deadline)
 
     def check_events(self) -> None:
