@@ -42,7 +42,9 @@ def mimebundle(obj: Any) -> dict[str, Any]:
 
 def render_into(out: widgets.Output, *objects: Any) -> None:
     """Replace everything shown in ``out`` with ``objects`` (see NOTE [ Rendering into Output ])."""
-    out.outputs = tuple({"output_type": "display_data", "data": mimebundle(obj), "metadata": {}} for obj in objects)
+    out.outputs = tuple(
+        {"output_type": "display_data", "data": mimebundle(obj), "metadata": {}} for obj in objects
+    )
 
 
 def pre(text: str) -> str:

@@ -122,7 +122,9 @@ class Inspector:
         self._show_status()
 
     def static_html(self) -> str:
-        sections = [f"<h3>{html.escape(title)}</h3>{panel.static_html()}" for title, panel in self.panels.items()]
+        sections = [
+            f"<h3>{html.escape(title)}</h3>{panel.static_html()}" for title, panel in self.panels.items()
+        ]
         return "<div class='inspector-app'>" + "".join(sections) + "</div>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:

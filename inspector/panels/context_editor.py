@@ -21,62 +21,32 @@ class ContextEditor:
     """One widget per axis; ``context(family)`` reads them, ``load(ctx)`` writes them."""
 
     def __init__(self, on_change: Callable[[], None]) -> None:
-        self.dtype = widgets.Dropdown(
-            options=list(DTYPES), value="float32", description="dtype", layout=SMALL, style=SHORT_LABEL
-        )
-        self.device = widgets.Dropdown(
-            options=["cpu", "cuda"],
-            value="cpu",
-            description="device",
-            layout=widgets.Layout(width="130px"),
-            style=SHORT_LABEL,
-        )
-        self.fwd = widgets.Dropdown(
-            options=list(FWD_MODES),
-            value="training (fwd=None)",
-            description="fwd",
-            layout=widgets.Layout(width="230px"),
-            style={"description_width": "30px"},
-        )
-        self.ndim = widgets.BoundedIntText(
-            value=4, min=1, max=8, description="ndim", style=SHORT_LABEL, layout=widgets.Layout(width="120px")
-        )
-        self.head_dim = widgets.BoundedIntText(
-            value=64, min=1, max=4096, description="head_dim", style=SHORT_LABEL, layout=widgets.Layout(width="150px")
-        )
-        self.extra = widgets.Text(
-            value="kv_len=128",
-            description="extra",
-            continuous_update=False,
-            placeholder="kv_len=2048",
-            style=SHORT_LABEL,
-            layout=widgets.Layout(width="230px"),
-        )
+        self.dtype = widgets.Dropdown(options=list(DTYPES), value="float32", description="dtype", layout=SMALL,
+                                      style=SHORT_LABEL)
+        self.device = widgets.Dropdown(options=["cpu", "cuda"], value="cpu", description="device",
+                                       layout=widgets.Layout(width="130px"), style=SHORT_LABEL)
+        self.fwd = widgets.Dropdown(options=list(FWD_MODES), value="training (fwd=None)", description="fwd",
+                                    layout=widgets.Layout(width="230px"), style={"description_width": "30px"})
+        self.ndim = widgets.BoundedIntText(value=4, min=1, max=8, description="ndim", style=SHORT_LABEL,
+                                           layout=widgets.Layout(width="120px"))
+        self.head_dim = widgets.BoundedIntText(value=64, min=1, max=4096, description="head_dim", style=SHORT_LABEL,
+                                               layout=widgets.Layout(width="150px"))
+        self.extra = widgets.Text(value="kv_len=128", description="extra", continuous_update=False,
+                                  placeholder="kv_len=2048", style=SHORT_LABEL, layout=widgets.Layout(width="230px"))
         tight = widgets.Layout(width="90px")
         self.has_cache = widgets.Checkbox(value=False, description="cache", indent=False, layout=tight)
         self.has_mask = widgets.Checkbox(value=False, description="mask", indent=False, layout=tight)
         self.grad = widgets.Checkbox(value=True, description="grad", indent=False, layout=tight)
-        self.controls = (
-            self.dtype,
-            self.device,
-            self.fwd,
-            self.ndim,
-            self.head_dim,
-            self.extra,
-            self.has_cache,
-            self.has_mask,
-            self.grad,
-        )
+        self.controls = (self.dtype, self.device, self.fwd, self.ndim, self.head_dim, self.extra,
+                         self.has_cache, self.has_mask, self.grad)
         self._on_change = on_change
         self._holding = False
         for control in self.controls:
             control.observe(self._changed, names="value")
-        self.widget = widgets.VBox(
-            [
-                widgets.HBox([self.dtype, self.device, self.fwd, self.ndim, self.head_dim]),
-                widgets.HBox([self.extra, self.has_cache, self.has_mask, self.grad]),
-            ]
-        )
+        self.widget = widgets.VBox([
+            widgets.HBox([self.dtype, self.device, self.fwd, self.ndim, self.head_dim]),
+            widgets.HBox([self.extra, self.has_cache, self.has_mask, self.grad]),
+        ])
 
     def _changed(self, _change: dict[str, Any]) -> None:
         if not self._holding:

@@ -57,37 +57,27 @@ class DispatchPanel(Panel):
         names = list(families())
         if not names:
             raise RuntimeError("No operator family is registered; register one or `import inspector.examples`")
-        self.family = widgets.Dropdown(
-            options=names, value=family or names[0], description="family", layout=widgets.Layout(width="220px")
-        )
+        self.family = widgets.Dropdown(options=names, value=family or names[0], description="family",
+                                       layout=widgets.Layout(width="220px"))
         self.editor = ContextEditor(self.guard(self.refresh))
         self.toggles = {name: self._toggle(name) for name in names}
         self.snippet = widgets.HTML()
-        apply_button = widgets.Button(
-            description="Use process-wide (set_op)", icon="globe", layout=widgets.Layout(width="230px")
-        )
-        clear_button = widgets.Button(
-            description="Clear process-wide", icon="eraser", layout=widgets.Layout(width="170px")
-        )
+        apply_button = widgets.Button(description="Use process-wide (set_op)", icon="globe",
+                                      layout=widgets.Layout(width="230px"))
+        clear_button = widgets.Button(description="Clear process-wide", icon="eraser",
+                                      layout=widgets.Layout(width="170px"))
         apply_button.on_click(self.guard(lambda _b: self.apply_process_wide()))
         clear_button.on_click(self.guard(lambda _b: self.clear_process_wide()))
-        self.env_text = widgets.Text(
-            value=os.environ.get(ENV_VAR, ""),
-            description=ENV_VAR,
-            placeholder="attention=sdpa,profile=reference",
-            style={"description_width": "initial"},
-            layout=widgets.Layout(width="420px"),
-        )
-        env_button = widgets.Button(
-            description="Apply and reload_env()", icon="refresh", layout=widgets.Layout(width="200px")
-        )
+        self.env_text = widgets.Text(value=os.environ.get(ENV_VAR, ""), description=ENV_VAR,
+                                     placeholder="attention=sdpa,profile=reference",
+                                     style={"description_width": "initial"}, layout=widgets.Layout(width="420px"))
+        env_button = widgets.Button(description="Apply and reload_env()", icon="refresh",
+                                    layout=widgets.Layout(width="200px"))
         env_button.on_click(self.guard(lambda _b: self.apply_env(self.env_text.value)))
-        self.profile = widgets.Dropdown(
-            options=list(PROFILE_OPTIONS), value="none", description="profile", layout=widgets.Layout(width="190px")
-        )
-        self.profile.observe(
-            self.guard(lambda _c: self.set_profile(PROFILE_OPTIONS[self.profile.value])), names="value"
-        )
+        self.profile = widgets.Dropdown(options=list(PROFILE_OPTIONS), value="none", description="profile",
+                                        layout=widgets.Layout(width="190px"))
+        self.profile.observe(self.guard(lambda _c: self.set_profile(PROFILE_OPTIONS[self.profile.value])),
+                             names="value")
         self.process_label = widgets.HTML()
         self.table_out = widgets.Output()
         self.trace_html = widgets.HTML()
@@ -98,36 +88,30 @@ class DispatchPanel(Panel):
         what_if_button.on_click(self.guard(lambda _b: self.draw_what_if()))
         compare_button = widgets.Button(description="Run and compare rows", icon="play")
         compare_button.on_click(self.guard(lambda _b: self.run_and_compare()))
-        details = widgets.Accordion(
-            children=[
-                self.trace_html,
-                self.plan_out,
-                widgets.VBox([what_if_button, self.what_if_out]),
-                widgets.VBox([compare_button, self.compare_out]),
-            ]
-        )
+        details = widgets.Accordion(children=[
+            self.trace_html,
+            self.plan_out,
+            widgets.VBox([what_if_button, self.what_if_out]),
+            widgets.VBox([compare_button, self.compare_out]),
+        ])
         details.titles = ("Trace", "Plan (all families)", "What-if grid", "Run and compare")
         details.selected_index = 0
         self.family.observe(self.guard(lambda _c: self.refresh()), names="value")
-        toggle_rows = [
-            widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="80px")), toggle])
-            for name, toggle in self.toggles.items()
-        ]
-        self.widget = widgets.VBox(
-            [
-                widgets.HTML(PANEL_CSS + "<b>Operator dispatch</b>: which implementation runs, and why"),
-                widgets.HBox([self.family]),
-                self.editor.widget,
-                *toggle_rows,
-                widgets.HBox([apply_button, clear_button, self.snippet]),
-                widgets.HBox([self.env_text, env_button, self.profile]),
-                self.process_label,
-                self.status,
-                self.errors.widget,
-                self.table_out,
-                details,
-            ]
-        )
+        toggle_rows = [widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="80px")), toggle])
+                       for name, toggle in self.toggles.items()]
+        self.widget = widgets.VBox([
+            widgets.HTML(PANEL_CSS + "<b>Operator dispatch</b>: which implementation runs, and why"),
+            widgets.HBox([self.family]),
+            self.editor.widget,
+            *toggle_rows,
+            widgets.HBox([apply_button, clear_button, self.snippet]),
+            widgets.HBox([self.env_text, env_button, self.profile]),
+            self.process_label,
+            self.status,
+            self.errors.widget,
+            self.table_out,
+            details,
+        ])
         self.widget.add_class("inspector-dispatch-panel")
         self.last_trace: Trace | None = None
         self.last_table: pd.DataFrame | None = None
@@ -137,9 +121,8 @@ class DispatchPanel(Panel):
         self.refresh()
 
     def _toggle(self, family: str) -> widgets.ToggleButtons:
-        toggle = widgets.ToggleButtons(
-            options=[AUTO, *[r.name for r in rows(family)]], value=AUTO, style={"button_width": "86px"}
-        )
+        toggle = widgets.ToggleButtons(options=[AUTO, *[r.name for r in rows(family)]], value=AUTO,
+                                       style={"button_width": "86px"})
         toggle.add_class(f"inspector-toggle-{family}")
         toggle.observe(self.guard(lambda _c: self.refresh()), names="value")
         return toggle

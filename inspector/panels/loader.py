@@ -122,7 +122,8 @@ class LoaderPanel(Panel):
         """Start a benchmark with the widgets' choices (or the ones given here) on a background job."""
         if self.job.running:  # refuse before touching the results the running job is still filling
             raise RuntimeError(
-                "A benchmark is already running\nnext step = wait for it to finish, or press Cancel and then Run again"
+                "A benchmark is already running\n"
+                "next step = wait for it to finish, or press Cancel and then Run again"
             )
         settings = {
             "sizes_mb": tuple(sorted(sizes_mb if sizes_mb is not None else self.sizes.value)),

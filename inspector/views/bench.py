@@ -24,9 +24,8 @@ def measurements_table(rows: Iterable[Any]) -> pd.DataFrame:
     if frame.empty:
         return frame
     frame["verdict"] = frame["ok"].map({True: "PASS", False: "MISS"})
-    return frame[
-        ["part", "name", "value", "unit", "baseline", "baseline_value", "ratio", "ratio_label", "target", "verdict"]
-    ]
+    return frame[["part", "name", "value", "unit", "baseline", "baseline_value", "ratio", "ratio_label", "target",
+                  "verdict"]]
 
 
 def measurements_figure(rows: Iterable[Mapping[str, Any] | Any], title: str = "") -> Figure:

@@ -46,13 +46,8 @@ def decision_table(trace: Trace) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(records, columns=DECISION_COLUMNS)
     frame["priority"] = frame["priority"].astype("Int64")
     frame.attrs.update(
-        family=trace.family,
-        context=trace.context.describe(),
-        chosen=trace.chosen,
-        origin=trace.origin,
-        error=trace.error,
-        selection=trace.selection,
-        selection_tier=trace.selection_tier,
+        family=trace.family, context=trace.context.describe(), chosen=trace.chosen, origin=trace.origin,
+        error=trace.error, selection=trace.selection, selection_tier=trace.selection_tier,
     )
     return frame
 
@@ -60,14 +55,8 @@ def decision_table(trace: Trace) -> pd.DataFrame:
 def clause_table(trace: Trace) -> pd.DataFrame:
     """Every clause of every row: row, clause, axis, required, actual, passed (long form)."""
     records = [
-        {
-            "row": row.name,
-            "clause": c.clause,
-            "axis": c.axis,
-            "required": c.required,
-            "actual": c.actual,
-            "passed": c.passed,
-        }
+        {"row": row.name, "clause": c.clause, "axis": c.axis, "required": c.required, "actual": c.actual,
+         "passed": c.passed}
         for row in trace.rows
         for c in row.checks
     ]
@@ -208,17 +197,8 @@ def comparison_table(runs: Sequence[RowRun]) -> pd.DataFrame:
     ]
     return pd.DataFrame.from_records(
         records,
-        columns=[
-            "row",
-            "status",
-            "faithful",
-            "max_abs_error",
-            "max_rel_error",
-            "within_tolerance",
-            "tolerance",
-            "median_ms",
-            "detail",
-        ],
+        columns=["row", "status", "faithful", "max_abs_error", "max_rel_error", "within_tolerance", "tolerance",
+                 "median_ms", "detail"],
     )
 
 
