@@ -2,9 +2,10 @@
 
     python benchmarks/dispatch.py        (also: inspector bench dispatch)
 
-Targets (issue: foundation and dispatch): resolve on a 5-row family <= 0.5 µs and <= 12x a plain
-Python call; op_backend enter+exit <= 1 µs and >= 10x cheaper than torch's sdpa_kernel;
-context-from-tensors plus resolve <= 2.5 µs. See inspector/dispatch/bench.py.
+Targets: resolve on a 5-row family <= 0.5 µs and <= 12x a plain Python call; op_backend
+enter+exit <= 1 µs and >= 10x cheaper than torch's sdpa_kernel; context-from-tensors plus
+resolve <= 2.5 µs (inspector/dispatch/bench.py); torch_sdpa.predict from tensors <= 2x
+torch._fused_sdp_choice, and trace_call per call reported (inspector/dispatch/torch_sdpa/bench.py).
 """
 
 from __future__ import annotations
@@ -15,12 +16,13 @@ import torch
 
 import inspector.examples  # noqa: F401  (registers the attention family)
 from inspector.dispatch.bench import hot_path
+from inspector.dispatch.torch_sdpa.bench import measure as sdpa_measure
 
 
 def main() -> int:
     torch.set_num_threads(1)
     print(f"dispatch hot path (torch {torch.__version__}, Python {sys.version.split()[0]}, best of 7)")
-    for measurement in hot_path("attention"):
+    for measurement in [*hot_path("attention"), *sdpa_measure()]:
         print("  " + measurement.line())
     return 0
 

@@ -7,6 +7,8 @@ import shutil
 
 import pytest
 
+import inspector.dispatch.torch_sdpa  # noqa: F401  (PyTorch's own family: part of every test's baseline)
+
 CHROMIUM = "/usr/bin/chromium"
 
 

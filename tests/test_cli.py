@@ -28,7 +28,7 @@ def test_explain_exits_one_when_the_decision_is_an_error() -> None:
 
 def test_explain_exits_two_on_bad_usage_with_the_known_families() -> None:
     result = run("explain", "nope")
-    assert result.returncode == 2 and "Known: ['attention', 'rotary']" in result.stderr
+    assert result.returncode == 2 and "Known: attention, rotary, torch_sdpa" in result.stderr
     assert run("explain", "attention", "--extra", "kv_len").returncode == 2
 
 

@@ -6,13 +6,15 @@ publish more verbs (``stats``, ``describe``, ...). Consumers look it up by ``dat
     from inspector import backends
 
     cfg = backends.load_config("train.yaml")        # also makes its backend the active one
+    cfg.model                                       # other top-level sections pass through untouched
     bundle = backends.build_data(cfg, backends.BuildContext(rank=0, world_size=1))
     if backends.data_backend().supports("stats"):
         print(backends.data_backend().stats(cfg))
 
 The module-level functions are methods of one default :class:`BackendRegistry`;
 :func:`isolated_registry` gives tests and notebooks a clean one. Backends declared under the
-``inspector.data_backends`` entry-point group are discovered on first use.
+``inspector.data_backends`` entry-point group are discovered on first use. Every error this
+package raises on purpose is a :class:`BackendError` (and the builtin it would otherwise be).
 """
 
 from __future__ import annotations
@@ -44,11 +46,18 @@ from inspector.backends._default import (
 )
 from inspector.backends._errors import (
     ActiveBackendConflictError,
+    BackendError,
     BackendImportError,
+    BuildContextError,
     ConfigError,
+    ConfigNotFoundError,
+    ConfigTypeError,
+    InvalidBackendError,
+    InvalidBackendNameError,
     MissingOperationError,
     NoActiveBackendError,
     UnknownBackendError,
+    UnknownVerbError,
 )
 from inspector.backends._plugins import ENTRY_POINT_GROUP, PluginInfo
 from inspector.backends._proxy import BackendProxy
@@ -58,24 +67,31 @@ from inspector.backends._verbs import VerbInfo, declared_verbs
 
 __all__ = [
     "ActiveBackendConflictError",
+    "BackendError",
     "BackendImportError",
     "BackendInfo",
     "BackendProxy",
     "BackendRegistry",
     "BuildContext",
+    "BuildContextError",
     "ConfigError",
+    "ConfigNotFoundError",
+    "ConfigTypeError",
     "DEFAULT_DATASET_TYPE",
     "DataBundle",
     "DataConfig",
     "ENTRY_POINT_GROUP",
     "FieldInfo",
     "ImportFailure",
+    "InvalidBackendError",
+    "InvalidBackendNameError",
     "MissingOperationError",
     "NoActiveBackendError",
     "PluginInfo",
     "RegistrySnapshot",
     "TrainConfig",
     "UnknownBackendError",
+    "UnknownVerbError",
     "VerbInfo",
     "active_backend",
     "available_backends",

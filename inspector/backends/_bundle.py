@@ -6,6 +6,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from inspector.backends._errors import BuildContextError
+
 
 @dataclass(frozen=True)
 class BuildContext:
@@ -17,9 +19,9 @@ class BuildContext:
 
     def __post_init__(self) -> None:
         if isinstance(self.world_size, bool) or not isinstance(self.world_size, int) or self.world_size < 1:
-            raise ValueError(f"BuildContext.world_size must be an int >= 1; got {self.world_size!r}.")
+            raise BuildContextError(f"BuildContext.world_size must be an int >= 1; got {self.world_size!r}.")
         if isinstance(self.rank, bool) or not isinstance(self.rank, int) or not 0 <= self.rank < self.world_size:
-            raise ValueError(
+            raise BuildContextError(
                 f"BuildContext.rank must be an int in [0, world_size); got rank={self.rank!r}, "
                 f"world_size={self.world_size}."
             )

@@ -2,6 +2,15 @@
 
 Parsing is pure (a mapping in, a frozen record or a :class:`ConfigError` out); reading files
 and setting the active backend live in the registry's ``load_config``.
+
+NOTE [ Whose keys ]
+A real training config has more than data: ``model:``, ``optim:``, ``trainer:`` and whatever
+else the training code reads. The inspector validates only what it defines (the ``data:``
+section and the top-level ``name``, ``epochs`` and ``seed``); every other top-level section is
+kept in ``TrainConfig.extra`` exactly as given (the same objects, a ``DictConfig`` node stays
+one) and is reachable as ``cfg.extra["model"]`` or ``cfg.model``. The ``data`` section is the
+inspector's: unknown keys there are errors with a spelling hint, and its values are made plain
+(dicts and lists), so an OmegaConf/Hydra ``DictConfig`` is accepted wherever a mapping is.
 """
 
 from __future__ import annotations
@@ -12,16 +21,19 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields
 from typing import Any
 
-from inspector.backends._errors import ConfigError
+from inspector.backends._config_values import check_size, plain
+from inspector.backends._errors import ConfigError, ConfigTypeError
 
 DEFAULT_DATASET_TYPE = "synthetic"
 
 
-class Options(dict[str, Any]):
-    """``DataConfig.options``: a dict that refuses changes, yet pickles and deep-copies like one."""
+class _ReadOnly(dict[str, Any]):
+    """A dict that refuses changes, yet pickles and deep-copies like one."""
+
+    _owner = "TrainConfig"
 
     def _refuse(self, *args: Any, **kwargs: Any) -> None:
-        raise TypeError("DataConfig.options is read-only; make a new config with dataclasses.replace().")
+        raise ConfigTypeError(f"{self._owner} is read-only; make a new config with dataclasses.replace().")
 
     __setitem__ = __delitem__ = __ior__ = clear = pop = popitem = setdefault = update = _refuse  # type: ignore[assignment]
 
@@ -29,7 +41,19 @@ class Options(dict[str, Any]):
         return (type(self), (dict(self),))
 
     def __repr__(self) -> str:
-        return f"Options({dict.__repr__(self)})"
+        return f"{type(self).__name__}({dict.__repr__(self)})"
+
+
+class Options(_ReadOnly):
+    """``DataConfig.options``: passed to the backend; read-only."""
+
+    _owner = "DataConfig.options"
+
+
+class Sections(_ReadOnly):
+    """``TrainConfig.extra``: the config's other top-level sections, as given; read-only."""
+
+    _owner = "TrainConfig.extra"
 
 
 def _is_int(value: Any) -> bool:
@@ -56,6 +80,7 @@ _TRAIN_RULES: dict[str, tuple[Check, str]] = {
     "epochs": (lambda v: _is_int(v) and v >= 1, "an int >= 1"),
     "seed": (lambda v: _is_int(v) and v >= 0, "an int >= 0"),
 }
+_OWN_KEYS = frozenset({"data", *_TRAIN_RULES})  # the top-level keys the inspector defines (NOTE [ Whose keys ])
 
 
 def _check(rules: Mapping[str, tuple[Check, str]], prefix: str, record: Any) -> None:
@@ -81,22 +106,59 @@ class DataConfig:
         if isinstance(self.path, os.PathLike):
             object.__setattr__(self, "path", os.fspath(self.path))
         _check(_DATA_RULES, "data.", self)
-        object.__setattr__(self, "options", Options(self.options))
+        check_size(self.options, "data.options")
+        object.__setattr__(self, "options", Options(plain(self.options, "data.options")))
 
 
 @dataclass(frozen=True)
 class TrainConfig:
-    """A training run's config; only ``data`` matters to the backend registry."""
+    """A training run's config: ``data`` for the backend registry, ``extra`` for everything else.
+
+    ``extra`` holds the other top-level sections untouched (see NOTE [ Whose keys ]); they read
+    as attributes too, so training code keeps writing ``cfg.model``.
+    """
 
     data: DataConfig
     name: str = "run"
     epochs: int = 1
     seed: int = 0
+    extra: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if not isinstance(self.data, DataConfig):
             raise ConfigError(f"TrainConfig.data must be a DataConfig; got {type(self.data).__name__}.", key="data")
         _check(_TRAIN_RULES, "", self)
+        if not isinstance(self.extra, Mapping):
+            raise ConfigError(f"TrainConfig.extra must be a mapping; got {type(self.extra).__name__}.", key="extra")
+        clash = [k for k in self.extra if not isinstance(k, str) or k in _OWN_KEYS]
+        if clash:
+            raise ConfigError(
+                f"TrainConfig.extra holds the config's other top-level sections; {clash[0]!r} is not one of them.",
+                key="extra",
+                value=clash[0],
+            )
+        object.__setattr__(self, "extra", Sections(self.extra))
+
+    def to_dict(self) -> dict[str, Any]:
+        """The file form: plain dicts, the other sections beside ``data`` (``load_config`` reads it back).
+
+        ``OmegaConf.create(cfg.to_dict())`` gives the same config as a ``DictConfig``.
+        """
+        data = {f.name: getattr(self.data, f.name) for f in fields(DataConfig)}
+        data["options"] = dict(self.data.options)
+        own = {name: getattr(self, name) for name in _TRAIN_RULES}
+        return {"data": data, **own, **self.extra}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("_"):
+            raise AttributeError(name)
+        extra = self.__dict__.get("extra", {})
+        if name in extra:
+            return extra[name]
+        raise AttributeError(
+            f"TrainConfig has no field or section {name!r}. Fields: {_field_names(TrainConfig)}; "
+            f"sections: {sorted(extra)}."
+        )
 
 
 def _field_names(cls: type) -> list[str]:
@@ -109,8 +171,6 @@ def _reject_unknown(mapping: Mapping[Any, Any], allowed: list[str], prefix: str,
             continue
         close = difflib.get_close_matches(key, allowed, n=1) if isinstance(key, str) else []
         hint = f" Did you mean {prefix + close[0]!r}?" if close else ""
-        if key == "dataset_type" and not prefix:
-            hint = " Put it under the data section: data.dataset_type."
         shown = repr(prefix + key) if isinstance(key, str) else f"{prefix}{key!r}"
         raise ConfigError(
             f"Unknown config key {shown}.{hint}",
@@ -120,18 +180,64 @@ def _reject_unknown(mapping: Mapping[Any, Any], allowed: list[str], prefix: str,
         )
 
 
+def _top_level(mapping: Mapping[Any, Any], source: str | None) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The inspector's own top-level keys (read, to be validated) and the other sections (as given)."""
+    own, extra = {}, {}
+    for key in mapping:
+        if not isinstance(key, str):
+            raise ConfigError(f"Top-level config keys must be strings; got {key!r}.", key=repr(key), source=source)
+        if key == "data":
+            continue
+        try:
+            value = mapping[key]
+        except Exception as exc:  # e.g. an OmegaConf '???' as a whole top-level value
+            raise ConfigError(f"Cannot read {key}: {exc}".splitlines()[0], key=key, source=source) from exc
+        if key in _TRAIN_RULES:
+            own[key] = plain(value, key, source)
+        else:
+            extra[key] = value
+    return own, extra
+
+
+def _check_flat_dataset_type(mapping: Mapping[Any, Any], data: Any, source: str | None) -> None:
+    """The legacy flat ``dataset_type``: pointed at ``data:`` when alone, refused when it disagrees."""
+    flat = mapping.get("dataset_type")
+    if flat is None:
+        return
+    if not isinstance(data, Mapping):
+        raise ConfigError(
+            "Unknown config key 'dataset_type'. Put it under the data section: data.dataset_type.",
+            key="dataset_type",
+            value=flat,
+            source=source,
+        )
+    nested = data.get("dataset_type")
+    if nested not in (None, "") and flat != nested:
+        raise ConfigError(
+            f"The config names two dataset types: dataset_type={flat!r} and data.dataset_type={nested!r}. "
+            "Keep the one under data.",
+            key="dataset_type",
+            value=flat,
+            source=source,
+        )
+
+
 def parse_config(
     mapping: Mapping[Any, Any], *, known: Collection[str] | None = None, source: str | None = None
 ) -> TrainConfig:
-    """Validate a nested mapping into a :class:`TrainConfig`.
+    """Validate a nested mapping (a dict, a ``DictConfig``, ...) into a :class:`TrainConfig`.
 
-    ``known`` (when given) is the set of dataset types that exist; an unknown one is a
+    The ``data`` section and the top-level ``name``/``epochs``/``seed`` are validated; other
+    top-level sections go to ``TrainConfig.extra`` untouched (NOTE [ Whose keys ]). ``known``
+    (when given) is the set of dataset types that exist; an unknown one is a
     :class:`ConfigError` listing them. Any problem is a :class:`ConfigError` naming the key.
     """
     if not isinstance(mapping, Mapping):
         raise ConfigError(f"A config must be a mapping; got {type(mapping).__name__}.", source=source)
-    _reject_unknown(mapping, _field_names(TrainConfig), "", source)
+    check_size(mapping, source=source, strict=False)  # NOTE [ Config size ]
     data = mapping.get("data")
+    _check_flat_dataset_type(mapping, data, source)
+    own, extra = _top_level(mapping, source)
     if not isinstance(data, Mapping):
         raise ConfigError(
             "The config has no data section: add data: {dataset_type: ...}.",
@@ -140,6 +246,7 @@ def parse_config(
             known=sorted(known or ()),
             source=source,
         )
+    data = plain(data, "data", source)
     _reject_unknown(data, _field_names(DataConfig), "data.", source)
     dataset_type = data.get("dataset_type")
     if dataset_type is None or dataset_type == "":
@@ -160,8 +267,7 @@ def parse_config(
             source=source,
         )
     try:
-        top = {k: v for k, v in mapping.items() if k != "data"}
-        return TrainConfig(data=DataConfig(**data), **top)
+        return TrainConfig(data=DataConfig(**data), extra=extra, **own)
     except ConfigError as exc:
         raise ConfigError(exc.message, key=exc.key, value=exc.value, source=source) from None
 

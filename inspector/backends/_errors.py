@@ -1,14 +1,17 @@
 """The registry's failure shapes: each names the next step and carries the offending values.
 
-Every class subclasses the builtin a caller would otherwise catch (``KeyError``,
-``RuntimeError``, ``NotImplementedError``, ``ValueError``) and keeps its facts as attributes,
-so a panel can render them and a test can assert them without parsing the message.
+Every class subclasses :class:`BackendError` (so ``except BackendError`` catches anything this
+part raises on purpose) and the builtin a caller would otherwise catch (``KeyError``,
+``RuntimeError``, ``NotImplementedError``, ``ValueError``, ``TypeError``), and keeps its facts as
+attributes, so a panel can render them and a test can assert them without parsing the message.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from typing import Any
+
+from inspector.errors import InspectorError
 
 
 def _lines(headline: str, facts: Sequence[tuple[str, object]]) -> str:
@@ -17,13 +20,44 @@ def _lines(headline: str, facts: Sequence[tuple[str, object]]) -> str:
     return "\n".join([headline, *rest])
 
 
+def describe_error(error: BaseException) -> str:
+    """An import error as its message; anything else (``SystemExit``, ``TypeError``) with its type."""
+    text = str(error)
+    if isinstance(error, ImportError) and text:
+        return text
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
+
+
 def _did_you_mean(suggestions: Sequence[str]) -> str:
     if not suggestions:
         return ""
     return " Did you mean " + " or ".join(repr(s) for s in suggestions) + "?"
 
 
-class UnknownBackendError(KeyError):
+class BackendError(InspectorError):
+    """The root of every error ``inspector.backends`` raises."""
+
+
+class InvalidBackendError(BackendError, TypeError):
+    """Something offered as a backend cannot be one: no ``build``, a bad ``__verbs__``, a class as a plugin."""
+
+
+class InvalidBackendNameError(BackendError, ValueError):
+    """A backend name that is not a non-empty string."""
+
+
+class BuildContextError(BackendError, ValueError):
+    """A ``BuildContext`` whose rank or world size is impossible."""
+
+
+class UnknownVerbError(BackendError, KeyError):
+    """A snapshot was asked for a verb its backend does not publish."""
+
+    def __str__(self) -> str:  # KeyError would wrap the message in quotes
+        return str(self.args[0])
+
+
+class UnknownBackendError(BackendError, KeyError):
     """No backend was registered (or recorded as failing) under ``name``."""
 
     def __init__(self, name: str, known: Sequence[str], suggestions: Sequence[str] = ()) -> None:
@@ -39,7 +73,7 @@ class UnknownBackendError(KeyError):
         return (type(self), (self.name, self.known, self.suggestions))
 
 
-class BackendImportError(RuntimeError):
+class BackendImportError(BackendError, RuntimeError):
     """The backend is known, but importing it failed; raised ``from`` the original error."""
 
     def __init__(
@@ -57,7 +91,7 @@ class BackendImportError(RuntimeError):
         self.source = source
         self.missing_module = getattr(error, "name", None) if isinstance(error, ImportError) else None
         headline = (
-            f"Backend {backend_name!r} failed to import: {error}. "
+            f"Backend {backend_name!r} failed to import: {describe_error(error)}. "
             f"Install its dependency or switch to one of {self.known}."
         )
         facts = [("install", install), ("missing_module", self.missing_module), ("source", source)]
@@ -67,11 +101,13 @@ class BackendImportError(RuntimeError):
         return (type(self), (self.backend_name, self.error, self.known, self.install, self.source))
 
 
-class MissingOperationError(NotImplementedError):
+class MissingOperationError(BackendError, NotImplementedError):
     """The backend exists but does not publish the verb ``op_name``.
 
     ``supported_by`` lists the registered backends that do (in registration order); when none
-    does, ``suggestions`` holds close spellings of verbs that exist somewhere.
+    does, ``suggestions`` holds close spellings of verbs that exist somewhere. ``not_a_verb``
+    says why, when the backend has an attribute of that name that is not one of its verbs, and
+    ``declare`` is then the ``__verbs__`` tuple that would publish it (None if it cannot be a verb).
     """
 
     def __init__(
@@ -80,25 +116,41 @@ class MissingOperationError(NotImplementedError):
         op_name: str,
         supported_by: Sequence[str] = (),
         suggestions: Sequence[str] = (),
+        not_a_verb: str | None = None,
+        declare: Sequence[str] | None = None,
     ) -> None:
         self.backend_name = backend_name
         self.op_name = op_name
         self.supported_by = list(supported_by)
         self.suggestions = tuple(suggestions)
-        if self.supported_by:
-            hint = f"Supported by: {self.supported_by}."
+        self.not_a_verb = not_a_verb
+        self.declare = tuple(declare) if declare is not None else None
+        if not_a_verb is not None:
+            headline = f"Backend {backend_name!r} has an attribute {op_name!r}, but it is not a verb: {not_a_verb}."
+            if self.declare is not None:
+                step = (
+                    "To publish it, list it in the backend's verbs and register it again: "
+                    f"__verbs__ = {self.declare!r}."
+                )
+            else:
+                step = "Only callables can be verbs: define a function of that name in the backend."
+            others = f" Supported by: {self.supported_by}." if self.supported_by else ""
+            message = f"{headline} {step}{others}"
+        elif self.supported_by:
+            message = f"Backend {backend_name!r} does not implement {op_name!r}. Supported by: {self.supported_by}."
         else:
-            hint = (
-                f"No registered backend implements {op_name!r} — check the spelling or add it to "
-                f"the backend module.{_did_you_mean(self.suggestions)}"
+            message = (
+                f"Backend {backend_name!r} does not implement {op_name!r}. No registered backend implements "
+                f"{op_name!r} — check the spelling or add it to the backend module.{_did_you_mean(self.suggestions)}"
             )
-        super().__init__(f"Backend {backend_name!r} does not implement {op_name!r}. {hint}")
+        super().__init__(message)
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.backend_name, self.op_name, self.supported_by, self.suggestions))
+        args = (self.backend_name, self.op_name, self.supported_by, self.suggestions, self.not_a_verb, self.declare)
+        return (type(self), args)
 
 
-class NoActiveBackendError(RuntimeError):
+class NoActiveBackendError(BackendError, RuntimeError):
     """Nothing has set the process-wide active backend yet."""
 
     def __init__(self) -> None:
@@ -108,7 +160,7 @@ class NoActiveBackendError(RuntimeError):
         )
 
 
-class ActiveBackendConflictError(RuntimeError):
+class ActiveBackendConflictError(BackendError, RuntimeError):
     """A second config tried to make a different backend the active one."""
 
     def __init__(self, current: str, requested: str, set_by: str | None, requested_by: str | None) -> None:
@@ -127,7 +179,7 @@ class ActiveBackendConflictError(RuntimeError):
         return (type(self), (self.current, self.requested, self.set_by, self.requested_by))
 
 
-class ConfigError(ValueError):
+class ConfigError(BackendError, ValueError):
     """A config is malformed: ``key`` is the dotted path of the problem, ``known`` what is allowed."""
 
     def __init__(
@@ -150,10 +202,18 @@ class ConfigError(ValueError):
         super().__init__(_lines(message, facts))
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (_rebuild_config_error, (self.message, self.key, self.value, self.known, self.source))
+        return (_rebuild_config_error, (type(self), self.message, self.key, self.value, self.known, self.source))
+
+
+class ConfigNotFoundError(ConfigError, FileNotFoundError):
+    """The config file does not exist (also a ``FileNotFoundError``)."""
+
+
+class ConfigTypeError(BackendError, TypeError):
+    """A config used the wrong way: a raw dict where a typed config is needed, a change to a frozen one."""
 
 
 def _rebuild_config_error(
-    message: str, key: str | None, value: Any, known: Sequence[str], source: str | None
+    cls: type[ConfigError], message: str, key: str | None, value: Any, known: Sequence[str], source: str | None
 ) -> ConfigError:
-    return ConfigError(message, key=key, value=value, known=known, source=source)
+    return cls(message, key=key, value=value, known=known, source=source)

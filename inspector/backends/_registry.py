@@ -18,6 +18,9 @@ from inspector.backends._config_files import describe_source, read_config
 from inspector.backends._errors import (
     ActiveBackendConflictError,
     BackendImportError,
+    ConfigTypeError,
+    InvalidBackendError,
+    InvalidBackendNameError,
     MissingOperationError,
     NoActiveBackendError,
     UnknownBackendError,
@@ -25,7 +28,7 @@ from inspector.backends._errors import (
 from inspector.backends._plugins import ENTRY_POINT_GROUP, PluginInfo, load_plugins
 from inspector.backends._proxy import BackendProxy, proxy_class
 from inspector.backends._snapshot import BackendInfo, ImportFailure, RegistrySnapshot
-from inspector.backends._verbs import BUILD, declared_verbs, describe_verb
+from inspector.backends._verbs import BUILD, declared_verbs, describe_verb, why_not_verb
 
 logger = logging.getLogger("inspector.backends")
 
@@ -103,9 +106,9 @@ class BackendRegistry:
         same backend again is a no-op. Verbs are fixed now (see NOTE [ Declared verbs ]).
         """
         if not isinstance(name, str) or not name:
-            raise ValueError(f"A backend name must be a non-empty string; got {name!r}.")
+            raise InvalidBackendNameError(f"A backend name must be a non-empty string; got {name!r}.")
         if not callable(getattr(backend, BUILD, None)):
-            raise TypeError(
+            raise InvalidBackendError(
                 f"Backend module for {name!r} must expose a ``build(cfg, ctx) -> DataBundle`` callable; "
                 f"got {backend!r}."
             )
@@ -162,15 +165,19 @@ class BackendRegistry:
         """The error for ``backend_for(backend_name).<op>``, hinting who has ``op`` or how to spell it."""
         with self._lock:
             entries = list(self._entries.items())
-        supported_by = [n for n, e in entries if op in e.verbs]
+            own = self._entries.get(backend_name)
+        supported_by = [n for n, e in entries if op in e.verbs and n != backend_name]
         every_verb = sorted({v for _, e in entries for v in e.verbs})
         suggestions = [] if supported_by else difflib.get_close_matches(op, every_verb, n=2)
+        why = why_not_verb(own.target, op, own.verbs) if own is not None else None
+        if why is not None:
+            return MissingOperationError(backend_name, op, supported_by, (), not_a_verb=why[0], declare=why[1])
         return MissingOperationError(backend_name, op, supported_by, suggestions)
 
     def build_data(self, cfg: Any, ctx: BuildContext | None = None) -> DataBundle:
         """``backend_for(cfg.data.dataset_type).build(cfg, ctx)``; a raw dict is refused."""
         if not hasattr(cfg, "data") or not hasattr(cfg.data, "dataset_type"):
-            raise TypeError(
+            raise ConfigTypeError(
                 f"build_data() expects a typed TrainConfig, got {type(cfg).__name__}. "
                 "Load via inspector.backends.load_config() instead of passing a raw dict."
             )

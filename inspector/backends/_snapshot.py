@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from inspector.backends._errors import UnknownBackendError, UnknownVerbError
 from inspector.backends._plugins import PluginInfo
 from inspector.backends._verbs import BUILD, VerbInfo
 
@@ -29,7 +30,7 @@ class BackendInfo:
         for info in self.verbs:
             if info.name == op:
                 return info
-        raise KeyError(f"Backend {self.name!r} has no verb {op!r}. Verbs: {list(self.verb_names)}")
+        raise UnknownVerbError(f"Backend {self.name!r} has no verb {op!r}. Verbs: {list(self.verb_names)}")
 
 
 @dataclass(frozen=True)
@@ -80,4 +81,4 @@ class RegistrySnapshot:
         for info in self.backends:
             if info.name == name:
                 return info
-        raise KeyError(f"No registered backend {name!r} in this snapshot. Registered: {list(self.names)}")
+        raise UnknownBackendError(name, list(self.names))

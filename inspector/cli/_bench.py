@@ -55,8 +55,9 @@ def _run_part(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any]
     if args.part == "dispatch":
         import inspector.examples  # noqa: F401
         from inspector.dispatch.bench import hot_path
+        from inspector.dispatch.torch_sdpa.bench import measure as sdpa_measure
 
-        measurements = hot_path("attention", progress=progress_bar)
+        measurements = [*hot_path("attention", progress=progress_bar), *sdpa_measure(progress=progress_bar)]
         return [m.as_dict() for m in measurements], measurements
     if args.part == "rpc":
         from inspector.rpc.bench import measure

@@ -12,12 +12,16 @@ from __future__ import annotations
 from inspector.dispatch.compare import RowRun, run_rows
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import (
+    DispatchError,
     ExplicitSelectionError,
     NoImplementationError,
     UnknownFamilyError,
     UnknownImplementationError,
 )
 from inspector.dispatch.overrides import current_overrides, get_override, op_backend
+from inspector.dispatch.plugins import ENTRY_POINT_GROUP as FAMILY_ENTRY_POINT_GROUP
+from inspector.dispatch.plugins import FamilyPlugin
+from inspector.dispatch.plugins import plugins as family_plugins
 from inspector.dispatch.recorder import Decision, DecisionCount, DecisionRecorder, record_decisions
 from inspector.dispatch.records import ORIGINS, ImplRecord, Resolution
 from inspector.dispatch.registry import (
@@ -42,7 +46,8 @@ from inspector.dispatch.selection import (
     set_op,
 )
 from inspector.dispatch.spec import Axis, ClauseCheck, Spec, axis
-from inspector.dispatch.trace import RowTrace, Trace, explain, explain_plan, trace, trace_plan
+from inspector.dispatch.steering import Steer
+from inspector.dispatch.trace import PlanTrace, RowTrace, Trace, explain, explain_plan, trace, trace_plan
 from inspector.dispatch.what_if import WhatIfCell, what_if
 
 __all__ = [
@@ -52,16 +57,21 @@ __all__ = [
     "Decision",
     "DecisionCount",
     "DecisionRecorder",
+    "DispatchError",
     "ENV_VAR",
     "ExplicitSelectionError",
+    "FAMILY_ENTRY_POINT_GROUP",
+    "FamilyPlugin",
     "ImplRecord",
     "NoImplementationError",
     "ORIGINS",
     "OpFamily",
+    "PlanTrace",
     "Resolution",
     "RowRun",
     "RowTrace",
     "Spec",
+    "Steer",
     "Trace",
     "UnknownFamilyError",
     "UnknownImplementationError",
@@ -73,6 +83,7 @@ __all__ = [
     "explain",
     "explain_plan",
     "families",
+    "family_plugins",
     "get_family",
     "get_override",
     "invalidate",

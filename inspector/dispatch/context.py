@@ -18,6 +18,9 @@ def format_value(value: Any) -> str:
 class CallContext(NamedTuple):
     """Immutable snapshot of one call: standard axes, family-specific ``extra`` and the raw call.
 
+    ``causal`` is an implicit causal mask (``is_causal=True``), distinct from ``has_mask`` (an
+    explicit mask tensor): kernels often accept one and not the other.
+
     A named tuple rather than a frozen dataclass because contexts are built on the hot path
     and tuple construction is about three times cheaper. ``raw``/``raw_kwargs`` keep the
     original arguments so an unregistered implementation can probe them (``supports_call``).
@@ -32,6 +35,7 @@ class CallContext(NamedTuple):
     has_cache: bool = False
     has_mask: bool = False
     grad_enabled: bool = True
+    causal: bool = False
     extra: Mapping[str, Any] = EMPTY
     raw: tuple[Any, ...] = ()
     raw_kwargs: Mapping[str, Any] = EMPTY
@@ -63,7 +67,10 @@ class CallContext(NamedTuple):
             parts.append(f"ndim={self.ndim}")
         if self.head_dim is not None:
             parts.append(f"head_dim={self.head_dim}")
-        parts += [f"cache={self.has_cache}", f"mask={self.has_mask}", f"grad={self.grad_enabled}"]
+        parts += [f"cache={self.has_cache}", f"mask={self.has_mask}"]
+        if self.causal:
+            parts.append("causal=True")
+        parts.append(f"grad={self.grad_enabled}")
         parts += [f"{key}={format_value(value)}" for key, value in sorted(self.extra.items())]
         return " ".join(parts)
 

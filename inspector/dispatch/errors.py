@@ -5,9 +5,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from inspector.dispatch.spec import ClauseCheck
+from inspector.errors import InspectorError
 
 
-class UnknownFamilyError(KeyError, ValueError):
+class DispatchError(InspectorError):
+    """The root of every error ``inspector.dispatch`` raises on purpose."""
+
+
+class UnknownFamilyError(DispatchError, KeyError, ValueError):
     """No family of that name. A ``KeyError`` for lookups and a ``ValueError`` for ``op_backend``."""
 
     def __init__(self, family: str, known: Sequence[str]) -> None:
@@ -23,7 +28,7 @@ class UnknownFamilyError(KeyError, ValueError):
         return str(self.args[0])
 
 
-class UnknownImplementationError(ValueError):
+class UnknownImplementationError(DispatchError, ValueError):
     """A selection names a row the family does not have."""
 
     def __init__(self, family: str, name: str, known: Sequence[str]) -> None:
@@ -39,7 +44,7 @@ def _failure_lines(failures: Sequence[ClauseCheck], available: bool) -> list[str
     return lines
 
 
-class ExplicitSelectionError(RuntimeError):
+class ExplicitSelectionError(DispatchError, RuntimeError):
     """An explicit or context selection names a row that cannot handle this call."""
 
     def __init__(
@@ -70,7 +75,7 @@ class ExplicitSelectionError(RuntimeError):
         super().__init__("\n".join(lines))
 
 
-class NoImplementationError(RuntimeError):
+class NoImplementationError(DispatchError, RuntimeError):
     """Neither a row nor the family fallback can handle this call."""
 
     def __init__(self, family: str, fallback: str, reasons: Sequence[tuple[str, str]], context: str) -> None:

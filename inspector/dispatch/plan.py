@@ -6,7 +6,9 @@ faithful, available row in priority order (the row's spec expression, see NOTE [
 evaluator ]), then the fallback, then a call that raises ``NoImplementationError``. Each
 ``if`` returns a ``Resolution`` built at compile time, so the hot path allocates nothing.
 Rows whose availability can change (``probe_each_call``) keep their probe inline; every
-other probe ran once when the plan was built.
+other probe ran once when the plan was built. Each ``if`` sits in its own ``try``: a spec that
+raises rejects its row (``trace`` shows the exception as that row's failing clause) instead of
+making every call of the family raise.
 """
 
 from __future__ import annotations
@@ -17,14 +19,18 @@ from typing import Any
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import NoImplementationError
 from inspector.dispatch.records import ImplRecord, Resolution
-from inspector.dispatch.spec import Spec, _namespace_binder
+from inspector.dispatch.spec import Spec, _namespace_binder, prologue
 
 
 class FamilyPlan:
     """Sorted rows, memoised availability and the compiled chain of one family."""
 
-    def __init__(self, name: str, rows: Iterable[ImplRecord], fallback: ImplRecord) -> None:
+    def __init__(
+        self, name: str, rows: Iterable[ImplRecord], fallback: ImplRecord,
+        completer: Callable[[CallContext], CallContext] | None = None,
+    ) -> None:
         self.name = name
+        self.completer = completer
         self.rows: tuple[ImplRecord, ...] = tuple(sorted(rows, key=lambda r: r.priority))
         self.by_name: dict[str, ImplRecord] = {}
         for record in self.rows:
@@ -40,7 +46,15 @@ class FamilyPlan:
             r.name: r.is_available() for r in self.by_name.values() if not r.probe_each_call
         }
         self._resolutions: dict[tuple[str, str], Resolution] = {}
-        self.chain: Callable[[CallContext], Resolution] = self._compile_chain()
+        # ``chain_as_is`` skips the completer, for callers whose contexts are complete already.
+        self.chain_as_is: Callable[[CallContext], Resolution] = self._compile_chain(complete=False)
+        self.chain: Callable[[CallContext], Resolution] = (
+            self._compile_chain(complete=True) if completer is not None else self.chain_as_is
+        )
+
+    def complete(self, ctx: CallContext) -> CallContext:
+        """``ctx`` with what the family's specs read derived from its axes (see ``register_family``)."""
+        return ctx if self.completer is None else self.completer(ctx)
 
     @property
     def names(self) -> list[str]:
@@ -89,10 +103,13 @@ class FamilyPlan:
                 reasons.append((record.name, failing))
         raise NoImplementationError(self.name, self.fallback.name, reasons, ctx.describe())
 
-    def _compile_chain(self) -> Callable[[CallContext], Resolution]:
+    def _compile_chain(self, complete: bool) -> Callable[[CallContext], Resolution]:
         namespace: dict[str, Any] = {}
         bind = _namespace_binder(namespace)
         lines = ["def chain(ctx):"]
+        if complete and self.completer is not None:
+            lines.append(f"    ctx = {bind(self.completer)}(ctx)")
+        lines += prologue([r.spec for r in self.by_name.values()], namespace)
 
         def branch(record: ImplRecord, origin: str) -> None:
             condition = record.spec.source(bind)
@@ -100,7 +117,9 @@ class FamilyPlan:
                 condition = f"{bind(record.is_available)}() and {condition}"
             elif not self._available[record.name]:
                 return
-            lines.append(f"    if {condition}: return {bind(self.resolution(record, origin))}")
+            lines.append("    try:")
+            lines.append(f"        if {condition}: return {bind(self.resolution(record, origin))}")
+            lines.append("    except Exception: pass")
 
         for record in self.rows:
             if record.faithful:

@@ -37,6 +37,10 @@ class ImplRecord:
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name:
             raise TypeError(f"ImplRecord.name must be a non-empty string, got {self.name!r}")
+        if isinstance(self.priority, bool) or not isinstance(self.priority, int):
+            raise TypeError(
+                f"ImplRecord {self.name!r}: priority must be an int (lower runs first), got {self.priority!r}"
+            )
         if not isinstance(self.spec, Spec):
             raise TypeError(
                 f"ImplRecord {self.name!r}: spec must be a Spec, got {type(self.spec).__name__}; "
@@ -67,6 +71,11 @@ class Resolution:
 
     def __repr__(self) -> str:
         return f"Resolution({self.record.family}/{self.record.name}, origin={self.origin!r})"
+
+    def _repr_html_(self) -> str:
+        from inspector.dispatch.display import resolution_html
+
+        return resolution_html(self)
 
     @property
     def obj(self) -> Any:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -12,9 +13,11 @@ from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import UnknownFamilyError
 from inspector.dispatch.plan import FamilyPlan
 from inspector.dispatch.records import ImplRecord
+from inspector.dispatch.steering import Steer
 
 Provider = Callable[[], Iterable[ImplRecord]]
 Sampler = Callable[[CallContext, Any], tuple[tuple[Any, ...], dict[str, Any]]]
+Completer = Callable[[CallContext], CallContext]
 
 
 @dataclass(frozen=True)
@@ -28,6 +31,9 @@ class OpFamily:
     sampler: Sampler | None = None
     tolerances: Mapping[Any, tuple[float, float]] = field(default_factory=dict)
     description: str = ""
+    completer: Completer | None = None
+    steer: Steer | None = None
+    origin: str = ""
 
 
 _FAMILIES: dict[str, OpFamily] = {}
@@ -71,13 +77,26 @@ def register_family(
     sampler: Sampler | None = None,
     tolerances: Mapping[Any, tuple[float, float]] | None = None,
     description: str = "",
+    completer: Completer | None = None,
+    steer: Steer | None = None,
+    origin: str | None = None,
 ) -> None:
     """Register (or replace) a family: its rows, its fallback, and optionally how to build a
-    context from a real call (``extractor``) and random inputs for a context (``sampler``)."""
+    context from a real call (``extractor``) and random inputs for a context (``sampler``).
+
+    ``completer`` derives what a family's specs read from a context built from axes alone (the
+    command line, the panel, ``what_if``); ``steer`` makes ``op_backend`` selections of this
+    family also act outside the inspector (see ``overrides.Steer``).
+    """
     if not isinstance(name, str) or not name or name == "profile":
         raise ValueError(f"Family name must be a non-empty string other than 'profile', got {name!r}")
     rows = _as_provider(provider)
-    family = OpFamily(name, rows, _as_fallback(fallback, rows), extractor, sampler, dict(tolerances or {}), description)
+    if origin is None:
+        origin = sys._getframe(1).f_globals.get("__name__", "")
+    family = OpFamily(
+        name, rows, _as_fallback(fallback, rows), extractor, sampler, dict(tolerances or {}), description,
+        completer, steer, origin,
+    )
     with _LOCK:
         _FAMILIES[name] = family
         _EXTERNAL.setdefault(name, {})
@@ -94,7 +113,12 @@ def unregister_family(name: str) -> None:
 
 
 def register_impl(record: ImplRecord) -> None:
-    """Add a third-party row to an existing family; a name already in the table is an error."""
+    """Add a third-party row to an existing family; a name already in the table is an error.
+
+    The row is checked here, not at the first call: it must be an ``ImplRecord`` with an integer
+    priority, a ``Spec`` and a callable implementation (``TypeError`` otherwise).
+    """
+    _check_row(record)
     with _LOCK:
         plan = plan_for(record.family)
         if record.name in plan.by_name:
@@ -104,6 +128,29 @@ def register_impl(record: ImplRecord) -> None:
             )
         _EXTERNAL[record.family][record.name] = record
         _PLANS.pop(record.family, None)
+
+
+def _check_row(record: Any) -> None:
+    if not isinstance(record, ImplRecord):
+        raise TypeError(
+            f"register_impl takes an ImplRecord, got {type(record).__name__}; "
+            "build one with ImplRecord(family, name, fn, spec, priority=...)"
+        )
+    if isinstance(record.priority, bool) or not isinstance(record.priority, int):
+        raise TypeError(
+            f"ImplRecord {record.family}/{record.name}: priority must be an int (lower runs first), "
+            f"got {record.priority!r}"
+        )
+    if not callable(record.obj):
+        raise TypeError(
+            f"ImplRecord {record.family}/{record.name}: the implementation must be callable, "
+            f"got {type(record.obj).__name__}"
+        )
+    if not (callable(record.available) or isinstance(record.available, bool)):
+        raise TypeError(
+            f"ImplRecord {record.family}/{record.name}: available must be a bool or a zero-argument probe, "
+            f"got {record.available!r}"
+        )
 
 
 def unregister_impl(family: str, name: str) -> None:
@@ -133,7 +180,12 @@ def invalidate(family: str | None = None) -> None:
 def _family(name: str) -> OpFamily:
     family = _FAMILIES.get(name)
     if family is None:
-        raise UnknownFamilyError(name, list(_FAMILIES))
+        from inspector.dispatch.plugins import discover
+
+        if discover():  # a plugin may register it (entry points are read once)
+            family = _FAMILIES.get(name)
+        if family is None:
+            raise UnknownFamilyError(name, list(_FAMILIES))
     return family
 
 
@@ -152,12 +204,15 @@ def plan_for(name: str) -> FamilyPlan:
         if plan is None:
             family = _family(name)
             rows = [*family.provider(), *_EXTERNAL.get(name, {}).values()]
-            plan = _PLANS[name] = FamilyPlan(name, rows, family.fallback())
+            plan = _PLANS[name] = FamilyPlan(name, rows, family.fallback(), family.completer)
         return plan
 
 
 def families() -> tuple[str, ...]:
-    """Registered family names, sorted."""
+    """Registered family names, sorted (plugins under ``inspector.op_families`` included)."""
+    from inspector.dispatch.plugins import discover
+
+    discover()
     return tuple(sorted(_FAMILIES))
 
 
@@ -166,12 +221,17 @@ def rows(family: str) -> tuple[ImplRecord, ...]:
     return plan_for(family).rows
 
 
+# What plugin discovery found: ``None`` until it has run (see ``plugins.discover``).
+PLUGINS: list[Any] = [None]
+
+
 @dataclass(frozen=True)
 class RegistryState:
     """Everything registered, for ``testing.isolated_dispatch`` to restore."""
 
     families: Mapping[str, OpFamily]
     external: Mapping[str, Mapping[str, ImplRecord]]
+    plugins: Any = None
 
 
 def registry_state() -> RegistryState:
@@ -179,6 +239,7 @@ def registry_state() -> RegistryState:
         return RegistryState(
             MappingProxyType(dict(_FAMILIES)),
             MappingProxyType({k: MappingProxyType(dict(v)) for k, v in _EXTERNAL.items()}),
+            PLUGINS[0],
         )
 
 
@@ -189,3 +250,4 @@ def restore_registry(state: RegistryState) -> None:
         _EXTERNAL.clear()
         _EXTERNAL.update({k: dict(v) for k, v in state.external.items()})
         _PLANS.clear()
+        PLUGINS[0] = state.plugins

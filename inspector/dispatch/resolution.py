@@ -25,6 +25,14 @@ def decide(family: str, ctx: CallContext, explicit: Any = None) -> Resolution:
     plan = _PLANS.get(family)
     if plan is None:
         plan = plan_for(family)
+    return decide_in(plan, ctx, explicit)
+
+
+def decide_in(plan: FamilyPlan, ctx: CallContext, explicit: Any = None) -> Resolution:
+    """``decide`` over a given compiled table (a family may keep tables for other orders)."""
+    family = plan.name
+    if plan.completer is not None:
+        ctx = plan.completer(ctx)
     if explicit is not None:
         return select_strict(plan, ctx, explicit, "explicit")
     scope = _OVERRIDES.get()

@@ -25,16 +25,26 @@ Binder = Callable[[Any], str]
 
 @dataclass(frozen=True, slots=True)
 class ClauseCheck:
-    """One clause evaluated against one context."""
+    """One clause evaluated against one context.
+
+    ``message`` is the clause's own words for a failure (for ``torch_sdpa``, PyTorch's); ``error``
+    is set when evaluating the clause raised, which counts as a failure.
+    """
 
     clause: str
     axis: str | None
     required: str
     actual: str
     passed: bool
+    message: str = ""
+    error: str = ""
 
     def __str__(self) -> str:
         """``dtype: required in {float16, bfloat16}, got float32`` (the reason a row is rejected)."""
+        if self.error:
+            return f"{self.clause}: raised {self.error}"
+        if self.message:
+            return f"{self.message} (required {self.required}, got {self.actual})"
         if self.axis is not None:
             return f"{self.axis}: required {self.required}, got {self.actual}"
         if self.actual in ("True", "False"):
@@ -49,6 +59,9 @@ class _Clause:
     constants: tuple[Any, ...]
     axes: tuple[str, ...]
     required: str
+    message: str | Callable[[CallContext], str] = ""  # a callable words the failure from the context
+    show: Callable[[CallContext], str] | None = None  # the actual value(s), for traces
+    bindings: tuple[tuple[str, str], ...] = ()  # (name, expression over ctx) the template reads, see prologue()
 
 
 def _namespace_binder(namespace: dict[str, Any]) -> Binder:
@@ -76,7 +89,7 @@ def _container(values: tuple[Any, ...]) -> Any:
 class Spec:
     """A composable predicate over ``CallContext``; ``description`` says what it requires."""
 
-    __slots__ = ("_clause", "_kind", "_matcher", "_parts", "description")
+    __slots__ = ("_cases", "_clause", "_kind", "_matcher", "_parts", "description")
 
     def __init__(self, fn: Callable[[CallContext], Any], description: str) -> None:
         clause = _Clause(description, "{0}(ctx)", (fn,), (), "True")
@@ -88,6 +101,7 @@ class Spec:
         self._clause = clause
         self.description = description
         self._matcher: Callable[[CallContext], bool] | None = None
+        self._cases: tuple[Any, ...] = ()
 
     @classmethod
     def _leaf(cls, clause: _Clause) -> Spec:
@@ -123,21 +137,48 @@ class Spec:
             return "(" + self._clause.template.format(*names) + ")"
         if self._kind == "not":
             return f"(not {self._parts[0].source(bind)})"
+        if self._kind == "switch":
+            return self._switch_source(bind)
         joiner = " and " if self._kind == "and" else " or "
         return "(" + joiner.join(part.source(bind) for part in self._parts) + ")"
 
     def matches(self, ctx: CallContext) -> bool:
+        """Whether ``ctx`` satisfies this spec; a clause that raises counts as not satisfied."""
+        try:
+            return self._compiled()(ctx)
+        except Exception:
+            return False
+
+    def _compiled(self) -> Callable[[CallContext], bool]:
+        """The compiled predicate (it raises whatever a clause raises)."""
         matcher = self._matcher
         if matcher is None:
             namespace: dict[str, Any] = {}
             expression = self.source(_namespace_binder(namespace))
-            matcher = self._matcher = eval(f"lambda ctx: bool({expression})", namespace)
-        return matcher(ctx)
+            lines = ["def matcher(ctx):", *prologue([self], namespace), f"    return bool({expression})"]
+            exec("\n".join(lines), namespace)
+            matcher = self._matcher = namespace["matcher"]
+        return matcher
 
-    def conjuncts(self) -> tuple[Spec, ...]:
-        """The top-level clauses: ``a & (b & c)`` gives ``(a, b, c)``."""
+    def bindings(self) -> dict[str, str]:
+        """The names this spec's clauses read from a prologue, with their expressions over ``ctx``."""
+        if self._kind == "leaf":
+            assert self._clause is not None
+            return dict(self._clause.bindings)
+        found: dict[str, str] = {}
+        for part in self._parts:
+            found.update(part.bindings())
+        return found
+
+    def conjuncts(self, ctx: CallContext | None = None) -> tuple[Spec, ...]:
+        """The top-level clauses: ``a & (b & c)`` gives ``(a, b, c)``; a ``switch`` gives the
+        clauses of the case ``ctx`` selects (all cases' clauses when ``ctx`` is ``None``)."""
         if self._kind == "and":
-            return tuple(c for part in self._parts for c in part.conjuncts())
+            return tuple(c for part in self._parts for c in part.conjuncts(ctx))
+        if self._kind == "switch":
+            if ctx is None:
+                return tuple(c for part in self._parts for c in part.conjuncts(None))
+            return self._case_for(ctx).conjuncts(ctx)
         return (self,)
 
     @property
@@ -153,7 +194,42 @@ class Spec:
 
     def check(self, ctx: CallContext) -> tuple[ClauseCheck, ...]:
         """Evaluate every top-level clause (no short-circuit) with required and actual values."""
-        return tuple(_check_one(part, ctx) for part in self.conjuncts())
+        return tuple(_check_one(part, ctx) for part in self.conjuncts(ctx))
+
+    # -- switch ---------------------------------------------------------------------------
+    @classmethod
+    def switch(cls, axis_name: str, cases: dict[Any, Spec]) -> Spec:
+        """A spec that depends on one axis: the spec of the case whose key equals the axis value.
+
+        ``Spec.switch("device", {"cpu": cpu_rules, "cuda": cuda_rules})``: traces show only the
+        clauses of the case in force; a value with no case fails one clause naming the cases.
+        """
+        if not cases:
+            raise ValueError("Spec.switch needs at least one case")
+        for spec in cases.values():
+            _as_spec(spec)
+        otherwise = axis(axis_name).in_(*cases)
+        described = "; ".join(f"{format_value(k)}: {v.description}" for k, v in cases.items())
+        spec = cls._node("switch", (*cases.values(), otherwise), f"by {axis_name} ({described})")
+        spec._cases = tuple(cases)
+        return spec
+
+    def _case_for(self, ctx: CallContext) -> Spec:
+        otherwise = self._parts[-1]
+        reader = otherwise.axes[0]
+        value = ctx.value_of(reader)
+        for key, part in zip(self._cases, self._parts[:-1], strict=False):
+            if value == key:
+                return part
+        return otherwise
+
+    def _switch_source(self, bind: Binder) -> str:
+        reader = Axis(self._parts[-1].axes[0])
+        read = reader._read.format(*[bind(c) for c in reader._read_constants])
+        expression = "False"
+        for key, part in reversed(list(zip(self._cases, self._parts[:-1], strict=False))):
+            expression = f"({part.source(bind)} if {read} == {bind(key)} else {expression})"
+        return expression
 
     def failures(self, ctx: CallContext) -> tuple[ClauseCheck, ...]:
         return tuple(c for c in self.check(ctx) if not c.passed)
@@ -205,8 +281,48 @@ class Spec:
         return cls._leaf(_Clause("mask_free", "not ctx.has_mask", (), ("has_mask",), "False"))
 
     @classmethod
+    def causal(cls) -> Spec:
+        """The call is causal (``is_causal=True``), not an explicit mask."""
+        return cls._leaf(_Clause("causal", "ctx.causal", (), ("causal",), "True"))
+
+    @classmethod
+    def non_causal(cls) -> Spec:
+        return cls._leaf(_Clause("non_causal", "not ctx.causal", (), ("causal",), "False"))
+
+    @classmethod
     def cuda_device(cls) -> Spec:
         return cls._leaf(_Clause("cuda_device", "ctx.device_cuda", (), ("device_cuda",), "True"))
+
+    @classmethod
+    def _rule(
+        cls, name: str, template: str, *, axes: Iterable[str], required: str,
+        message: str | Callable[[CallContext], str] = "",
+        constants: tuple[Any, ...] = (), show: Callable[[CallContext], str] | None = None,
+        bindings: tuple[tuple[str, str], ...] = (),
+    ) -> Spec:
+        """A clause written as an expression over ``ctx`` (package-internal: e.g. PyTorch's SDPA
+        checks), with its own failure ``message``, a ``show`` function for the actual values and
+        ``bindings`` the expression reads (see ``prologue``)."""
+        return cls._leaf(_Clause(name, template, constants, tuple(axes), required, message, show, bindings))
+
+
+def prologue(specs: Iterable[Spec], namespace: dict[str, Any]) -> list[str]:
+    """Lines that bind, once per evaluation, the names the clauses of ``specs`` read.
+
+    A clause may read a value every clause of its family needs (``torch_sdpa``'s facts) through
+    a name bound here instead of re-reading it from ``ctx`` in every clause. A binding that
+    fails leaves the name bound to a sentinel, so only the clauses that read it fail.
+    """
+    merged: dict[str, str] = {}
+    for spec in specs:
+        for name, expression in spec.bindings().items():
+            if merged.setdefault(name, expression) != expression:
+                raise ValueError(f"Clauses bind {name!r} to two different expressions")
+    namespace.setdefault("_UNBOUND", object())
+    lines = []
+    for name, expression in merged.items():
+        lines += [f"    try: {name} = {expression}", f"    except Exception: {name} = _UNBOUND"]
+    return lines
 
 
 def _as_spec(other: Any) -> Spec:
@@ -216,21 +332,37 @@ def _as_spec(other: Any) -> Spec:
 
 
 def _check_one(part: Spec, ctx: CallContext) -> ClauseCheck:
-    passed = part.matches(ctx)
+    error = ""
+    try:
+        passed = part._compiled()(ctx)
+    except Exception as exc:  # a predicate that raises rejects its row; the trace says why
+        passed, error = False, f"{type(exc).__name__}: {exc}"
     axes = part.axes
-    if part._kind == "leaf" and part._clause is not None:
-        required = part._clause.required
+    clause = part._clause if part._kind == "leaf" else None
+    if clause is not None:
+        required = clause.required
         axis_name = axes[0] if len(axes) == 1 else None
     else:
         required = part.description
         axis_name = None
-    if len(axes) == 1:
+    if clause is not None and clause.show is not None:
+        try:
+            actual = clause.show(ctx)
+        except Exception as exc:
+            actual = f"<cannot show: {type(exc).__name__}>"
+    elif len(axes) == 1:
         actual = format_value(ctx.value_of(axes[0]))
     elif axes:
         actual = ", ".join(f"{name}={format_value(ctx.value_of(name))}" for name in axes)
     else:
         actual = str(passed)
-    return ClauseCheck(part.description, axis_name, required, actual, passed)
+    message = clause.message if clause is not None else ""
+    if callable(message):
+        try:
+            message = message(ctx)
+        except Exception as exc:
+            message = f"<cannot word the failure: {type(exc).__name__}>"
+    return ClauseCheck(part.description, axis_name, required, actual, passed, message, error)
 
 
 class Axis:

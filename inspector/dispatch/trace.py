@@ -15,10 +15,10 @@ from typing import Any
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import ExplicitSelectionError, NoImplementationError, UnknownImplementationError
 from inspector.dispatch.overrides import get_override
-from inspector.dispatch.plan import adhoc_record
+from inspector.dispatch.plan import FamilyPlan, adhoc_record
 from inspector.dispatch.records import ImplRecord
 from inspector.dispatch.registry import plan_for
-from inspector.dispatch.resolution import decide
+from inspector.dispatch.resolution import decide_in
 from inspector.dispatch.selection import PROFILE, seeded
 from inspector.dispatch.spec import ClauseCheck
 
@@ -70,6 +70,12 @@ class Trace:
     def ok(self) -> bool:
         return self.error is None
 
+    @classmethod
+    def failed(cls, family: str, ctx: CallContext, exc: BaseException) -> Trace:
+        """A trace that could not be made (the context itself was refused), carrying why."""
+        return cls(family, ctx, (), None, None, f"{type(exc).__name__}: {exc}", type(exc).__name__, None, None,
+                   None, ())
+
     def row(self, name: str) -> RowTrace:
         for row in self.rows:
             if row.name == name:
@@ -77,28 +83,51 @@ class Trace:
         raise KeyError(f"No row {name!r} in this trace. Rows: {[r.name for r in self.rows]}")
 
     def explain(self) -> str:
+        """One line per row (its verdict and why), then ``=> row (origin=...)`` or the error."""
         lines = [f"[{self.family}] {self.context.describe()}"]
         if self.selection is not None:
             lines.append(f"  selection: {self.selection} ({self.selection_tier})")
         elif self.profile is not None:
             lines.append(f"  profile: {self.profile}")
-        for row in self.rows:
-            if row.verdict == REJECT:
-                reasons = "; ".join(str(c) for c in row.failing)
-                lines.append(f"  {row.name}: reject ({reasons})")
-            elif row.verdict == MATCH:
-                clauses = ", ".join(c.clause for c in row.checks)
-                lines.append(f"  {row.name}: MATCH ({clauses})")
-            elif row.verdict == UNFAITHFUL:
-                lines.append(f"  {row.name}: SKIP not faithful (explicit-only)")
-            else:
-                lines.append(f"  {row.name}: {row.verdict}")
+        lines += [f"  {row.name}: {self.row_verdict(row)}" for row in self.rows]
         lines += [f"  note: {note}" for note in self.notes]
         if self.error is not None:
             lines.append("  => ERROR: " + self.error.replace("\n", "\n     "))
         else:
             lines.append(f"  => {self.chosen} (origin={self.origin})")
         return "\n".join(lines)
+
+    def row_verdict(self, row: RowTrace) -> str:
+        """A row's verdict in words, with the reasons for rejecting or skipping it."""
+        reasons = "; ".join(str(c) for c in row.failing)
+        if row.verdict == REJECT:
+            return f"reject ({reasons})"
+        if row.verdict == MATCH:
+            if not row.chosen and self.chosen is not None and self._below_chosen(row):
+                return f"matches, lower priority than {self.chosen}"
+            return f"MATCH ({_passed(row.checks)})"
+        why = "explicit-only" if row.verdict == UNFAITHFUL else "not on this machine"
+        also = f"; would also reject: {reasons}" if reasons else ""
+        return f"{row.verdict} ({why}{also})"
+
+    def _below_chosen(self, row: RowTrace) -> bool:
+        names = [r.name for r in self.rows]
+        return self.chosen in names and names.index(row.name) > names.index(self.chosen)
+
+    def __repr__(self) -> str:
+        outcome = f"ERROR ({self.error_type})" if self.error is not None else f"{self.chosen} (origin={self.origin})"
+        return f"<Trace {self.family}: {outcome}; {len(self.rows)} rows; .explain() for every verdict>"
+
+    def _repr_html_(self) -> str:
+        from inspector.dispatch.display import trace_html
+
+        return trace_html(self)
+
+
+def _passed(checks: tuple[ClauseCheck, ...]) -> str:
+    if len(checks) > 4:
+        return f"all {len(checks)} checks pass"
+    return ", ".join(c.clause for c in checks)
 
 
 def _handle_text(handle: Any) -> str:
@@ -107,7 +136,13 @@ def _handle_text(handle: Any) -> str:
 
 def trace(family: str, ctx: CallContext, explicit: Any = None) -> Trace:
     """Evaluate every clause of every row for ``ctx`` and record the decision ``resolve`` makes."""
-    plan = plan_for(family)
+    return trace_in(plan_for(family), ctx, explicit)
+
+
+def trace_in(plan: FamilyPlan, ctx: CallContext, explicit: Any = None) -> Trace:
+    """``trace`` over a given compiled table (see ``decide_in``)."""
+    family = plan.name
+    ctx = plan.complete(ctx)
     selection = seeded()
     handle, tier = explicit, "explicit"
     if handle is None:
@@ -117,7 +152,7 @@ def trace(family: str, ctx: CallContext, explicit: Any = None) -> Trace:
     chosen: ImplRecord | None = None
     origin = error = error_type = None
     try:
-        resolution = decide(family, ctx, explicit)
+        resolution = decide_in(plan, ctx, explicit)
         chosen, origin = resolution.record, resolution.origin
     except SELECTION_ERRORS as exc:
         error, error_type = str(exc), type(exc).__name__
@@ -170,10 +205,24 @@ def explain(family: str, ctx: CallContext, explicit: Any = None) -> str:
     return trace(family, ctx, explicit).explain()
 
 
-def trace_plan(contexts: Mapping[str, CallContext]) -> tuple[Trace, ...]:
+class PlanTrace(tuple[Trace, ...]):
+    """Traces of several families decided under the same selections (``trace_plan``)."""
+
+    def explain(self) -> str:
+        return "\n".join(t.explain() for t in self)
+
+    def __repr__(self) -> str:
+        decided = ", ".join(f"{t.family}={t.chosen if t.ok else 'ERROR'}" for t in self)
+        return f"<PlanTrace: {decided}>"
+
+    def _repr_html_(self) -> str:
+        return "".join(t._repr_html_() for t in self)
+
+
+def trace_plan(contexts: Mapping[str, CallContext]) -> PlanTrace:
     """Traces for several families under the same selections."""
-    return tuple(trace(family, ctx) for family, ctx in contexts.items())
+    return PlanTrace(trace(family, ctx) for family, ctx in contexts.items())
 
 
 def explain_plan(contexts: Mapping[str, CallContext]) -> str:
-    return "\n".join(t.explain() for t in trace_plan(contexts))
+    return trace_plan(contexts).explain()

@@ -23,6 +23,7 @@ from typing import Any
 import torch
 import torch.nn.functional as F
 
+from inspector._free_names import ORIGIN, may_register_family
 from inspector.dispatch import CallContext, ImplRecord, Spec, axis, register_env_alias, register_family, resolve
 
 FAMILY = "attention"
@@ -153,7 +154,7 @@ def attention_context(q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causa
     """The ``CallContext`` of an attention call (``kv_len`` is a family-specific axis)."""
     return CallContext(
         FAMILY, fwd, q.dtype, q.is_cuda, q.dim(), q.shape[-1], False, attn_mask is not None,
-        torch.is_grad_enabled(), {"kv_len": k.shape[-2]}, (q, k, v, attn_mask),
+        torch.is_grad_enabled(), bool(is_causal), {"kv_len": k.shape[-2]}, (q, k, v, attn_mask),
         {"is_causal": is_causal, "scale": scale},
     )
 
@@ -186,10 +187,14 @@ def sample_attention(ctx: CallContext, generator: Any) -> tuple[tuple[Any, ...],
     return (q, k, v, mask), {}
 
 
-def register() -> None:
-    """(Re-)register the attention family with its legacy single-value variable."""
+def register() -> bool:
+    """(Re-)register the attention family with its legacy single-value variable, unless the user
+    registered a family of that name (then it is kept, and ``False`` says the demo was skipped)."""
+    if not may_register_family(FAMILY):
+        return False
     register_family(
         FAMILY, ROWS, "math", extractor=attention_context, sampler=sample_attention, tolerances=TOLERANCES,
-        description="scaled dot-product attention over (batch, heads, length, head_dim)",
+        description="scaled dot-product attention over (batch, heads, length, head_dim)", origin=ORIGIN,
     )
     register_env_alias(FAMILY, "INSPECTOR_BACKEND")
+    return True

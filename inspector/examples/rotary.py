@@ -12,6 +12,7 @@ from typing import Any
 
 import torch
 
+from inspector._free_names import ORIGIN, may_register_family
 from inspector.dispatch import CallContext, ImplRecord, Spec, register_family, resolve
 
 FAMILY = "rotary"
@@ -78,8 +79,12 @@ def sample_rotary(ctx: CallContext, generator: Any) -> tuple[tuple[Any, ...], di
     return (x, rotary_angles(32, head_dim, device=device)), {}
 
 
-def register() -> None:
+def register() -> bool:
+    """(Re-)register the rotary family unless the user registered one of that name."""
+    if not may_register_family(FAMILY):
+        return False
     register_family(
         FAMILY, ROWS, "torch", extractor=rotary_context, sampler=sample_rotary, tolerances=TOLERANCES,
-        description="rotary position embedding over (..., length, head_dim)",
+        description="rotary position embedding over (..., length, head_dim)", origin=ORIGIN,
     )
+    return True

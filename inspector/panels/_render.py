@@ -47,6 +47,19 @@ def render_into(out: widgets.Output, *objects: Any) -> None:
     )
 
 
+class RawHTML:
+    """Markup to show as HTML in ``render_into`` (a plain ``str`` shows as text)."""
+
+    def __init__(self, markup: str) -> None:
+        self.markup = markup
+
+    def _repr_html_(self) -> str:
+        return self.markup
+
+    def __repr__(self) -> str:
+        return self.markup
+
+
 def pre(text: str) -> str:
     """Escaped monospace block for traces and code snippets."""
     return f'<pre class="inspector-pre">{html.escape(text)}</pre>'

@@ -35,11 +35,38 @@ def available_tabs() -> tuple[TabSpec, ...]:
     return tuple(spec for spec in TABS if importlib.util.find_spec(spec.module) is not None)
 
 
-class Inspector:
-    """Tabs over every engine part; ``panels`` holds the ones built so far."""
+def user_registered_anything() -> bool:
+    """Whether the user's own op families or data backends are registered (demos aside)."""
+    from inspector._free_names import ORIGIN
+    from inspector.backends import default_registry
+    from inspector.dispatch.registry import _FAMILIES
 
-    def __init__(self, tabs: tuple[TabSpec, ...] | None = None) -> None:
+    builtin = (ORIGIN, "inspector.dispatch.torch_sdpa.family")
+    if any(family.origin not in builtin for family in _FAMILIES.values()):
+        return True
+    return any(not b.origin.startswith(ORIGIN) for b in default_registry().snapshot().backends)
+
+
+def load_demos(demos: bool | None) -> tuple[str, ...]:
+    """The app's demo policy: ``True`` loads them (under free names only), ``False`` never, ``None``
+    only when the user registered nothing of their own. Returns notes for the status line."""
+    if demos is False or (demos is None and user_registered_anything()):
+        return ("demos not loaded: showing your own families and backends (inspector.show(demos=True) adds them)",)
+    from inspector.examples import register_all
+
+    return tuple(f"demo skipped: {note}" for note in register_all())
+
+
+class Inspector:
+    """Tabs over every engine part; ``panels`` holds the ones built so far.
+
+    ``demos``: ``None`` (default) loads the embedded demo families and data backends only when
+    you registered none of your own; ``True`` adds them under free names; ``False`` never.
+    """
+
+    def __init__(self, tabs: tuple[TabSpec, ...] | None = None, *, demos: bool | None = None) -> None:
         self.tabs = tabs if tabs is not None else available_tabs()
+        self.notes = load_demos(demos)
         self.panels: dict[str, Panel] = {}
         self.status = widgets.HTML(value="")
         self.status.add_class("inspector-app-status")
@@ -86,7 +113,8 @@ class Inspector:
         """One status line for the app: the selected tab's own status."""
         panel = self.current
         if panel is not None:
-            self.status.value = f"<b>{html.escape(panel.title)}</b>: {panel.status.value or 'ready'}"
+            notes = "".join(f"<br><i>{html.escape(note)}</i>" for note in self.notes)
+            self.status.value = f"<b>{html.escape(panel.title)}</b>: {panel.status.value or 'ready'}{notes}"
 
     def to_html(self, path: str | Any) -> Any:
         """Write the self-contained report of what this app shows (see ``inspector.report``)."""
@@ -133,6 +161,10 @@ class Inspector:
         return bundle
 
 
-def show() -> Inspector:
-    """The Inspector app; leave it as a cell's last expression to display it."""
-    return Inspector()
+def show(*, demos: bool | None = None) -> Inspector:
+    """The Inspector app; leave it as a cell's last expression to display it.
+
+    Your own families and backends come first: the demos load only into empty registries,
+    unless ``demos=True`` (and then never over a name you registered).
+    """
+    return Inspector(demos=demos)

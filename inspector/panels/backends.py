@@ -61,11 +61,8 @@ class BackendsPanel(Panel):
         self, registry: BackendRegistry | None = None, configs: Mapping[str, Mapping[str, Any]] | None = None
     ) -> None:
         super().__init__()
-        if registry is None:
-            import inspector.examples.data_backends  # noqa: F401  (the demos, so the matrix is never empty)
-
-            registry = default_registry()
-        self.registry = registry
+        self.registry = registry if registry is not None else default_registry()
+        registry = self.registry
         self.configs: dict[str, Mapping[str, Any]] = {**DEFAULT_CONFIGS, **(configs or {})}
         self.snapshot: RegistrySnapshot = registry.snapshot()
         self.last_matrix: pd.DataFrame | None = None

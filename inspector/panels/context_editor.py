@@ -36,16 +36,17 @@ class ContextEditor:
         tight = widgets.Layout(width="90px")
         self.has_cache = widgets.Checkbox(value=False, description="cache", indent=False, layout=tight)
         self.has_mask = widgets.Checkbox(value=False, description="mask", indent=False, layout=tight)
+        self.causal = widgets.Checkbox(value=False, description="causal", indent=False, layout=tight)
         self.grad = widgets.Checkbox(value=True, description="grad", indent=False, layout=tight)
         self.controls = (self.dtype, self.device, self.fwd, self.ndim, self.head_dim, self.extra,
-                         self.has_cache, self.has_mask, self.grad)
+                         self.has_cache, self.has_mask, self.causal, self.grad)
         self._on_change = on_change
         self._holding = False
         for control in self.controls:
             control.observe(self._changed, names="value")
         self.widget = widgets.VBox([
             widgets.HBox([self.dtype, self.device, self.fwd, self.ndim, self.head_dim]),
-            widgets.HBox([self.extra, self.has_cache, self.has_mask, self.grad]),
+            widgets.HBox([self.extra, self.has_cache, self.has_mask, self.causal, self.grad]),
         ])
 
     def _changed(self, _change: dict[str, Any]) -> None:
@@ -63,6 +64,7 @@ class ContextEditor:
             has_cache=self.has_cache.value,
             has_mask=self.has_mask.value,
             grad_enabled=self.grad.value,
+            causal=self.causal.value,
         ).evolve(extra=parse_extra(self.extra.value))
 
     def load(self, ctx: CallContext) -> None:
@@ -79,6 +81,7 @@ class ContextEditor:
             self.ndim.value = ctx.ndim or 4
             self.head_dim.value = ctx.head_dim or 64
             self.has_cache.value, self.has_mask.value = ctx.has_cache, ctx.has_mask
+            self.causal.value = ctx.causal
             self.grad.value = ctx.grad_enabled
             self.extra.value = ", ".join(f"{k}={v}" for k, v in ctx.extra.items())
         finally:

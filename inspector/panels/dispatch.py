@@ -15,7 +15,6 @@ from typing import Any
 import ipywidgets as widgets
 import pandas as pd
 
-import inspector.examples  # noqa: F401  (the embedded families, so there is always a table)
 from inspector.dispatch import (
     ENV_VAR,
     CallContext,
@@ -28,18 +27,20 @@ from inspector.dispatch import (
     run_rows,
     set_op,
     trace,
-    trace_plan,
     what_if,
 )
+from inspector.dispatch.torch_sdpa import ensure_registered
 from inspector.panels._base import PANEL_CSS, Panel
-from inspector.panels._render import pre, render_into
+from inspector.panels._render import RawHTML, pre, render_into
 from inspector.panels.context_editor import DTYPES, ContextEditor
 from inspector.views._figures import figure_to_html
 from inspector.views.dispatch import (
     comparison_table,
+    decision_counts_table,
     decision_table,
     plan_table,
     style_decision_table,
+    watch_table,
     what_if_heatmap,
 )
 
@@ -54,9 +55,12 @@ class DispatchPanel(Panel):
 
     def __init__(self, family: str | None = None, context: CallContext | None = None) -> None:
         super().__init__()
+        ensure_registered()  # PyTorch's own SDPA family is always there
         names = list(families())
         if not names:
-            raise RuntimeError("No operator family is registered; register one or `import inspector.examples`")
+            raise RuntimeError(
+                "No operator family is registered; register one, or `import inspector.examples` for the demos"
+            )
         self.family = widgets.Dropdown(options=names, value=family or names[0], description="family",
                                        layout=widgets.Layout(width="220px"))
         self.editor = ContextEditor(self.guard(self.refresh))
@@ -84,6 +88,11 @@ class DispatchPanel(Panel):
         self.plan_out = widgets.Output()
         self.what_if_out = widgets.Output()
         self.compare_out = widgets.Output()
+        self.ran_out = widgets.Output()
+        ran_button = widgets.Button(description="Show what ran", icon="history", layout=widgets.Layout(width="160px"),
+                                    tooltip="The calls of the last `with torch_sdpa.watch():` block, and decisions "
+                                            "of any running record_decisions()")
+        ran_button.on_click(self.guard(lambda _b: self.show_what_ran()))
         what_if_button = widgets.Button(description="Draw what-if grid", icon="th")
         what_if_button.on_click(self.guard(lambda _b: self.draw_what_if()))
         compare_button = widgets.Button(description="Run and compare rows", icon="play")
@@ -93,8 +102,9 @@ class DispatchPanel(Panel):
             self.plan_out,
             widgets.VBox([what_if_button, self.what_if_out]),
             widgets.VBox([compare_button, self.compare_out]),
+            widgets.VBox([ran_button, self.ran_out]),
         ])
-        details.titles = ("Trace", "Plan (all families)", "What-if grid", "Run and compare")
+        details.titles = ("Trace", "Plan (all families)", "What-if grid", "Run and compare", "What ran")
         details.selected_index = 0
         self.family.observe(self.guard(lambda _c: self.refresh()), names="value")
         toggle_rows = [widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="80px")), toggle])
@@ -116,6 +126,7 @@ class DispatchPanel(Panel):
         self.last_trace: Trace | None = None
         self.last_table: pd.DataFrame | None = None
         self.last_what_if: Any = None
+        self.last_what_ran: pd.DataFrame | None = None
         if context is not None:
             self.editor.load(context)
         self.refresh()
@@ -176,7 +187,7 @@ class DispatchPanel(Panel):
         ctx = self.context
         with self.selection():
             self.last_trace = trace(self.family.value, ctx)
-            plan = trace_plan({name: ctx._replace(family=name) for name in self.toggles})
+            plan = [self._trace_or_failure(name, ctx._replace(family=name)) for name in self.toggles]
         self.last_table = decision_table(self.last_trace)
         render_into(self.table_out, style_decision_table(self.last_table))
         self.trace_html.value = pre(self.last_trace.explain())
@@ -190,6 +201,35 @@ class DispatchPanel(Panel):
             self.set_status(f"{t.family}: {t.chosen} (origin={t.origin})")
         else:
             self.set_status(f"{t.family}: ERROR: {(t.error or '').splitlines()[0]}")
+
+    @staticmethod
+    def _trace_or_failure(family: str, ctx: CallContext) -> Trace:
+        """One family's trace for the plan; a family that refuses the shared context says why."""
+        try:
+            return trace(family, ctx)
+        except ValueError as exc:  # e.g. an extra axis meant for another family
+            return Trace.failed(family, ctx, exc)
+
+    def show_what_ran(self) -> pd.DataFrame | None:
+        """What ran: the last ``torch_sdpa.watch()`` block, and decisions of running recorders."""
+        from inspector.dispatch.recorder import ACTIVE
+        from inspector.dispatch.torch_sdpa import last_watch
+
+        calls = last_watch()
+        frame = watch_table(calls.table()) if calls is not None else None
+        self.last_what_ran = frame
+        parts: list[Any] = []
+        if frame is None:
+            parts.append(RawHTML("<i>No watched block yet: run <code>with torch_sdpa.watch() as calls: "
+                                 "model(x)</code>, then press the button again.</i>"))
+        else:
+            parts += [RawHTML(f"<b>Last watch(): {len(calls or ())} SDPA call(s)</b>"),
+                      RawHTML(frame.to_html(index=False))]  # in full: the reasons are the point
+        for recorder in tuple(ACTIVE):
+            parts += [RawHTML(f"<b>record_decisions(): {recorder.total} decision(s)</b>"),
+                      RawHTML(decision_counts_table(recorder.counts()).to_html(index=False))]
+        render_into(self.ran_out, *parts)
+        return frame
 
     def draw_what_if(self, **sweep: Any) -> Any:
         """Heatmap of the winning row over dtype × head_dim × mask × grad (or the axes given)."""

@@ -13,6 +13,7 @@ from pandas.io.formats.style import Styler
 
 from inspector.dispatch import DecisionCount, RowRun, Trace, WhatIfCell
 from inspector.dispatch.context import format_value
+from inspector.dispatch.torch_sdpa.watch import WatchTable
 from inspector.views._figures import NEUTRAL_INK, new_figure, style_axes
 
 DECISION_COLUMNS = ["row", "priority", "available", "faithful", "verdict", "failing", "chosen", "origin"]
@@ -207,4 +208,13 @@ def decision_counts_table(counts: Sequence[DecisionCount]) -> pd.DataFrame:
     return pd.DataFrame.from_records(
         [{"family": c.family, "row": c.row, "origin": c.origin, "count": c.count} for c in counts],
         columns=["family", "row", "origin", "count"],
+    )
+
+
+def watch_table(table: WatchTable) -> pd.DataFrame:
+    """What a ``torch_sdpa.watch()`` block saw: backend, dtype, shapes, calls, faster backends rejected."""
+    return pd.DataFrame.from_records(
+        [{"backend": g.backend, "dtype": g.dtype, "shapes": g.shapes, "calls": g.count, "rejected": g.rejected}
+         for g in table.groups],
+        columns=["backend", "dtype", "shapes", "calls", "rejected"],
     )

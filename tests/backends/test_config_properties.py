@@ -133,12 +133,19 @@ valid_configs = st.builds(
     name=st.text(min_size=1, max_size=10),
     epochs=st.integers(1, 100),
     seed=st.integers(0, 2**31),
+    extra=st.dictionaries(
+        st.text(min_size=1, max_size=6).filter(lambda k: k not in TOP_KEYS and k != "dataset_type"),
+        st.dictionaries(st.text(max_size=6), st.one_of(st.integers(), st.text(max_size=5)), max_size=3),
+        max_size=3,
+    ),
 )
 
 
 def _plain(cfg: TrainConfig) -> dict[str, Any]:
+    """The file form: the other sections sit beside ``data`` at the top level."""
     as_dict = dataclasses.asdict(cfg)
     as_dict["data"]["options"] = dict(cfg.data.options)
+    as_dict.update(as_dict.pop("extra"))
     return as_dict
 
 

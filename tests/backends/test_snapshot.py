@@ -70,9 +70,9 @@ def test_snapshot_records_are_frozen_and_detached(populated, make_backend):
 
 
 def test_unknown_backend_in_a_snapshot_lists_the_registered(populated):
-    with pytest.raises(KeyError, match=r"Registered: \['a', 'b'\]"):
+    with pytest.raises(backends.UnknownBackendError, match=r"Known: \['a', 'b'\]"):
         backends.snapshot().backend("zzz")
-    with pytest.raises(KeyError, match=r"Verbs: \['build', 'stats'\]"):
+    with pytest.raises(backends.UnknownVerbError, match=r"Verbs: \['build', 'stats'\]"):
         backends.snapshot().backend("b").verb("describe")
 
 

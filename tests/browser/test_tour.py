@@ -38,6 +38,18 @@ def test_tour_runs_and_the_attention_toggle_changes_the_decision(page, lab, tmp_
 
     toggle.get_by_role("button", name="auto", exact=True).click()
     status.filter(has_text="attention: sdpa (origin=chain)").wait_for()
+
+    # PyTorch's own family: select it, force math, and the table follows.
+    page.locator(f"{PANEL} select").first.select_option("torch_sdpa")
+    status.filter(has_text="torch_sdpa: flash_attention (origin=chain)").wait_for()
+    assert chosen_row(page) == "flash_attention"
+    sdpa_toggle = page.locator(f"{PANEL} .inspector-toggle-torch_sdpa")
+    sdpa_toggle.get_by_role("button", name="math", exact=True).click()
+    status.filter(has_text="torch_sdpa: math (origin=context)").wait_for()
+    assert chosen_row(page) == "math"
+    sdpa_toggle.get_by_role("button", name="auto", exact=True).click()
+    page.locator(f"{PANEL} select").first.select_option("attention")
+    status.filter(has_text="attention: sdpa (origin=chain)").wait_for()
     page.locator(".jp-OutputArea .widget-tab").first.evaluate("e => e.scrollIntoView({block: 'start'})")
     page.mouse.move(5, 5)
     shot = save_screenshot(page, "tour.png", tmp_path)

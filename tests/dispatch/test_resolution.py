@@ -70,8 +70,12 @@ def test_context_selection_is_strict(toy: str) -> None:
         assert resolve(toy, toy_ctx(BF16)).origin == "context"
 
 
+def _impl(*args: object) -> None:
+    """A stand-in implementation for third-party rows (only its identity matters here)."""
+
+
 def test_unavailable_selected_row_says_so(toy: str) -> None:
-    register_impl(ImplRecord("toy", "offline", "offline-obj", Spec.always(), available=False, priority=-1))
+    register_impl(ImplRecord("toy", "offline", _impl, Spec.always(), available=False, priority=-1))
     with pytest.raises(ExplicitSelectionError, match="available = False") as exc:
         resolve(toy, toy_ctx(F32), explicit="offline")
     assert exc.value.available is False
@@ -307,14 +311,14 @@ def test_probe_each_call_rows_are_reprobed_every_time() -> None:
 
 
 def test_third_party_rows_join_the_table_and_can_be_removed(toy: str) -> None:
-    external = ImplRecord("toy", "external", "ext", Spec.inference(), priority=-1)
+    external = ImplRecord("toy", "external", _impl, Spec.inference(), priority=-1)
     register_impl(external)
     assert resolve(toy, toy_ctx(F32, fwd="prefill")).name == "external"
     assert resolve(toy, toy_ctx(F32)).name == "beta"
     with pytest.raises(ValueError, match="already exists"):
         register_impl(external)
     with pytest.raises(ValueError, match="already exists"):
-        register_impl(ImplRecord("toy", "alpha", "dup", Spec.always()))
+        register_impl(ImplRecord("toy", "alpha", _impl, Spec.always()))
     unregister_impl(toy, "external")
     assert resolve(toy, toy_ctx(F32, fwd="prefill")).name == "beta"
     with pytest.raises(KeyError, match="cannot be unregistered"):

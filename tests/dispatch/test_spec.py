@@ -132,7 +132,7 @@ def trees(depth: int = 3) -> st.SearchStrategy:
 
 contexts = st.builds(
     lambda dtype, mask, grad, fwd, head_dim, kv_len, ndim: CallContext(
-        "toy", fwd, dtype, False, ndim, head_dim, False, mask, grad, {"kv_len": kv_len} if kv_len else {}
+        "toy", fwd, dtype, False, ndim, head_dim, False, mask, grad, False, {"kv_len": kv_len} if kv_len else {}
     ),
     st.sampled_from([BF16, F32, torch.float16]),
     st.booleans(),

@@ -90,7 +90,7 @@ def test_explain_plan_and_trace_plan_cover_each_family(toy: str) -> None:
 
 ATTENTION_CONTEXTS = st.builds(
     lambda dtype, ndim, head_dim, mask, grad, fwd, kv_len, cuda: CallContext(
-        "attention", fwd, dtype, cuda, ndim, head_dim, False, mask, grad, {"kv_len": kv_len}
+        "attention", fwd, dtype, cuda, ndim, head_dim, False, mask, grad, False, {"kv_len": kv_len}
     ),
     st.sampled_from([torch.float16, BF16, F32, torch.float64]),
     st.sampled_from([3, 4]),

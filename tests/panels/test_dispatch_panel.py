@@ -121,3 +121,46 @@ def test_loading_a_context_into_the_editor(panel: DispatchPanel) -> None:
     assert chosen_row(panel) == "chunked" and panel.editor.dtype.value == "bfloat16"
     with pytest.raises(ValueError, match="offers dtypes"):
         panel.editor.load(CallContext("attention", dtype=torch.int8))
+
+
+def test_torch_sdpa_sits_beside_the_other_families_and_its_toggle_steers_pytorch() -> None:
+    from inspector.dispatch.torch_sdpa.steering import current_flags
+
+    panel = DispatchPanel(family="torch_sdpa")
+    assert "torch_sdpa" in panel.toggles and "attention" in panel.toggles
+    assert panel.status.value == "torch_sdpa: flash_attention (origin=chain)"
+    before = current_flags()
+    panel.select("torch_sdpa", "math")
+    assert panel.status.value == "torch_sdpa: math (origin=context)" and chosen_row(panel) == "math"
+    assert current_flags() == before  # the panel steered PyTorch only while it rendered
+    panel.editor.ndim.value = 3
+    panel.select("torch_sdpa", "flash_attention")
+    assert panel.status.value.startswith("torch_sdpa: ERROR")
+    assert "4 dimensional" in panel.trace_html.value
+
+
+def test_the_causal_box_is_its_own_axis(panel: DispatchPanel) -> None:
+    panel.editor.causal.value = True
+    assert panel.context.causal is True and panel.context.has_mask is False
+
+
+def test_what_ran_shows_the_last_watched_block() -> None:
+    import torch.nn.functional as F
+
+    from inspector.dispatch import torch_sdpa
+
+    panel = DispatchPanel(family="torch_sdpa")
+    q = torch.randn(1, 2, 8, 16)
+    with torch_sdpa.watch():
+        F.scaled_dot_product_attention(q, q, q)
+        F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+    frame = panel.show_what_ran()
+    assert frame is not None and list(frame["backend"]) == ["flash_attention", "math"]
+    assert "non-zero dropout" in html_of(panel.ran_out)
+
+
+def test_an_extra_axis_for_one_family_does_not_break_the_plan_of_another(panel: DispatchPanel) -> None:
+    panel.editor.extra.value = "kv_len=4096, window=8"  # torch_sdpa knows no 'window'
+    assert panel.errors.widget.value == ""
+    assert panel.last_trace is not None and panel.last_trace.family == "attention"
+    assert "torch_sdpa" in html_of(panel.plan_out) and "no axis 'window'" in html_of(panel.plan_out)

@@ -9,10 +9,13 @@ visible out of the box: ``hdf5`` is recorded as an import error where h5py is no
 
 from __future__ import annotations
 
+from inspector._free_names import may_register_backend
 from inspector.backends import BackendRegistry, default_registry
 from inspector.examples.data_backends import npz, storage, synthetic
 from inspector.examples.data_backends.npz import write_example_episodes
 from inspector.examples.data_backends.storage import write_example_storage
+
+ORIGIN_BACKENDS = "inspector.examples.data_backends"
 
 __all__ = ["OPTIONAL", "install", "npz", "storage", "synthetic", "write_example_episodes", "write_example_storage"]
 
@@ -21,20 +24,25 @@ OPTIONAL: dict[str, tuple[str, str]] = {"hdf5": ("inspector.examples.data_backen
 
 
 def install(registry: BackendRegistry | None = None) -> BackendRegistry:
-    """Register the demo backends on ``registry`` (default: the process-wide one); idempotent."""
+    """Register the demo backends on ``registry`` (default: the process-wide one); idempotent.
+
+    A name the user registered is kept: that demo is skipped (``inspector.examples.skipped()``).
+    """
     import importlib
 
     target = registry if registry is not None else default_registry()
-    target.register_module("synthetic", synthetic, origin="inspector.examples.data_backends")
-    target.register_module("npz", npz, origin="inspector.examples.data_backends")
-    target.register_module("storage", storage, origin="inspector.examples.data_backends")
+    for name, module in (("synthetic", synthetic), ("npz", npz), ("storage", storage)):
+        if may_register_backend(target, name):
+            target.register_module(name, module, origin=ORIGIN_BACKENDS)
     for name, (module_name, command) in OPTIONAL.items():
+        if not may_register_backend(target, name):
+            continue
         try:
             module = importlib.import_module(module_name)
         except ImportError as exc:
-            target.record_import_error(name, exc, install=command, source="inspector.examples.data_backends")
+            target.record_import_error(name, exc, install=command, source=ORIGIN_BACKENDS)
         else:
-            target.register_module(name, module, origin="inspector.examples.data_backends")
+            target.register_module(name, module, origin=ORIGIN_BACKENDS)
     return target
 
 

@@ -1,0 +1,41 @@
+"""Demos register only under free names: a family or backend the user registered always wins.
+
+Every demo registration asks ``may_register`` first; a name that is taken by someone else is
+skipped and remembered, so the app can say which demos it left out and why.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+ORIGIN = "inspector.examples"
+_skipped: dict[str, str] = {}
+
+
+def may_register_family(name: str) -> bool:
+    """Whether the demo family ``name`` may be (re-)registered: the name is free or the demo's own."""
+    from inspector.dispatch.registry import _FAMILIES
+
+    family = _FAMILIES.get(name)
+    if family is None or family.origin == ORIGIN:
+        _skipped.pop(f"family {name}", None)
+        return True
+    _skipped[f"family {name}"] = f"kept your {name!r} family (registered by {family.origin or 'your code'})"
+    return False
+
+
+def may_register_backend(registry: Any, name: str) -> bool:
+    """Whether the demo data backend ``name`` may be registered on ``registry``."""
+    if not registry.is_registered(name):
+        _skipped.pop(f"backend {name}", None)
+        return True
+    origin = next((b.origin for b in registry.snapshot().backends if b.name == name), "")
+    if origin.startswith(ORIGIN):
+        return True
+    _skipped[f"backend {name}"] = f"kept your {name!r} data backend ({origin or 'registered by your code'})"
+    return False
+
+
+def skipped() -> tuple[str, ...]:
+    """What the demos left out because the name was taken, one sentence each."""
+    return tuple(_skipped.values())

@@ -1,0 +1,99 @@
+"""The proof of the port: ``predict`` equals PyTorch's own choice on generated calls.
+
+``torch._fused_sdp_choice`` is the oracle (never the implementation). The cases cover dtypes
+(float64, float32, bfloat16, float16, mixed), head dims 8-512 with unequal key/value dims,
+2-D to 5-D inputs, bool/float masks of every shape class (and masks requiring grad), causal,
+dropout, scale, GQA, non-contiguous layouts, requires_grad with autograd on and off, and every
+``sdpa_kernel`` restriction list.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections import Counter
+
+import pytest
+import torch
+from sdpa_cases import RESTRICTIONS, Case, generate, pytorch_choice
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+from inspector.dispatch import torch_sdpa
+
+CPU_CASES = 1500
+pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # PyTorch explains its refusals as warnings
+
+
+@contextlib.contextmanager
+def _flags_of(case: Case):  # type: ignore[no-untyped-def]
+    with contextlib.ExitStack() as stack:
+        if case.restriction is not None:
+            stack.enter_context(sdpa_kernel(list(case.restriction)))
+        stack.enter_context(torch.set_grad_enabled(case.grad_mode))
+        yield
+
+
+def _mismatches(cases: list[Case]) -> tuple[list[str], Counter[SDPBackend]]:
+    wrong, outcomes = [], Counter()
+    for case in cases:
+        with _flags_of(case):
+            want = pytorch_choice(case)
+            got = torch_sdpa.predict(*case.args, **case.kwargs)
+        outcomes[want] += 1
+        if got != want:
+            wrong.append(f"{case!r}: PyTorch {want}, predicted {got}")
+    return wrong, outcomes
+
+
+def test_predict_equals_pytorch_on_generated_cpu_calls() -> None:
+    cases = generate(CPU_CASES, device="cpu")
+    wrong, outcomes = _mismatches(cases)
+    assert wrong == []
+    # The draw exercises every outcome the CPU dispatch has, and every restriction list.
+    assert {SDPBackend.FLASH_ATTENTION, SDPBackend.MATH, SDPBackend.ERROR} <= set(outcomes)
+    assert min(outcomes.values()) >= 100
+    assert {c.restriction for c in cases} == set(RESTRICTIONS)
+
+
+def test_trace_decision_equals_predict_on_generated_calls() -> None:
+    for case in generate(300, device="cpu", seed=7):
+        with _flags_of(case):
+            trace = torch_sdpa.trace_call(*case.args, **case.kwargs)
+            predicted = torch_sdpa.predict(*case.args, **case.kwargs)
+        chosen = SDPBackend.ERROR if trace.chosen is None else getattr(SDPBackend, trace.chosen.upper())
+        assert chosen == predicted, repr(case)
+
+
+@pytest.mark.cuda
+def test_predict_equals_pytorch_on_generated_cuda_calls() -> None:
+    wrong, outcomes = _mismatches(generate(CPU_CASES, device="cuda"))
+    assert wrong == []
+    assert len(outcomes) >= 2
+
+
+def _pytorch_reason(case: Case) -> str | None:
+    """The first reason PyTorch gives for refusing flash (it warns them when nothing else may run)."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught, sdpa_kernel([SDPBackend.FLASH_ATTENTION]), \
+            torch.set_grad_enabled(case.grad_mode):
+        warnings.simplefilter("always")
+        if pytorch_choice(case) != SDPBackend.ERROR:
+            return None
+    texts = [str(w.message).split(" (Triggered internally")[0] for w in caught]
+    after = texts[texts.index("Flash attention kernel not used because:") + 1:] if \
+        "Flash attention kernel not used because:" in texts else []
+    return after[0] if after else None
+
+
+def test_trace_reasons_are_pytorchs_own_words() -> None:
+    compared = 0
+    for case in generate(400, device="cpu", seed=11):
+        reason = _pytorch_reason(case)
+        if reason is None:  # flash would run, or PyTorch refuses without a word (mask requiring grad)
+            continue
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]), torch.set_grad_enabled(case.grad_mode):
+            row = torch_sdpa.trace_call(*case.args, **case.kwargs).row("flash_attention")
+        first = row.failing[0]
+        assert reason.startswith(first.message.rstrip(".")), f"{case!r}: PyTorch said {reason!r}, we said {first}"
+        compared += 1
+    assert compared >= 100
