@@ -51,6 +51,7 @@ from inspector.views.rpc import (
 __all__ = ["MAX_LOCAL_WORKERS", "MapRow", "RpcPanel"]
 
 MAX_WORKERS = 64
+MAX_EDITABLE_PAIRS = 2048  # one row of widgets per pair; a 16-worker x 8-GPU mesh has 1,920
 MAX_DRAWN_EDGES = 160  # arrows; beyond this the graph takes seconds to draw; tables still show everything
 DEFAULT_PLAN = TopologyPlan.build(2, 2, {"worker0": {"worker1": {"cuda:0": "cuda:1"}},
                                          "worker1": {"worker0": {"cuda:1": "cuda:0"}}})  # fmt: skip
@@ -211,7 +212,13 @@ class RpcPanel(Panel):
         return TopologyPlan.build(self._names, self._counts(), maps, self._devices(), self.group.value == "static")
 
     def load_plan(self, plan: TopologyPlan) -> None:
-        """Show ``plan`` in the widgets and validate it."""
+        """Show ``plan`` in the widgets and validate it (up to ``MAX_EDITABLE_PAIRS`` rows)."""
+        if plan.pair_count > MAX_EDITABLE_PAIRS:
+            raise ValueError(
+                f"This plan maps {plan.pair_count:,} device pairs, too many to edit row by row here.\n"
+                f"limit = {MAX_EDITABLE_PAIRS:,}\n"
+                "next step = check it with plan.check() or `inspector rpc check PLAN.json`, or plan fewer workers"
+            )
         self._loading = True
         try:
             self._names = plan.names

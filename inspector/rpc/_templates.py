@@ -8,12 +8,32 @@ template raises no pre-flight warning; a plan then edits the pairs that differ.
 from __future__ import annotations
 
 MAX_TEMPLATE_WORKERS = 1024
+MAX_TEMPLATE_PAIRS = 1 << 20  # a 64-worker x 8-GPU mesh has 32,256; this bound keeps a typo from eating memory
+MAX_DEVICES_PER_WORKER = 128  # torch indexes a device type with an int8
 
 Maps = dict[str, dict[str, dict[str, str]]]
 
 
 def _identity(devices_per_worker: int) -> dict[str, str]:
+    if (
+        isinstance(devices_per_worker, bool)
+        or not isinstance(devices_per_worker, int)
+        or not 0 <= devices_per_worker <= MAX_DEVICES_PER_WORKER
+    ):
+        raise ValueError(
+            f"A template needs 0 .. {MAX_DEVICES_PER_WORKER} GPUs per worker, got {devices_per_worker!r}\n"
+            "next step = give the number of GPUs each worker has"
+        )
     return {f"cuda:{i}": f"cuda:{i}" for i in range(devices_per_worker)}
+
+
+def _check_pairs(maps_per_worker: int, workers: int, devices_per_worker: int) -> None:
+    pairs = maps_per_worker * workers * devices_per_worker
+    if pairs > MAX_TEMPLATE_PAIRS:
+        raise ValueError(
+            f"This template would map {pairs:,} device pairs, over the {MAX_TEMPLATE_PAIRS:,} a plan is built for.\n"
+            "next step = fewer workers or GPUs per worker"
+        )
 
 
 def _check(workers: int, minimum: int = 1) -> None:
@@ -33,6 +53,7 @@ def full_mesh_maps(names: list[str], devices_per_worker: int) -> Maps:
     """Every worker maps ``cuda:i -> cuda:i`` to every other worker."""
     _check(len(names))
     identity = _identity(devices_per_worker)
+    _check_pairs(len(names) - 1, len(names), devices_per_worker)
     return {src: {dst: dict(identity) for dst in names if dst != src} for src in names}
 
 

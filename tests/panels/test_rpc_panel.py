@@ -279,3 +279,11 @@ def test_launching_anyway_shows_how_the_world_fails_on_every_rank(panel: RpcPane
     assert isinstance(panel.last_launch_error, LocalWorldError)
     assert "worker1 = init_rpc: ValueError: Node worker0 has invalid target node names" in panel.world_html.value
     assert new_processes() == []
+
+
+def test_a_plan_too_large_to_edit_row_by_row_is_refused_with_the_limit(panel: RpcPanel) -> None:
+    panel.templates.workers.value = 64
+    panel.templates.gpus.value = 8
+    panel.templates.apply_button.click()
+    assert "too many to edit row by row here" in panel.errors.widget.value
+    assert "limit = 2,048" in panel.errors.widget.value and len(panel.rows) == 2  # the plan shown is untouched

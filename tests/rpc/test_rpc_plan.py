@@ -306,3 +306,9 @@ def test_a_plan_file_over_the_limit_is_refused_before_it_is_read(tmp_path) -> No
     path.write_bytes(b" " * 2048)
     with pytest.raises(PlanError, match="2,048 bytes, over the 1,024-byte limit"):
         read_plan_text(path, limit=1024)
+
+
+@pytest.mark.parametrize(("workers", "gpus"), [(1024, 128), (2, 129), (2, -1)])
+def test_templates_refuse_sizes_that_would_exhaust_memory_or_torchs_indices(workers: int, gpus: int) -> None:
+    with pytest.raises(ValueError, match="next step = "):
+        TopologyPlan.full_mesh(workers, gpus)
