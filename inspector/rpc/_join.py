@@ -8,7 +8,7 @@ job never reads a previous attempt's keys. A rank that arrives writes ``worker/<
 name, host, backend and planned devices and maps) and appends ``<rank>,`` to ``arrived``. A
 rank that fails its local checks, or gives up waiting, writes ``event/<rank>`` and appends
 to ``events`` instead. Waiting ranks poll two cheap keys, every 10 ms at first and backing off
-to every ``POLL_MAX_S`` (a thousand waiting ranks must not flood rank 0's store): whether
+to every ``POLL_MAX_S`` of ``_rendezvous`` (a thousand waiting ranks must not flood rank 0's store): whether
 ``events`` exists (then they read it, count themselves in ``acks`` and raise at once, with the
 failed rank's name and message), and how many ranks arrived; every ``log_interval`` they log
 who is still missing. At the deadline a rank raises ``RpcJoinError`` naming the missing ranks
@@ -30,26 +30,11 @@ from collections.abc import Callable
 from typing import Any
 
 from inspector.rpc._errors import RankFailedError, RendezvousConfigError, RpcError, RpcJoinError
-from inspector.rpc._rendezvous import Rendezvous
+from inspector.rpc._rendezvous import Backoff, Rendezvous
 
 logger = logging.getLogger("inspector.rpc")
 
 LINGER_S = 30.0  # how long the store's host waits for peers to read a verdict that ends the job
-POLL_MIN_S = 0.01
-POLL_MAX_S = 0.25
-
-
-class Backoff:
-    """Sleeps that start at ``POLL_MIN_S`` and grow by half each time, up to ``POLL_MAX_S``."""
-
-    def __init__(self) -> None:
-        self.delay = POLL_MIN_S
-
-    def sleep(self) -> None:
-        time.sleep(self.delay)
-        self.delay = min(POLL_MAX_S, self.delay * 1.5)
-
-
 def log_interval(join_timeout: float) -> float:
     """Seconds between "still waiting" lines: a thirtieth of the timeout, within 1 .. 10 s."""
     return min(10.0, max(1.0, join_timeout / 30))

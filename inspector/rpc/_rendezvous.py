@@ -27,8 +27,20 @@ from urllib.parse import parse_qs, urlparse
 from inspector.rpc._errors import RendezvousConfigError, RpcJoinError
 
 PROBE_TIMEOUT_S = 1.0
-POLL_INTERVAL_S = 0.1
+POLL_MIN_S = 0.01
+POLL_MAX_S = 0.25
 GUARDED_SCHEMES = ("env", "tcp")
+
+
+class Backoff:
+    """Sleeps that start at ``POLL_MIN_S`` and grow by half each time, up to ``POLL_MAX_S``."""
+
+    def __init__(self) -> None:
+        self.delay = POLL_MIN_S
+
+    def sleep(self) -> None:
+        time.sleep(self.delay)
+        self.delay = min(POLL_MAX_S, self.delay * 1.5)
 
 
 @dataclass(frozen=True)
@@ -126,6 +138,7 @@ def open_store(
                 f"Rank 0 cannot host the rendezvous store at {rdzv.address}: {str(exc).partition(chr(10))[0]}\n"
                 "next step = pick a free MASTER_PORT on this node (a previous job may still hold this one)"
             ) from exc
+    backoff = Backoff()
     while not _reachable(rdzv.host, rdzv.port, min(PROBE_TIMEOUT_S, max(0.05, deadline - time.monotonic()))):
         now = time.monotonic()
         if now >= deadline:
@@ -137,7 +150,7 @@ def open_store(
             )  # fmt: skip
         if on_wait is not None:
             on_wait(now - started)
-        time.sleep(POLL_INTERVAL_S)
+        backoff.sleep()
     try:
         return dist.TCPStore(rdzv.host, rdzv.port, None, False, op_timeout, wait_for_workers=False,
                              use_libuv=rdzv.use_libuv)  # fmt: skip
