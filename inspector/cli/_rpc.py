@@ -1,34 +1,60 @@
-"""``inspector rpc check PLAN.json``: every problem of a plan, and what ``init_rpc`` would say."""
+"""``inspector rpc check PLAN.json [--strict]``: every problem and warning of a plan, and what ``init_rpc`` would say.
+
+Exit 0: torch would accept the plan (warnings are printed); 1: torch would refuse it, or
+``--strict`` and there are warnings; 2: the file cannot be read as a plan (one line on stderr:
+a missing file, a FIFO or directory, bad JSON, non-finite numbers, absurd device counts).
+"""
 
 from __future__ import annotations
 
 import argparse
-import sys
-from pathlib import Path
 from typing import Any
+
+from inspector.cli._common import UsageError
 
 
 def add_parser(verbs: Any) -> None:
     rpc = verbs.add_parser("rpc", help="RPC device-map tools")
     rpc_verbs = rpc.add_subparsers(dest="rpc_verb", required=True)
-    check = rpc_verbs.add_parser("check", help="check a plan JSON file as init_rpc would (exit 1 if refused)")
+    check = rpc_verbs.add_parser(
+        "check", help="check a plan JSON file as init_rpc would (exit 1 if refused, or warned with --strict)"
+    )
     check.add_argument("plan", metavar="PLAN.json", help="a plan written by TopologyPlan.to_json or the RPC tab")
+    check.add_argument(
+        "--strict", action="store_true", help="treat pre-flight warnings (mistakes torch accepts) as a refusal"
+    )
+
+
+def _read(path: str) -> Any:
+    from inspector.rpc import PlanError, RpcError, TopologyPlan
+
+    try:
+        return TopologyPlan.from_file(path)
+    except PlanError as exc:
+        raise UsageError(f"cannot read {path}: {exc.one_line}") from exc
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except (RpcError, ValueError, TypeError) as exc:
+        raise UsageError(f"cannot read {path}: {str(exc).partition(chr(10))[0]}") from exc
 
 
 def run(args: argparse.Namespace) -> int:
-    from inspector.rpc import TopologyPlan, predict_init_error
+    from inspector.rpc import predict_init_error
 
-    try:
-        plan = TopologyPlan.from_json(Path(args.plan).read_text(encoding="utf-8"))
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        print(f"inspector rpc check: cannot read {args.plan}: {exc}", file=sys.stderr)
-        return 2
-    problems = plan.check()
+    plan = _read(args.plan)
+    problems, warnings = plan.check(), plan.preflight()
     for problem in problems:
         print(f"{problem.category}: {problem.message}")
+    for warning in warnings:
+        target = f" -> {warning.target}" if warning.target else ""
+        print(f"WARNING {warning.kind} ({warning.worker}{target}): {warning.message}")
     error = predict_init_error(plan)
-    if error is None:
-        print(f"OK: init_rpc would accept this plan ({len(plan.names)} workers, {len(problems)} problem(s))")
-        return 0
-    print(f"REFUSED: init_rpc would raise\n{error.text}")
-    return 1
+    counts = f"{len(plan.names)} workers, {len(problems)} problem(s), {len(warnings)} warning(s)"
+    if error is not None:
+        print(f"REFUSED: init_rpc would raise ({counts})\n{error.text}")
+        return 1
+    if warnings and args.strict:
+        print(f"STRICT: init_rpc would accept this plan, but --strict refuses its warnings ({counts})")
+        return 1
+    print(f"OK: init_rpc would accept this plan ({counts})")
+    return 0

@@ -1,14 +1,19 @@
 """RpcPanel: plan an RPC topology, see what torch's init_rpc would say as you type, and run a local world.
 
 The plan lives in the widgets (worker count, GPUs per worker, explicit devices, one row per mapped
-device pair, static or dynamic group) and is rebuilt as a ``TopologyPlan`` on every edit; all
-checking is the engine's (``check``, ``preflight``, ``predict_init_error``, ``derive``). Launching
-starts a real ``LocalWorld`` with the plan's workers on a background job (``rpc_launch``); on a
-machine without GPUs only the cpu -> cpu pairs go along, and the panel says how many were left out.
+device pair, static or dynamic group) and is rebuilt as a ``TopologyPlan`` on every edit, parsed
+once; all checking is the engine's (``check``, ``preflight``, ``predict_init_error``, ``derive``,
+each reading the plan's parsed topology). A template (``rpc_templates``) fills the rows for a
+mesh, a ring or a parameter server; ``Show this job's plan`` loads the job the notebook runs in
+(``TopologyPlan.from_job``). Rows a problem touches are outlined in red with the next step, and
+the plan downloads as a JSON file. Launching starts a real ``LocalWorld`` on a background job
+(``rpc_launch``), after a loud confirmation when init_rpc would refuse it; on a machine without
+GPUs only the cpu -> cpu pairs go along, and the panel says how many were left out.
 """
 
 from __future__ import annotations
 
+import base64
 import html
 from typing import Any
 
@@ -18,15 +23,26 @@ from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CSS, Panel
 from inspector.panels._guard import error_html
 from inspector.panels._render import pre, render_into
-from inspector.panels.rpc_launch import MAX_LOCAL_WORKERS, launchable, world_job, world_objects
-from inspector.panels.rpc_maps import MapRow
+from inspector.panels.rpc_launch import (
+    MAX_LOCAL_WORKERS,
+    LaunchConfirmation,
+    launchable,
+    refusal,
+    world_job,
+    world_objects,
+)
+from inspector.panels.rpc_maps import ROWS_CSS, MapRow
+from inspector.panels.rpc_templates import TemplatePicker
 from inspector.rpc import PlanError, TopologyPlan, WorldSnapshot, predict_init_error, registered_backends
+from inspector.rpc._records import MIB
 from inspector.views._figures import figure_to_html
 from inspector.views.rpc import (
     backends_table,
     derived_table,
+    highlighted_maps,
     init_error_text,
-    maps_table,
+    next_step,
+    pair_problems,
     problems_table,
     topology_figure,
     warnings_table,
@@ -35,10 +51,22 @@ from inspector.views.rpc import (
 __all__ = ["MAX_LOCAL_WORKERS", "MapRow", "RpcPanel"]
 
 MAX_WORKERS = 64
-MAX_DRAWN_PAIRS = 600  # beyond this the graph takes seconds to draw; tables still show everything
-DEFAULT_PLAN = TopologyPlan.build(
-    2, 2, {"worker0": {"worker1": {"cuda:0": "cuda:1", "cpu": "cpu"}}, "worker1": {"worker0": {"cuda:1": "cuda:0"}}}
-)
+MAX_EDITABLE_PAIRS = 2048  # one row of widgets per pair; a 16-worker x 8-GPU mesh has 1,920
+MAX_DRAWN_EDGES = 160  # arrows; beyond this the graph takes seconds to draw; tables still show everything
+DEFAULT_PLAN = TopologyPlan.build(2, 2, {"worker0": {"worker1": {"cuda:0": "cuda:1"}},
+                                         "worker1": {"worker0": {"cuda:1": "cuda:0"}}})  # fmt: skip
+
+
+def drawable(plan: TopologyPlan) -> bool:
+    """Whether the graph is quick to draw: few pairs, or few worker-to-worker arrows."""
+    return plan.pair_count <= 24 or sum(len(w.device_maps) for w in plan.workers) <= MAX_DRAWN_EDGES
+
+
+def download_link(plan: TopologyPlan) -> str:
+    """An ``<a download>`` that saves the plan as ``rpc_plan.json`` (no server round trip)."""
+    data = base64.b64encode(plan.to_json().encode()).decode("ascii")
+    return (f'<a class="inspector-rpc-download" download="rpc_plan.json" '
+            f'href="data:application/json;base64,{data}">⬇ Download rpc_plan.json</a>')  # fmt: skip
 
 
 class RpcPanel(Panel):
@@ -56,113 +84,75 @@ class RpcPanel(Panel):
         self._loading = False
         self.rows: list[MapRow] = []
 
-        self.workers = widgets.BoundedIntText(
-            value=2, min=1, max=MAX_WORKERS, description="workers", layout=widgets.Layout(width="170px")
-        )
-        self.gpus = widgets.Text(
-            value="2",
-            description="GPUs per worker",
-            placeholder="8, or 8,8,4,4",
-            style={"description_width": "initial"},
-            layout=widgets.Layout(width="260px"),
-        )
+        narrow = {"description_width": "initial"}
+        self.workers = widgets.BoundedIntText(value=2, min=1, max=MAX_WORKERS, description="workers",
+                                              layout=widgets.Layout(width="170px"))  # fmt: skip
+        self.gpus = widgets.Text(value="2", description="GPUs per worker", placeholder="8, or 8,8,4,4", style=narrow,
+                                 layout=widgets.Layout(width="260px"))  # fmt: skip
         self.group = widgets.ToggleButtons(
             options=["static", "dynamic"], value="static", tooltips=["world_size given", "workers join later"]
         )
-        self.devices = widgets.Textarea(
-            description="devices",
-            placeholder="worker0: cuda:0, cuda:1   (optional)",
-            layout=widgets.Layout(width="520px", height="52px"),
+        self.devices = widgets.Textarea(description="devices", placeholder="worker0: cuda:0, cuda:1   (optional)",
+                                        layout=widgets.Layout(width="520px", height="52px"))  # fmt: skip
+        self.templates = TemplatePicker(self.guard(self.load_plan))
+        from_job = widgets.Button(
+            description="Show this job's plan",
+            icon="share-alt",
+            tooltip="the topology of the RPC job this kernel runs in (TopologyPlan.from_job)",
+            layout=widgets.Layout(width="auto"),
         )
+        from_job.on_click(self.guard(lambda _b: self.load_job_plan()))  # fmt: skip
         self.rows_box = widgets.VBox([])
         add_button = widgets.Button(description="Add map row", icon="plus")
         add_button.on_click(self.guard(lambda _b: self.add_row()))
         self.init_html = widgets.HTML()
-        self.init_html.add_class("inspector-rpc-init")
-        self.problems_out = widgets.Output()
-        self.graph_out = widgets.Output()
-        self.derived_out = widgets.Output()
+        self.problems_out, self.graph_out, self.derived_out = widgets.Output(), widgets.Output(), widgets.Output()
         self.json_text = widgets.Textarea(placeholder="plan JSON", layout=widgets.Layout(width="620px", height="160px"))
+        self.download = widgets.HTML()
+        self._linked: TopologyPlan | None = None
         export_button = widgets.Button(description="Export plan", icon="download")
         export_button.on_click(self.guard(lambda _b: self.export_json()))
         import_button = widgets.Button(description="Import plan", icon="upload")
         import_button.on_click(self.guard(lambda _b: self.import_json()))
-        self.rtt_count = widgets.BoundedIntText(
-            value=50,
-            min=1,
-            max=10_000,
-            description="RTT samples",
-            style={"description_width": "initial"},
-            layout=widgets.Layout(width="170px"),
-        )
-        self.megabytes = widgets.BoundedFloatText(
-            value=16.0,
-            min=0.001,
-            max=4096.0,
-            description="tensor MB",
-            style={"description_width": "initial"},
-            layout=widgets.Layout(width="170px"),
-        )
+        self.rtt_count = widgets.BoundedIntText(value=50, min=1, max=10_000, description="RTT samples", style=narrow,
+                                                layout=widgets.Layout(width="170px"))  # fmt: skip
+        self.mebibytes = widgets.BoundedFloatText(value=16.0, min=0.001, max=1024.0, description="largest message MiB",
+                                                  style=narrow, layout=widgets.Layout(width="230px"))  # fmt: skip
         self.launch_button = widgets.Button(description="Launch local world", icon="rocket")
         self.launch_button.on_click(self.guard(lambda _b: self.launch()))
+        self.confirmation = LaunchConfirmation()
         self.job = BackgroundJob("Local world")
-        self.world_html = widgets.HTML()
-        self.world_out = widgets.Output()
-        self.backends_out = widgets.Output()
+        self.world_html, self.world_out, self.backends_out = widgets.HTML(), widgets.Output(), widgets.Output()
 
         for control in (self.workers, self.gpus, self.group, self.devices):
             control.observe(self.guard(self._on_edit), names="value")
-        details = widgets.Accordion(
-            children=[
-                widgets.VBox([self.graph_out]),
-                self.derived_out,
-                widgets.VBox([widgets.HBox([export_button, import_button]), self.json_text]),
-                widgets.VBox(
-                    [
-                        widgets.HBox([self.rtt_count, self.megabytes, self.launch_button]),
-                        self.job.widget,
-                        self.world_html,
-                        self.world_out,
-                    ]
-                ),
-                self.backends_out,
-            ]
-        )
-        details.titles = (
-            "Topology graph",
-            "Reverse maps and device lists",
-            "Plan JSON",
-            "Launch a local world",
-            "Registered RPC backends",
-        )
-        details.selected_index = 0
-        self.widget = widgets.VBox(
+        launch_box = widgets.VBox(
             [
-                widgets.HTML(PANEL_CSS + "<b>RPC device maps</b>: plan a topology and see what init_rpc would say"),
-                widgets.HBox([self.workers, self.gpus, self.group]),
-                self.devices,
-                widgets.HTML(
-                    "<small>Each row: the caller's <i>source</i> device → the callee's <i>target</i> device "
-                    "(<code>set_device_map(callee, {source: target})</code> on the caller)</small>"
-                ),
-                self.rows_box,
-                add_button,
-                self.status,
-                self.errors.widget,
-                self.init_html,
-                self.problems_out,
-                details,
+                widgets.HBox([self.rtt_count, self.mebibytes, self.launch_button]),
+                self.confirmation.widget,
+                self.job.widget,
+                self.world_html,
+                self.world_out,
             ]
         )
+        plan_json = widgets.VBox([widgets.HBox([export_button, import_button]), self.json_text])
+        details = widgets.Accordion(children=[self.graph_out, self.derived_out, plan_json, launch_box,
+                                              self.backends_out])  # fmt: skip
+        details.titles = ("Topology graph", "Reverse maps and device lists", "Plan JSON", "Launch a local world",
+                          "Registered RPC backends")  # fmt: skip
+        details.selected_index = 0
+        header = PANEL_CSS + ROWS_CSS + "<b>RPC device maps</b>: plan a topology and see what init_rpc would say"
+        rows_help = ("<small>Each row: the caller's <i>source</i> device → the callee's <i>target</i> device "
+                     "(<code>set_device_map(callee, {source: target})</code> on the caller)</small>")  # fmt: skip
+        self.widget = widgets.VBox([
+            widgets.HTML(header), widgets.HBox([self.templates.widget, from_job, self.download]),
+            widgets.HBox([self.workers, self.gpus, self.group]), self.devices, widgets.HTML(rows_help),
+            self.rows_box, add_button, self.status, self.errors.widget, self.init_html, self.problems_out, details,
+        ])  # fmt: skip
         self.widget.add_class("inspector-rpc-panel")
-        for control, name in (
-            (self.workers, "workers"),
-            (self.gpus, "gpus"),
-            (self.group, "group"),
-            (self.launch_button, "launch"),
-            (self.world_html, "world"),
-            (self.graph_out, "graph"),
-        ):
+        for control, name in ((self.workers, "workers"), (self.gpus, "gpus"), (self.group, "group"),
+                              (self.launch_button, "launch"), (self.world_html, "world"), (self.graph_out, "graph"),
+                              (self.init_html, "init"), (self.download, "download-box")):  # fmt: skip
             control.add_class(f"inspector-rpc-{name}")
         render_into(self.backends_out, backends_table(registered_backends()))
         self.load_plan(plan or DEFAULT_PLAN)
@@ -222,7 +212,13 @@ class RpcPanel(Panel):
         return TopologyPlan.build(self._names, self._counts(), maps, self._devices(), self.group.value == "static")
 
     def load_plan(self, plan: TopologyPlan) -> None:
-        """Show ``plan`` in the widgets and validate it."""
+        """Show ``plan`` in the widgets and validate it (up to ``MAX_EDITABLE_PAIRS`` rows)."""
+        if plan.pair_count > MAX_EDITABLE_PAIRS:
+            raise ValueError(
+                f"This plan maps {plan.pair_count:,} device pairs, too many to edit row by row here.\n"
+                f"limit = {MAX_EDITABLE_PAIRS:,}\n"
+                "next step = check it with plan.check() or `inspector rpc check PLAN.json`, or plan fewer workers"
+            )
         self._loading = True
         try:
             self._names = plan.names
@@ -268,24 +264,38 @@ class RpcPanel(Panel):
     def refresh(self) -> None:
         """Rebuild the plan and show every problem, warnings, what init_rpc would raise, graph and devices."""
         plan = self.plan
-        problems = plan.check()
-        predicted = predict_init_error(plan)
+        problems, warnings, predicted = plan.check(), plan.preflight(), predict_init_error(plan)
         self.last_plan = plan
         self.init_html.value = "<b>init_rpc</b>:" + pre(init_error_text(predicted))
-        warnings = plan.preflight()
+        self._mark_rows(problems)
         shown: list[Any] = [problems_table(problems)] if problems else []
         if warnings:
             shown += ["Pre-flight warnings (torch accepts these):", warnings_table(warnings)]
-        shown.append(maps_table(plan, problems))
+        shown.append(highlighted_maps(plan, problems))
         render_into(self.problems_out, *shown)
-        pairs = sum(len(p) for w in plan.workers for _, p in w.device_maps)
-        if pairs <= MAX_DRAWN_PAIRS:
+        if drawable(plan):
             render_into(self.graph_out, topology_figure(plan, problems))
         else:
-            render_into(self.graph_out, f"{pairs} mapped pairs: too many to draw; the tables list them all.")
+            render_into(self.graph_out, f"{plan.pair_count} mapped pairs: too many to draw; the tables list them all.")
         render_into(self.derived_out, derived_table(plan.derive()))
+        if plan != self._linked:
+            self.download.value, self._linked = download_link(plan), plan
         verdict = "init_rpc would start" if predicted is None else f"init_rpc would fail ({predicted.stage})"
-        self.set_status(f"{len(plan.workers)} workers, {pairs} mapped pairs, {len(problems)} problem(s): {verdict}")
+        self.set_status(
+            f"{len(plan.workers)} workers, {plan.pair_count} mapped pairs, {len(problems)} problem(s): {verdict}"
+        )
+
+    def _mark_rows(self, problems: Any) -> None:
+        """Outline every row a problem touches, with the category and the next step beside it."""
+        for row in self.rows:
+            found = pair_problems(problems, *row.values) if all(row.values) else []
+            row.mark([str(p.category) for p in found], list(dict.fromkeys(next_step(p) for p in found if next_step(p))))
+
+    def load_job_plan(self) -> TopologyPlan:
+        """Show the plan of the RPC job this kernel runs in (``TopologyPlan.from_job``)."""
+        plan = TopologyPlan.from_job()
+        self.load_plan(plan)
+        return plan
 
     # -- JSON ------------------------------------------------------------------------------------
     def export_json(self) -> str:
@@ -300,18 +310,25 @@ class RpcPanel(Panel):
         return plan
 
     # -- a real local world ----------------------------------------------------------------------
-    def launch(self, *, wait: bool = False) -> None:
+    def launch(self, *, wait: bool = False, confirmed: bool = False) -> None:
         """Start a LocalWorld for the plan on a background job, measure RTT and bandwidth, close it.
 
-        A launch while one is running is refused before anything shown changes.
+        A launch while one is running is refused before anything shown changes; a plan init_rpc
+        would refuse asks first (``confirmation``), unless ``confirmed``.
         """
         if self.job.running:
             raise RuntimeError(
                 "A local world is already running in this panel.\n"
                 "next step = wait for it to finish, or press Cancel, then launch again"
             )
-        plan, note = launchable(self.plan)
-        job = world_job(plan, self.rtt_count.value, int(self.megabytes.value * 1e6))
+        planned = self.plan
+        plan, note = launchable(planned)
+        reason = None if confirmed else refusal(planned, plan)
+        if reason is not None:
+            self.confirmation.ask(reason, self.guard(lambda: self.launch(wait=wait, confirmed=True)))
+            return
+        self.confirmation.dismiss()
+        job = world_job(plan, self.rtt_count.value, int(self.mebibytes.value * MIB))
         self.launch_note = note
         self.world_html.value = html.escape(note) + "starting…"
         render_into(self.world_out)
@@ -343,11 +360,11 @@ class RpcPanel(Panel):
             parts.append("<p><b>init_rpc</b>:</p>" + pre(init_error_text(predict_init_error(plan))))
             if problems:
                 parts.append(problems_table(problems).to_html(index=False))
-            parts.append(maps_table(plan, problems).to_html(index=False))
-            if sum(len(p) for w in plan.workers for _, p in w.device_maps) <= MAX_DRAWN_PAIRS:
+            parts.append(highlighted_maps(plan, problems).to_html())
+            if drawable(plan):
                 parts.append(figure_to_html(topology_figure(plan, problems), alt="device-map graph"))
             parts.append(derived_table(plan.derive()).to_html(index=False))
         if self.last_world is not None:
             for obj in world_objects(self.last_world):
-                parts.append(obj.to_html(index=False) if hasattr(obj, "to_html") else figure_to_html(obj, alt="RTT"))
+                parts.append(obj.to_html(index=False) if hasattr(obj, "to_html") else figure_to_html(obj, alt="world"))
         return "<div class='inspector-rpc-static'>" + "".join(parts) + "</div>"

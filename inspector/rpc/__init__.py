@@ -1,14 +1,27 @@
-"""RPC on ``torch.distributed.rpc``: a backend registry, device-map planning, and local worlds.
+"""RPC on ``torch.distributed.rpc``: a backend registry, device-map planning, local worlds, and a safe ``init_rpc``.
 
 The device-map functions are pure (no GPU, no torch needed) and follow torch's own checks, so
 a plan predicts what ``init_rpc`` will say; ``LocalWorld`` starts real TensorPipe workers on
-127.0.0.1 and measures them. torch's RPC package is imported only by the calls that need it.
+127.0.0.1 and measures them; ``init_rpc`` starts a real multi-node job with every wait
+bounded and every rank told why the job did not start. Every error is an ``RpcError``.
+torch's RPC package is imported only by the calls that need it.
 """
 
 from __future__ import annotations
 
 from inspector.rpc._device_lists import create_device_list, create_reverse_mapping
 from inspector.rpc._devices import Device, DeviceSpecError, as_device
+from inspector.rpc._errors import (
+    DeviceCountError,
+    JobTopologyError,
+    RankFailedError,
+    RendezvousConfigError,
+    RpcError,
+    RpcJoinError,
+    RpcUnavailableError,
+    TopologyTypeError,
+    WorkerConfigError,
+)
 from inspector.rpc._init import init_rpc
 from inspector.rpc._plan import DerivedDevices, PlanError, TopologyPlan, WorkerPlan
 from inspector.rpc._prediction import InitError, predict_init_error
@@ -39,7 +52,7 @@ from inspector.rpc._registry import (
 from inspector.rpc._topology import MissingDeviceCountError
 from inspector.rpc._torch_internals import UnsupportedTorchError
 from inspector.rpc._validation import check_device_maps, validate_device_maps
-from inspector.rpc._world import LocalWorld, LocalWorldError
+from inspector.rpc._world import LocalWorld, LocalWorldError, WorldCancelled
 
 __all__ = [
     "BackendInfo",
@@ -48,27 +61,37 @@ __all__ = [
     "Bandwidth",
     "DerivedDevices",
     "Device",
+    "DeviceCountError",
     "DeviceMapCategory",
     "DeviceMapError",
     "DeviceMapProblem",
     "DeviceSpecError",
     "DuplicateBackendError",
     "InitError",
+    "JobTopologyError",
     "LocalWorld",
     "LocalWorldError",
     "MissingDeviceCountError",
     "PairLatency",
     "PlanError",
     "PreflightWarning",
+    "RankFailedError",
+    "RendezvousConfigError",
+    "RpcError",
+    "RpcJoinError",
+    "RpcUnavailableError",
     "RttMatrix",
     "TopologyPlan",
+    "TopologyTypeError",
     "UnknownBackendOptionError",
     "UnknownRpcBackendError",
     "UnsupportedTorchError",
     "WarningKind",
+    "WorkerConfigError",
     "WorkerFailure",
     "WorkerPlan",
     "WorkerSnapshot",
+    "WorldCancelled",
     "WorldSnapshot",
     "as_device",
     "backend_registered",

@@ -45,17 +45,44 @@ def unsortable_list_problem(devices: Sequence[Device], worker: str | None) -> De
     )  # fmt: skip
 
 
+def reverse_maps(my_name: str, names: Sequence[str], maps: Mapping[str, Mapping[str, Mapping[Device, Device]]]):
+    """``create_reverse_mapping`` over parsed maps (a plan's topology): nothing is parsed again."""
+    reverse: dict[str, dict[Device, Device]] = {}
+    for node in names:
+        per_target = maps.get(node, {})
+        if my_name in per_target:
+            reverse[node] = {target: source for source, target in per_target[my_name].items()}
+    return reverse
+
+
+def device_list(
+    listed: Sequence[Device], mapped: Iterable[Mapping[Device, Device]], worker: str | None = None
+) -> list[Device]:
+    """``create_device_list`` over parsed devices: ``mapped`` are my maps and the reverse maps."""
+    if listed:
+        candidates = list(listed)
+    else:
+        derived: set[Device] = set()
+        for mapping in mapped:
+            derived.update(mapping)
+        derived.discard(CPU)
+        candidates = sorted(derived, key=lambda d: (d.index is None, d.index or 0, str(d)))
+    problem = unsortable_list_problem(candidates, worker)
+    if problem is not None:
+        raise DeviceMapError(problem)
+    return sorted(candidates, key=lambda d: d.index or 0)
+
+
 def create_reverse_mapping(
     my_name: str, names: Sequence[str], device_maps: Mapping[str, Mapping[str, Any]]
 ) -> dict[str, dict[Device, Device]]:
     """For each worker whose maps target ``my_name``: that map inverted (an empty map stays, empty)."""
-    reverse: dict[str, dict[Device, Device]] = {}
-    for node in names:
-        per_target = device_maps.get(node, {})
-        if my_name in per_target:
-            forward = as_device_map(per_target[my_name])
-            reverse[node] = {target: source for source, target in forward.items()}
-    return reverse
+    parsed = {
+        node: {my_name: as_device_map(per_target[my_name])}
+        for node, per_target in device_maps.items()
+        if my_name in per_target
+    }
+    return reverse_maps(my_name, names, parsed)
 
 
 def create_device_list(
@@ -71,15 +98,5 @@ def create_device_list(
     ``cuda:0``), whose order torch leaves to set iteration, come in type order.
     """
     listed = [as_device(device) for device in my_devices or ()]
-    if listed:
-        candidates = listed
-    else:
-        derived: set[Device] = set()
-        for mapping in (*my_device_maps.values(), *reverse_device_maps.values()):
-            derived.update(as_device_map(mapping))
-        derived.discard(CPU)
-        candidates = sorted(derived, key=lambda d: (d.index is None, d.index or 0, str(d)))
-    problem = unsortable_list_problem(candidates, worker)
-    if problem is not None:
-        raise DeviceMapError(problem)
-    return sorted(candidates, key=lambda d: d.index or 0)
+    mapped = [as_device_map(m) for m in (*my_device_maps.values(), *reverse_device_maps.values())]
+    return device_list(listed, mapped, worker)

@@ -19,6 +19,8 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from inspector.rpc._errors import DeviceCountError, RpcError, TopologyTypeError
+
 # torch 2.13's device types, in the order its parser lists them.
 DEVICE_TYPES = (
     "cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga",
@@ -26,6 +28,7 @@ DEVICE_TYPES = (
 )  # fmt: skip
 
 MAX_INDEX = 127  # torch stores a device index in an int8
+MAX_DEVICE_COUNT = MAX_INDEX + 1  # so no count above this can make another device valid
 _SPEC = re.compile(r"(?P<type>[a-z]+)(?::(?P<index>0|[1-9][0-9]*))?")
 
 
@@ -50,7 +53,7 @@ DeviceLike = str | int | Device | Any
 CPU = Device("cpu")
 
 
-class DeviceSpecError(ValueError):
+class DeviceSpecError(RpcError, ValueError):
     """A device that torch would not parse; ``.spec`` is what was given."""
 
     def __init__(self, spec: object, reason: str) -> None:
@@ -100,13 +103,27 @@ def as_device_map(mapping: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> dic
     return {as_device(source): as_device(target) for source, target in pairs}
 
 
-def cuda_count(count: int | Mapping[str, int]) -> int:
-    """The CUDA device count torch compares indices against (a per-type mapping gives its ``cuda``)."""
-    if isinstance(count, Mapping):
-        return int(count.get("cuda", 0))
+def _checked_count(count: object, worker: str | None) -> int:
     if isinstance(count, bool) or not isinstance(count, int):
-        raise TypeError(f"A device count must be an int or a mapping of device type to int, got {count!r}")
+        raise TopologyTypeError(
+            "a device count" + (f" (worker {worker!r})" if worker is not None else ""),
+            "an int or a mapping of device type to int", count,
+        )  # fmt: skip
+    if not 0 <= count <= MAX_DEVICE_COUNT:
+        raise DeviceCountError(count, MAX_DEVICE_COUNT, worker)
     return count
+
+
+def cuda_count(count: int | Mapping[str, int], worker: str | None = None) -> int:
+    """The CUDA device count torch compares indices against (a per-type mapping gives its ``cuda``).
+
+    Counts are checked against ``MAX_DEVICE_COUNT``: torch cannot index more devices of a type,
+    so a larger count is a mistake (and would make nothing more valid).
+    """
+    if isinstance(count, Mapping):
+        checked = {kind: _checked_count(value, worker) for kind, value in count.items()}
+        return checked.get("cuda", 0)
+    return _checked_count(count, worker)
 
 
 def is_valid_device(device: Device, cuda_devices: int) -> bool:

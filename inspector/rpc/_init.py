@@ -1,62 +1,211 @@
-"""``init_rpc`` through this registry, so any registered backend (and any member ever handed out) works.
+"""``inspector.rpc.init_rpc``: torch's ``init_rpc`` made safe as the entry point of a multi-node job.
 
-NOTE [ Our init_rpc ]
-torch's ``init_rpc`` insists on a member of its current ``BackendType`` (stale members and
-our registry's members are refused). This function performs the same steps with the backend
-resolved here: options from the backend when none are given; rendezvous (static group, with
-``world_size``) or a store from the options (dynamic group); the store timeout set to the RPC
-timeout; a ``PrefixStore`` numbered from torch's own counter, so it interoperates with ranks
-that call torch's ``init_rpc``; distributed autograd and the profiler node id; then the
-backend's init handler and torch's RPC state. The torch internals it touches
-(``_init_counter``, ``_set_profiler_node_id``, ``api._init_rpc_states``,
-``_create_store_from_options``) are the ones torch's ``init_rpc`` calls in torch 2.13, and are
-looked up before the first step (NOTE [ Pinned torch internals ]); the real-world tests start
-agents through this path.
+NOTE [ Guarded init_rpc ]
+torch's ``init_rpc`` waits in its rendezvous for every rank; a rank that never arrives (its
+set-up crashed, its node was not scheduled, its address is wrong) keeps the others waiting for
+torch's default of 30 minutes, and a rank that fails before the rendezvous tells nobody. For a
+static group (``world_size`` given) with an ``env://`` or ``tcp://`` rendezvous this function
+first runs each rank's local checks (worker name, backend, options, the devices and maps the
+rank itself can judge against its own device count, the torch internals a registry-only backend
+needs), then meets the other ranks in the rendezvous store (NOTE [ Sharing the rendezvous
+store ], NOTE [ Join protocol ]): a failed check is published there, so every other rank raises
+``RankFailedError`` at once with that rank's name and message; a missing rank makes every
+arrived rank raise ``RpcJoinError`` at ``join_timeout``, naming it and the address, after
+"waiting for ranks [...]" lines at intervals. When all have arrived, each rank builds the job's
+plan from the gathered options and checks it with the planner (every problem, what torch would
+raise, the pre-flight warnings), so every rank raises the same ``JobTopologyError`` before
+torch starts. Only then does torch start: its public ``torch.distributed.rpc.init_rpc`` for a
+backend torch knows, or, for a backend registered only here, the same steps through our registry
+(NOTE [ Our init_rpc ]). Dynamic groups and other rendezvous (``file://``) go to torch directly.
+One gap remains torch's: a rank that dies between the gather and torch's own rendezvous, a
+moment later, is waited for with torch's bounds.
 """
 
 from __future__ import annotations
 
-from datetime import timedelta
+import itertools
+import math
+import os
+import re
+import time
 from typing import Any
 
-from inspector.rpc._registry import construct_rpc_backend_options, init_backend, resolve_backend
+from inspector.rpc._errors import RendezvousConfigError, RpcJoinError, RpcUnavailableError, WorkerConfigError
+from inspector.rpc._job import check_job, gathered_plan, remember, worker_record
+from inspector.rpc._join import JobStore, Waiter, arrival_record, log_interval, logger
+from inspector.rpc._plan import TopologyPlan
+from inspector.rpc._problems import DeviceMapError
+from inspector.rpc._registry import BackendType, construct_rpc_backend_options, resolve_backend
+from inspector.rpc._registry_init import init_through_registry
+from inspector.rpc._rendezvous import open_store, resolve_rendezvous
 from inspector.rpc._torch_internals import INIT_RPC_INTERNALS, require_torch_internals
+from inspector.rpc._worker_plan import WorkerPlan
 
-# Keeps the rendezvous generator (and so its store) alive, as torch does with a module global.
-_rendezvous_keepalive: list[Any] = []
+DEFAULT_JOIN_TIMEOUT_S = 300.0
+JOIN_TIMEOUT_ENV = "INSPECTOR_RPC_JOIN_TIMEOUT"
+WORKER_NAME = re.compile(r"[A-Za-z0-9_:\-]{1,127}")  # torch's rule for worker names
+
+_generations = itertools.count()
+
+
+def join_timeout_seconds(join_timeout: float | None) -> float:
+    """The bound to use: the argument, else ``INSPECTOR_RPC_JOIN_TIMEOUT``, else 300 s."""
+    source = "join_timeout"
+    if join_timeout is None:
+        text = os.environ.get(JOIN_TIMEOUT_ENV)
+        if text is None:
+            return DEFAULT_JOIN_TIMEOUT_S
+        source = JOIN_TIMEOUT_ENV
+        try:
+            join_timeout = float(text)
+        except ValueError:
+            join_timeout = math.nan
+    if (
+        isinstance(join_timeout, bool)
+        or not isinstance(join_timeout, (int, float))
+        or not (math.isfinite(join_timeout) and join_timeout > 0)
+    ):
+        raise RendezvousConfigError(
+            f"{source} must be a positive number of seconds, got {join_timeout!r}\n"
+            f"next step = pass join_timeout=300 (or set {JOIN_TIMEOUT_ENV}=300)"
+        )
+    return float(join_timeout)
+
+
+def _torch_knows(member: BackendType) -> bool:
+    from torch.distributed.rpc import backend_registry
+
+    return bool(backend_registry.backend_registered(member.name))
+
+
+def _local_checks(name: object, backend: object, options: Any) -> tuple[str, BackendType, Any, WorkerPlan]:
+    """What this rank can judge alone; raises what it finds (see NOTE [ Guarded init_rpc ])."""
+    import torch
+    import torch.distributed.rpc as rpc
+
+    if not isinstance(name, str) or not WORKER_NAME.fullmatch(name):
+        raise WorkerConfigError(
+            f"Invalid worker name {name!r}: torch accepts 1 to 127 letters, digits, '_', ':' and '-'.\n"
+            "next step = name each worker like 'trainer3' or 'worker0'"
+        )
+    member = resolve_backend("TENSORPIPE" if backend is None else backend)
+    if not _torch_knows(member):
+        require_torch_internals(INIT_RPC_INTERNALS, "inspector.rpc.init_rpc")
+    if getattr(rpc, "_is_current_rpc_agent_set", lambda: False)():
+        raise WorkerConfigError("RPC is already initialized in this process.\nnext step = call rpc.shutdown() first")
+    if options is None:
+        options = construct_rpc_backend_options(member)
+    elif _torch_knows(member) and not isinstance(options, rpc.RpcBackendOptions):
+        raise WorkerConfigError(
+            f"rpc_backend_options must be an RpcBackendOptions (e.g. TensorPipeRpcBackendOptions), "
+            f"got {type(options).__name__}"
+        )
+    worker = TopologyPlan.from_options(name, options, device_count=torch.cuda.device_count()).workers[0]
+    alone = TopologyPlan((worker,), static_group=False).check()
+    if alone:
+        raise DeviceMapError(alone[0])
+    return name, member, options, worker
+
+
+def start_unguarded(name: str, backend: object, rank: int, world_size: int | None, options: Any) -> None:
+    """torch's own start-up with no join guard: for ``LocalWorld``, which supervises its workers itself
+    and shows torch's own errors (a backend torch does not know goes through our registry)."""
+    _start_torch(name, resolve_backend(backend), rank, world_size, options)
+
+
+def _start_torch(name: str, member: BackendType, rank: int, world_size: int | None, options: Any) -> None:
+    """torch's public ``init_rpc`` for a backend torch knows; our registry's steps for one only we know."""
+    import torch.distributed.rpc as rpc
+    from torch.distributed.rpc import backend_registry
+
+    if _torch_knows(member):
+        rpc.init_rpc(name, backend=backend_registry.BackendType[member.name], rank=rank, world_size=world_size,
+                     rpc_backend_options=options)  # fmt: skip
+    else:
+        init_through_registry(name, member, rank, world_size, options)
 
 
 def init_rpc(
     name: str,
-    backend: object = "TENSORPIPE",
+    backend: object = None,
     rank: int = -1,
     world_size: int | None = None,
     rpc_backend_options: Any = None,
-) -> Any:
-    """Start RPC in this process like torch's ``init_rpc``; ``backend`` may be a member or its name."""
-    import torch.distributed as dist
+    join_timeout: float | None = None,
+) -> None:
+    """Start RPC in this process like torch's ``init_rpc``, but never wait unbounded for a rank that is not coming.
+
+    Same arguments as ``torch.distributed.rpc.init_rpc`` (``backend`` may also be a member of
+    this registry or a backend's name), plus ``join_timeout`` in seconds (default 300, or
+    ``INSPECTOR_RPC_JOIN_TIMEOUT``). See NOTE [ Guarded init_rpc ] for what each rank raises.
+
+    Example (one process per rank, ``MASTER_ADDR``/``MASTER_PORT``/``RANK`` set)::
+
+        >>> inspector.rpc.init_rpc(f"worker{rank}", rank=rank, world_size=4, join_timeout=120)
+        >>> torch.distributed.rpc.rpc_sync("worker1", torch.add, args=(torch.ones(2), 1))
+        >>> torch.distributed.rpc.shutdown()
+    """
+    started = time.monotonic()
+    timeout = join_timeout_seconds(join_timeout)
     import torch.distributed.rpc as rpc
 
-    if not isinstance(name, str) or not name:
-        raise ValueError(f"A worker name must be a non-empty str, got {name!r}")
-    member = resolve_backend(backend)
-    require_torch_internals(INIT_RPC_INTERNALS, "inspector.rpc.init_rpc")
-    if rpc._is_current_rpc_agent_set():
-        raise RuntimeError("RPC is already initialized in this process; call rpc.shutdown() first")
-    options = construct_rpc_backend_options(member) if rpc_backend_options is None else rpc_backend_options
-    if not world_size:
-        store = dist._create_store_from_options(options, rank)
-    else:
-        iterator = dist.rendezvous(options.init_method, rank=rank, world_size=world_size)
-        store, _, _ = next(iterator)
-        _rendezvous_keepalive[:] = [iterator]
-    store.set_timeout(timedelta(seconds=options.rpc_timeout))
-    with rpc._init_counter_lock:
-        prefix = f"rpc_prefix_{rpc._init_counter}"
-        rpc._init_counter += 1
-    store = dist.PrefixStore(prefix, store)
-    rpc.dist_autograd._init(rank)
-    rpc._set_profiler_node_id(rank)
-    agent = init_backend(member, store=store, name=name, rank=rank, world_size=world_size, rpc_backend_options=options)
-    rpc.api._init_rpc_states(agent)
-    return agent
+    if not rpc.is_available():
+        raise RpcUnavailableError("This torch was built without torch.distributed.rpc.\nnext step = install a torch "
+                                  "build with distributed support (the default wheels have it)")  # fmt: skip
+    if world_size is not None and (isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1):
+        raise RendezvousConfigError(
+            f"world_size must be a positive int (or None for a dynamic group), got {world_size!r}"
+        )
+    local_error: Exception | None = None
+    try:
+        name, member, options, worker = _local_checks(name, backend, rpc_backend_options)
+    except Exception as exc:  # published below so no other rank waits for this one
+        local_error = exc
+    init_method = getattr(rpc_backend_options if local_error else options, "init_method", None) or "env://"
+    try:
+        rdzv = None if world_size is None else resolve_rendezvous(init_method, rank, world_size)
+    except RendezvousConfigError:
+        if local_error is not None:  # this rank's own problem comes first; no peer can be told either way
+            raise local_error from None
+        raise
+    if rdzv is None:
+        if local_error is not None:
+            raise local_error
+        if world_size is not None:
+            logger.warning("inspector.rpc.init_rpc: no join guard for init_method %r (env:// and tcp:// have one)",
+                           init_method)  # fmt: skip
+        _start_torch(name, member, rank, world_size, options)
+        return
+
+    interval = log_interval(timeout)
+    next_log = [interval]
+
+    def waiting_for_host(elapsed: float) -> None:
+        if elapsed >= next_log[0]:
+            logger.warning("rank %d (%s) waiting for rank 0 to host the rendezvous store at %s (%.0f s of %g s)",
+                           rdzv.rank, name, rdzv.address, elapsed, timeout)  # fmt: skip
+            next_log[0] += interval
+
+    try:
+        store = open_store(rdzv, str(name), started, timeout, waiting_for_host)
+    except RpcJoinError as exc:
+        if local_error is not None:
+            raise local_error from exc
+        raise
+    waiter = Waiter(JobStore(store, rdzv, next(_generations)), str(name), started, timeout)
+    if local_error is not None:
+        waiter.fail(local_error)
+        raise local_error
+    waiter.check_events()
+    waiter.job.publish_arrival(arrival_record(name, member.name, worker_record(worker)))
+    arrivals = waiter.wait_for_all()
+    try:
+        plan = gathered_plan(arrivals)
+        remember(plan)
+        check_job(plan)
+    except Exception:
+        waiter.linger_for_reads()
+        raise
+    # ``waiter`` keeps our store, and so rank 0's server, alive until torch's own store shares it
+    # (see NOTE [ Sharing the rendezvous store ]).
+    _start_torch(name, member, rdzv.rank, world_size, options)

@@ -1,4 +1,4 @@
-"""A planned RPC topology as a record, and its JSON file format.
+"""A planned RPC topology: workers in rank order, parsed once, and its JSON file format.
 
 NOTE [ Plan format ]
 A plan file is one JSON object::
@@ -13,85 +13,38 @@ order, and order matters (torch reports the first failing map in insertion order
 maps are stored as ordered pairs. Devices are written in canonical form (``"cuda:0"``).
 A worker's map may not send one source device to two targets: torch's options refuse that
 before any check runs, so a plan cannot express it.
+
+NOTE [ Parse once ]
+A ``TopologyPlan`` parses its workers' devices once, when it is built, into an immutable
+``Topology`` (``plan.topology``). ``check``, ``validate``, ``preflight``, ``derive`` and
+``predict_init_error`` all read that object; none of them parses a device string or walks
+a user's dicts again, so a panel that shows all of them per keystroke pays one parse.
 """
 
 from __future__ import annotations
 
 import json
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from inspector.rpc._device_lists import create_device_list, create_reverse_mapping
-from inspector.rpc._devices import Device, DeviceSpecError, as_device, cuda_count
-from inspector.rpc._preflight import PreflightWarning, preflight_warnings
+from inspector.rpc import _templates
+from inspector.rpc._device_lists import device_list, reverse_maps
+from inspector.rpc._devices import Device, as_device, cuda_count
+from inspector.rpc._errors import TopologyTypeError
+from inspector.rpc._plan_file import loads_plan_json, read_plan_text
+from inspector.rpc._preflight import PreflightWarning, preflight_topology
 from inspector.rpc._problems import DeviceMapError, DeviceMapProblem
-from inspector.rpc._validation import check_device_maps, validate_device_maps
+from inspector.rpc._topology import Topology, from_parsed
+from inspector.rpc._validation import check_topology, first_topology_problem
+from inspector.rpc._worker_plan import PlanError, WorkerPlan
+
+__all__ = ["DerivedDevices", "PlanError", "TopologyPlan", "WorkerPlan"]
 
 PLAN_FORMAT = "inspector.rpc.plan"
 PLAN_VERSION = 1
-
-Pairs = tuple[tuple[str, str], ...]
-
-
-class PlanError(ValueError):
-    """A plan that cannot be built or read; ``.path`` says where (``workers[1].device_maps``)."""
-
-    def __init__(self, path: str, problem: str, expected: str = "") -> None:
-        self.path = path
-        self.problem = problem
-        lines = [f"Invalid plan at {path}: {problem}"]
-        if expected:
-            lines.append(f"expected = {expected}")
-        super().__init__("\n".join(lines))
-
-
-def _pairs(path: str, mapping: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> Pairs:
-    items = list(mapping.items() if isinstance(mapping, Mapping) else mapping)
-    seen: dict[Device, Device] = {}
-    for source, target in items:
-        try:
-            src, dst = as_device(source), as_device(target)
-        except DeviceSpecError as exc:
-            raise PlanError(path, str(exc).partition("\n")[0], "devices such as 'cuda:0' or 'cpu'") from exc
-        if src in seen and seen[src] != dst:
-            raise PlanError(path, f"{src} is mapped to both {seen[src]} and {dst}", "one target per source")
-        seen[src] = dst
-    return tuple((str(src), str(dst)) for src, dst in seen.items())
-
-
-@dataclass(frozen=True)
-class WorkerPlan:
-    """One worker: its name, CUDA device count, explicit devices and maps (callee -> pairs)."""
-
-    name: str
-    device_count: int = 0
-    devices: tuple[str, ...] = ()
-    device_maps: tuple[tuple[str, Pairs], ...] = ()
-
-    @classmethod
-    def build(
-        cls,
-        name: str,
-        device_count: int | Mapping[str, int] = 0,
-        devices: Iterable[Any] = (),
-        device_maps: Mapping[str, Any] | None = None,
-    ) -> WorkerPlan:
-        """A worker from friendly values (device strings, ``torch.device``, dicts)."""
-        path = f"worker {name!r}"
-        try:
-            count = cuda_count(device_count)
-            listed = tuple(str(as_device(d)) for d in devices)
-        except (TypeError, ValueError) as exc:
-            raise PlanError(path, str(exc).partition("\n")[0]) from exc
-        maps = tuple(
-            (str(target), _pairs(f"{path}.device_maps[{target!r}]", mapping))
-            for target, mapping in (device_maps or {}).items()
-        )
-        return cls(str(name), count, listed, maps)
-
-    def maps_dict(self) -> dict[str, dict[str, str]]:
-        return {target: dict(pairs) for target, pairs in self.device_maps}
+WORKER_KEYS = ("name", "device_count", "devices", "device_maps")
 
 
 @dataclass(frozen=True)
@@ -104,19 +57,46 @@ class DerivedDevices:
     problem: DeviceMapProblem | None = None
 
 
+def _topology_of(workers: tuple[WorkerPlan, ...]) -> Topology:
+    """The parsed form of ``workers`` (canonical strings parse from a cache)."""
+    return from_parsed(
+        [w.name for w in workers],
+        {w.name: cuda_count(w.device_count, w.name) for w in workers},
+        {w.name: {t: {as_device(s): as_device(d) for s, d in pairs} for t, pairs in w.device_maps} for w in workers},
+        {w.name: [as_device(d) for d in w.devices] for w in workers},
+    )
+
+
 @dataclass(frozen=True)
 class TopologyPlan:
-    """Workers in rank order and whether the group is static (``world_size`` given)."""
+    """Workers in rank order and whether the group is static (``world_size`` given).
+
+    Example::
+
+        >>> plan = TopologyPlan.full_mesh(4, 8)       # 4 workers x 8 GPUs, cuda:i -> cuda:i
+        >>> plan.check(), plan.preflight()
+        ((), ())
+    """
 
     workers: tuple[WorkerPlan, ...]
     static_group: bool = True
+    topology: Topology = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        names = [w.name for w in self.workers]
+        workers = self.workers
+        if isinstance(workers, (str, bytes)) or not isinstance(workers, Iterable):
+            raise TopologyTypeError("workers", "a sequence of WorkerPlan", workers)
+        workers = tuple(workers)
+        if not all(isinstance(w, WorkerPlan) for w in workers):
+            raise TopologyTypeError("workers", "a sequence of WorkerPlan", workers)
+        names = [w.name for w in workers]
         repeated = sorted({n for n in names if names.count(n) > 1})
         if repeated:
             raise PlanError("workers", f"names {repeated} appear more than once", "unique worker names")
+        object.__setattr__(self, "workers", workers)
+        object.__setattr__(self, "topology", _topology_of(workers))  # see NOTE [ Parse once ]
 
+    # -- building --------------------------------------------------------------------------------
     @classmethod
     def build(
         cls,
@@ -141,19 +121,80 @@ class TopologyPlan:
     @classmethod
     def full_mesh(cls, workers: int, devices_per_worker: int, static_group: bool = True) -> TopologyPlan:
         """Every worker maps ``cuda:i -> cuda:i`` to every other worker (a common data-parallel layout)."""
-        names = [f"worker{i}" for i in range(workers)]
-        identity = {f"cuda:{i}": f"cuda:{i}" for i in range(devices_per_worker)}
-        maps = {src: {dst: identity for dst in names if dst != src} for src in names}
-        return cls.build(names, devices_per_worker, maps, static_group=static_group)
+        names = _templates.worker_names(workers)
+        return cls.build(names, devices_per_worker, _templates.full_mesh_maps(names, devices_per_worker),
+                         static_group=static_group)  # fmt: skip
 
-    # The four arguments torch gathers, ready for the device-map functions.
+    @classmethod
+    def ring(cls, workers: int, devices_per_worker: int, static_group: bool = True) -> TopologyPlan:
+        """Every worker maps ``cuda:i -> cuda:i`` to its two neighbours on a ring."""
+        names = _templates.worker_names(workers)
+        return cls.build(names, devices_per_worker, _templates.ring_maps(names, devices_per_worker),
+                         static_group=static_group)  # fmt: skip
+
+    @classmethod
+    def parameter_server(cls, trainers: int, devices_per_worker: int, static_group: bool = True) -> TopologyPlan:
+        """A server ``ps`` and ``trainer0..``: each trainer maps ``cuda:i -> cuda:i`` to ``ps`` and back."""
+        names = _templates.parameter_server_names(trainers)
+        return cls.build(names, devices_per_worker, _templates.parameter_server_maps(names, devices_per_worker),
+                         static_group=static_group)  # fmt: skip
+
+    @classmethod
+    def from_options(
+        cls, name_or_rank: str | int, options: Any, device_count: int | Mapping[str, int] | None = None
+    ) -> TopologyPlan:
+        """A one-worker plan from real ``TensorPipeRpcBackendOptions`` (its ``device_maps`` and ``devices``).
+
+        ``name_or_rank`` is the worker's name, or its rank (named ``worker<rank>``);
+        ``device_count`` defaults to this machine's ``torch.cuda.device_count()``. The plan is a
+        dynamic group, since the peers its maps name are not in it; ``combine`` joins the
+        plans of every rank into the job's static plan (what ``init_rpc`` does after gathering).
+
+        Example::
+
+            >>> opts = torch.distributed.rpc.TensorPipeRpcBackendOptions(device_maps={"worker1": {"cpu": "cpu"}})
+            >>> TopologyPlan.from_options(0, opts, device_count=2).workers[0].device_maps
+            (('worker1', (('cpu', 'cpu'),)),)
+        """
+        if isinstance(name_or_rank, bool) or not isinstance(name_or_rank, (str, int)):
+            raise TopologyTypeError("name_or_rank", "a worker name (str) or a rank (int)", name_or_rank)
+        name = name_or_rank if isinstance(name_or_rank, str) else f"worker{name_or_rank}"
+        if device_count is None:
+            import torch
+
+            device_count = torch.cuda.device_count()
+        maps = getattr(options, "device_maps", None) or {}
+        devices = getattr(options, "devices", None) or ()
+        return cls((WorkerPlan.build(name, device_count, devices, maps),), static_group=False)
+
+    @classmethod
+    def combine(cls, plans: Iterable[TopologyPlan | WorkerPlan], static_group: bool = True) -> TopologyPlan:
+        """One plan of every worker of ``plans``, in order (a job's ranks, each planned on its own)."""
+        workers: list[WorkerPlan] = []
+        for plan in plans:
+            workers.extend(plan.workers if isinstance(plan, TopologyPlan) else (plan,))
+        return cls(tuple(workers), static_group)
+
+    @classmethod
+    def from_job(cls) -> TopologyPlan:
+        """The plan of the RPC job this process is part of (see ``inspector.rpc.init_rpc``).
+
+        Inside a job started with ``inspector.rpc.init_rpc`` this is the plan gathered from every
+        rank's options at start-up; in a job started with torch's own ``init_rpc`` it is gathered
+        now, over RPC, from every worker. Raises ``RpcError`` when no job is running here.
+        """
+        from inspector.rpc._job import job_plan
+
+        return job_plan()
+
+    # -- what torch gathers, as plain values ------------------------------------------------------
     @property
     def names(self) -> list[str]:
-        return [w.name for w in self.workers]
+        return list(self.topology.names)
 
     @property
     def device_counts(self) -> dict[str, int]:
-        return {w.name: w.device_count for w in self.workers}
+        return dict(self.topology.counts)
 
     @property
     def device_maps(self) -> dict[str, dict[str, dict[str, str]]]:
@@ -163,31 +204,37 @@ class TopologyPlan:
     def devices(self) -> dict[str, list[str]]:
         return {w.name: list(w.devices) for w in self.workers}
 
-    def _args(self) -> tuple[Any, ...]:
-        return (self.names, self.device_counts, self.device_maps, self.devices, self.static_group)
+    @property
+    def pair_count(self) -> int:
+        return sum(w.pair_count for w in self.workers)
 
+    # -- checks (all read self.topology: NOTE [ Parse once ]) --------------------------------------
     def check(self) -> tuple[DeviceMapProblem, ...]:
         """Every problem, torch's first one first (``check_device_maps``)."""
-        return check_device_maps(*self._args())
+        return check_topology(self.topology, self.static_group)
 
     def validate(self) -> None:
         """Raise ``DeviceMapError`` where torch's validation would (``validate_device_maps``)."""
-        validate_device_maps(*self._args())
+        first = first_topology_problem(self.topology, self.static_group)
+        if first is not None:
+            raise DeviceMapError(first)
 
     def preflight(self) -> tuple[PreflightWarning, ...]:
-        return preflight_warnings(*self._args())
+        """Entries torch accepts that are probably mistakes (``preflight_warnings``)."""
+        return preflight_topology(self.topology, self.static_group)
 
     def derive(self) -> tuple[DerivedDevices, ...]:
         """Each worker's reverse maps and device list, as torch would compute them."""
-        maps, derived = self.device_maps, []
-        for worker in self.workers:
-            reverse = create_reverse_mapping(worker.name, self.names, maps)
+        topo, derived = self.topology, []
+        for name in topo.names:
+            reverse = reverse_maps(name, topo.names, topo.maps)
+            mine = topo.maps.get(name, {})
             try:
-                listed = create_device_list(worker.devices, maps[worker.name], reverse, worker=worker.name)
+                listed = device_list(topo.devices.get(name, ()), (*mine.values(), *reverse.values()), name)
             except DeviceMapError as exc:
-                derived.append(DerivedDevices(worker.name, reverse, (), exc.problem))
+                derived.append(DerivedDevices(name, reverse, (), exc.problem))
             else:
-                derived.append(DerivedDevices(worker.name, reverse, tuple(listed)))
+                derived.append(DerivedDevices(name, reverse, tuple(listed)))
         return tuple(derived)
 
     def cpu_only(self) -> tuple[TopologyPlan, int]:
@@ -196,13 +243,14 @@ class TopologyPlan:
         for w in self.workers:
             maps = []
             for target, pairs in w.device_maps:
-                kept = tuple(p for p in pairs if all(as_device(d).type == "cpu" for d in p))
+                kept = tuple(p for p in pairs if all(d.partition(":")[0] == "cpu" for d in p))
                 dropped += len(pairs) - len(kept)
                 if kept:
                     maps.append((target, kept))
             workers.append(WorkerPlan(w.name, w.device_count, (), tuple(maps)))
         return TopologyPlan(tuple(workers), self.static_group), dropped
 
+    # -- the file format (NOTE [ Plan format ]) ----------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         return {
             "format": PLAN_FORMAT,
@@ -226,6 +274,9 @@ class TopologyPlan:
         if data.get("format", PLAN_FORMAT) != PLAN_FORMAT or data.get("version", PLAN_VERSION) != PLAN_VERSION:
             raise PlanError("format", f"{data.get('format')!r} version {data.get('version')!r}",
                             f"{PLAN_FORMAT!r} version {PLAN_VERSION}")  # fmt: skip
+        static = data.get("static_group", True)
+        if not isinstance(static, bool):
+            raise PlanError("static_group", f"{static!r}", "true or false")
         workers = data.get("workers")
         if not isinstance(workers, list):
             raise PlanError("workers", "missing or not a list", "a list of worker objects")
@@ -233,9 +284,9 @@ class TopologyPlan:
         for i, entry in enumerate(workers):
             if not isinstance(entry, Mapping) or not isinstance(entry.get("name"), str):
                 raise PlanError(f"workers[{i}]", "not an object with a string 'name'", '{"name": "worker0", ...}')
-            unknown = sorted(set(entry) - {"name", "device_count", "devices", "device_maps"})
+            unknown = sorted(set(entry) - set(WORKER_KEYS))
             if unknown:
-                raise PlanError(f"workers[{i}]", f"unknown keys {unknown}", "name, device_count, devices, device_maps")
+                raise PlanError(f"workers[{i}]", f"unknown keys {unknown}", ", ".join(WORKER_KEYS))
             maps = entry.get("device_maps") or {}
             if not isinstance(maps, Mapping) or not all(isinstance(m, Mapping) for m in maps.values()):
                 raise PlanError(
@@ -244,12 +295,14 @@ class TopologyPlan:
             built.append(
                 WorkerPlan.build(entry["name"], entry.get("device_count", 0), entry.get("devices") or (), maps)
             )
-        return cls(tuple(built), bool(data.get("static_group", True)))
+        return cls(tuple(built), static)
 
     @classmethod
     def from_json(cls, text: str) -> TopologyPlan:
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as exc:
-            raise PlanError(f"line {exc.lineno} column {exc.colno}", exc.msg, "a JSON object") from exc
-        return cls.from_dict(data)
+        """Read a plan from JSON text; non-finite numbers and absurd nesting are ``PlanError`` too."""
+        return cls.from_dict(loads_plan_json(text))
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> TopologyPlan:
+        """Read a plan file: a regular file (never blocks on a FIFO) of bounded size."""
+        return cls.from_json(read_plan_text(path))

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from inspector.rpc._devices import as_device
 from inspector.rpc._plan import TopologyPlan
 from inspector.rpc._problems import DeviceMapProblem
-from inspector.rpc._validation import first_problem
+from inspector.rpc._topology import Topology
+from inspector.rpc._validation import first_topology_problem
 
 
 @dataclass(frozen=True)
@@ -38,23 +38,22 @@ class InitError:
         return f"{self.exception}: {self.message}"
 
 
-def _options_error(plan: TopologyPlan) -> InitError | None:
-    for worker in plan.workers:
-        for _target, pairs in worker.device_maps:
-            reverse: dict[str, str] = {}
-            for source, target in pairs:
+def _options_error(topo: Topology) -> InitError | None:
+    for name in topo.names:
+        for map_ in topo.maps.get(name, {}).values():
+            reverse: dict[object, object] = {}
+            for source, target in map_.items():
                 if target in reverse:
                     message = (
                         "`device_map` only supports 1-to-1 mapping, "
                         f"trying to map {source} and {reverse[target]} to {target}"
                     )
-                    return _rank_alone(worker.name, message)
+                    return _rank_alone(name, message)
                 reverse[target] = source
-        for listed in worker.devices:
-            kind = as_device(listed).type
-            if kind != "cuda":
-                message = f"`set_devices` expect a list of CUDA devices, but got device type {kind}."
-                return _rank_alone(worker.name, message)
+        for listed in topo.devices.get(name, ()):
+            if listed.type != "cuda":
+                message = f"`set_devices` expect a list of CUDA devices, but got device type {listed.type}."
+                return _rank_alone(name, message)
     return None
 
 
@@ -71,25 +70,29 @@ def _from_problem(stage: str, problem: DeviceMapProblem, raised_by: tuple[str, .
 
 
 def predict_init_error(plan: TopologyPlan) -> InitError | None:
-    """The first error ``init_rpc`` raises for ``plan`` (see NOTE [ What init_rpc raises, and where ])."""
-    early = _options_error(plan)
+    """The first error ``init_rpc`` raises for ``plan`` (see NOTE [ What init_rpc raises, and where ]).
+
+    Reads the plan's parsed topology (NOTE [ Parse once ] in ``_plan``); parses nothing.
+    """
+    topo = plan.topology
+    early = _options_error(topo)
     if early is not None:
         return early
-    names, counts, maps, devices = plan.names, plan.device_counts, plan.device_maps, plan.devices
+    names = topo.names
     if plan.static_group:
-        problem = first_problem(names, counts, maps, devices)
+        problem = first_topology_problem(topo)
         if problem is not None:
             return _from_problem("validation", problem, tuple(names), "Every rank raises this same error.")
         return None
     for joined in range(1, len(names) + 1):
         group = names[:joined]
-        problem = first_problem(
+        subset = Topology(
             group,
-            {n: counts[n] for n in group},
-            {n: maps[n] for n in group},
-            {n: devices[n] for n in group},
-            is_static_group=False,
+            {n: topo.counts[n] for n in group},
+            {n: topo.maps[n] for n in group if n in topo.maps},
+            {n: topo.devices[n] for n in group if n in topo.devices},
         )
+        problem = first_topology_problem(subset, is_static_group=False)
         if problem is not None:
             joiner = group[-1]
             note = (

@@ -6,8 +6,8 @@ import enum
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from inspector.rpc._devices import Device, DeviceLike
-from inspector.rpc._topology import Count, DeviceMaps, normalize
+from inspector.rpc._devices import CPU, Device, DeviceLike
+from inspector.rpc._topology import Count, DeviceMap, DeviceMaps, Topology, normalize
 
 
 class WarningKind(str, enum.Enum):
@@ -18,6 +18,8 @@ class WarningKind(str, enum.Enum):
     INDEXED_CPU = "INDEXED_CPU"
     INDEXLESS_CUDA = "INDEXLESS_CUDA"
     NON_CUDA_IN_DEVICE_LIST = "NON_CUDA_IN_DEVICE_LIST"
+    CPU_PAIR = "CPU_PAIR"
+    ASYMMETRIC_MAP = "ASYMMETRIC_MAP"
 
     def __str__(self) -> str:
         return self.value
@@ -34,9 +36,7 @@ class PreflightWarning:
     message: str
 
 
-def _maps_warnings(
-    source: str, target: str, map_: dict[Device, Device], known: set[str], static: bool
-) -> list[PreflightWarning]:
+def _maps_warnings(source: str, target: str, map_: DeviceMap, known: set[str], static: bool) -> list[PreflightWarning]:
     found = []
     if target == source:
         found.append(PreflightWarning(
@@ -65,22 +65,36 @@ def _maps_warnings(
             f"{source}'s map for {target} uses 'cuda' without an index: torch's check crashes with a "
             "TypeError on it. Write cuda:0, cuda:1, ...",
         ))  # fmt: skip
+    if map_.get(CPU) == CPU:
+        found.append(PreflightWarning(
+            WarningKind.CPU_PAIR, source, target, (CPU,),
+            f"{source}'s map for {target} has cpu -> cpu, which torch drops: cpu never enters the device "
+            "list, and CPU tensors arrive on the CPU without a map. Remove the pair.",
+        ))  # fmt: skip
     return found
 
 
-def preflight_warnings(
-    names: Sequence[str],
-    device_counts: Mapping[str, Count],
-    device_maps: DeviceMaps | None = None,
-    devices: Mapping[str, Iterable[DeviceLike]] | None = None,
-    is_static_group: bool = True,
-) -> tuple[PreflightWarning, ...]:
-    """Entries torch accepts but that are probably mistakes (self-keyed maps, ``cpu:0``, and more)."""
-    topo = normalize(names, device_counts, device_maps, devices)
+def _asymmetric(topo: Topology, source: str, target: str, map_: DeviceMap) -> PreflightWarning | None:
+    """A caller sends accelerator tensors to a callee that has no map back for its own calls."""
+    if target == source or target not in topo.counts or source in topo.maps.get(target, {}):
+        return None
+    moved = tuple(dict.fromkeys(d for d in map_ if d.type != "cpu"))
+    if not moved:
+        return None
+    return PreflightWarning(
+        WarningKind.ASYMMETRIC_MAP, source, target, moved,
+        f"{source} maps {[str(d) for d in moved]} to {target}, but {target} has no device map for {source}: "
+        f"replies come back through the reversed map, yet {target}'s own calls to {source} can carry only CPU "
+        f"tensors. Give {target} a map for {source} if it calls {source} with GPU tensors.",
+    )  # fmt: skip
+
+
+def preflight_topology(topo: Topology, is_static_group: bool = True) -> tuple[PreflightWarning, ...]:
+    """The pre-flight warnings of a normalised topology (what ``preflight_warnings`` returns)."""
     known = set(topo.names)
     found: list[PreflightWarning] = []
     for name in topo.names:
-        listed = topo.devices.get(name, [])
+        listed = topo.devices.get(name, ())
         non_cuda = tuple(dict.fromkeys(d for d in listed if d.type != "cuda"))
         if non_cuda:
             found.append(PreflightWarning(
@@ -97,4 +111,18 @@ def preflight_warnings(
             ))  # fmt: skip
         for target, map_ in topo.maps.get(name, {}).items():
             found.extend(_maps_warnings(name, target, map_, known, is_static_group))
+            asymmetric = _asymmetric(topo, name, target, map_)
+            if asymmetric is not None:
+                found.append(asymmetric)
     return tuple(found)
+
+
+def preflight_warnings(
+    names: Sequence[str],
+    device_counts: Mapping[str, Count],
+    device_maps: DeviceMaps | None = None,
+    devices: Mapping[str, Iterable[DeviceLike]] | None = None,
+    is_static_group: bool = True,
+) -> tuple[PreflightWarning, ...]:
+    """Entries torch accepts but that are probably mistakes (self-keyed maps, ``cpu:0``, and more)."""
+    return preflight_topology(normalize(names, device_counts, device_maps, devices), is_static_group)

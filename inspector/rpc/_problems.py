@@ -16,6 +16,7 @@ import enum
 from dataclasses import dataclass
 
 from inspector.rpc._devices import Device
+from inspector.rpc._errors import RpcError
 
 
 class DeviceMapCategory(str, enum.Enum):
@@ -80,7 +81,7 @@ class DeviceMapProblem:
         return f"{self.torch_exception}: {self.torch_message}"
 
 
-class DeviceMapError(ValueError):
+class DeviceMapError(RpcError, ValueError):
     """A topology torch would refuse; the attributes say where and which devices."""
 
     def __init__(self, problem: DeviceMapProblem) -> None:

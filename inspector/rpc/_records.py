@@ -48,19 +48,39 @@ def percentile(samples: Sequence[float], q: float) -> float:
     return ordered[rank - 1]
 
 
+MIB = 1 << 20  # the unit of sizes and throughput here and in the loader: MiB, MiB/s
+TAIL_FACTOR = 5.0  # a pair whose p99 is this many times its median has a tail worth a look
+
+
 @dataclass(frozen=True)
 class PairLatency:
-    """Round trips of a no-op ``rpc_sync`` from ``caller`` to ``callee``."""
+    """Round trips of a no-op ``rpc_sync`` from ``caller`` to ``callee``: percentiles of the samples."""
 
     caller: str
     callee: str
     samples: int
+    min_s: float
     median_s: float
     p90_s: float
+    p99_s: float
+    max_s: float
 
     @classmethod
     def from_samples(cls, caller: str, callee: str, samples: Sequence[float]) -> PairLatency:
-        return cls(caller, callee, len(samples), percentile(samples, 50), percentile(samples, 90))
+        return cls(
+            caller, callee, len(samples), min(samples), percentile(samples, 50), percentile(samples, 90),
+            percentile(samples, 99), max(samples),
+        )  # fmt: skip
+
+    @property
+    def tail_ratio(self) -> float:
+        """p99 over the median: how far the slow calls stray from the typical one."""
+        return self.p99_s / self.median_s if self.median_s > 0 else math.inf
+
+    @property
+    def has_tail(self) -> bool:
+        """Whether the p99 is at least ``TAIL_FACTOR`` times the median."""
+        return self.tail_ratio >= TAIL_FACTOR
 
 
 @dataclass(frozen=True)
@@ -79,19 +99,47 @@ class RttMatrix:
         return [[found.get((a, b), math.nan) for b in self.names] for a in self.names]
 
 
+def _mib_per_s(nbytes: int, seconds: float) -> float:
+    return nbytes / MIB / seconds if seconds > 0 else math.inf
+
+
 @dataclass(frozen=True)
 class Bandwidth:
-    """Sending an ``nbytes`` tensor from ``caller`` to ``callee`` (a small reply comes back)."""
+    """Sending an ``nbytes`` tensor from ``caller`` to ``callee`` (a small reply comes back).
+
+    ``warmup`` sends went first and are not counted; the times are the fastest, median and
+    slowest of ``repeats`` timed sends, so the throughputs are the best, median and worst.
+    """
 
     caller: str
     callee: str
     nbytes: int
     repeats: int
+    warmup: int
+    min_s: float
     median_s: float
+    max_s: float
+
+    @classmethod
+    def from_samples(cls, caller: str, callee: str, nbytes: int, warmup: int, samples: Sequence[float]) -> Bandwidth:
+        return cls(caller, callee, nbytes, len(samples), warmup, min(samples), percentile(samples, 50), max(samples))
 
     @property
-    def mb_per_s(self) -> float:
-        return self.nbytes / self.median_s / 1e6 if self.median_s > 0 else math.inf
+    def mib(self) -> float:
+        return self.nbytes / MIB
+
+    @property
+    def mib_per_s(self) -> float:
+        """Median throughput."""
+        return _mib_per_s(self.nbytes, self.median_s)
+
+    @property
+    def best_mib_per_s(self) -> float:
+        return _mib_per_s(self.nbytes, self.min_s)
+
+    @property
+    def worst_mib_per_s(self) -> float:
+        return _mib_per_s(self.nbytes, self.max_s)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from inspector.rpc._errors import RpcError
 from inspector.rpc._tensorpipe import construct_tensorpipe_options, init_tensorpipe_backend
 
 BackendValue = collections.namedtuple("BackendValue", ["construct_rpc_backend_options_handler", "init_backend_handler"])
@@ -30,7 +31,7 @@ DEFAULT_RPC_TIMEOUT_SEC = 60.0
 DEFAULT_INIT_METHOD = "env://"
 
 
-class UnknownRpcBackendError(KeyError, ValueError):
+class UnknownRpcBackendError(RpcError, KeyError, ValueError):
     """A backend name that is not registered; ``.known`` lists the registered ones."""
 
     def __init__(self, name: object, known: list[str]) -> None:
@@ -45,7 +46,7 @@ class UnknownRpcBackendError(KeyError, ValueError):
         return str(self.args[0])
 
 
-class DuplicateBackendError(RuntimeError):
+class DuplicateBackendError(RpcError, RuntimeError):
     """``register_backend`` for a name already taken (torch's wording, then what is registered)."""
 
     def __init__(self, name: str, known: list[str]) -> None:
@@ -58,7 +59,7 @@ class DuplicateBackendError(RuntimeError):
         )
 
 
-class UnknownBackendOptionError(TypeError):
+class UnknownBackendOptionError(RpcError, TypeError):
     """An option the backend's options handler does not take (torch drops such options silently)."""
 
     def __init__(self, backend: str, unknown: list[str], accepted: list[str]) -> None:

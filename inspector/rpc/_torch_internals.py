@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 
+from inspector.rpc._errors import RpcError
+
 TESTED_TORCH = "2.13"
 
 INIT_RPC_INTERNALS = (
@@ -31,7 +33,7 @@ INIT_RPC_INTERNALS = (
 TENSORPIPE_INTERNALS = ("torch.distributed.rpc.backend_registry._tensorpipe_init_backend_handler",)
 
 
-class UnsupportedTorchError(RuntimeError):
+class UnsupportedTorchError(RpcError, RuntimeError):
     """The installed torch lacks internals we need; ``.torch_version`` and ``.missing`` say which."""
 
     def __init__(self, needed_by: str, torch_version: str, missing: list[str]) -> None:
@@ -47,6 +49,15 @@ class UnsupportedTorchError(RuntimeError):
             "torch.distributed.rpc.init_rpc(name, backend=torch.distributed.rpc.BackendType.TENSORPIPE, ...) "
             "(registered custom backends need inspector.rpc.init_rpc)"
         )
+
+
+def is_tested_torch(version: str | None = None) -> bool:
+    """Whether ``version`` (default: the installed torch's) is the tested major.minor, ``TESTED_TORCH``."""
+    if version is None:
+        import torch
+
+        version = str(torch.__version__)
+    return version.split("+")[0].split(".")[:2] == TESTED_TORCH.split(".")
 
 
 def _resolves(path: str) -> bool:

@@ -18,6 +18,7 @@ as ``torch_message`` (see NOTE [ Device-map messages ]).
 from __future__ import annotations
 
 import functools
+import types
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from inspector.rpc._device_lists import unsortable_list_problem
@@ -30,9 +31,10 @@ from inspector.rpc._problems import (
     make_problem,
     names_of,
 )
-from inspector.rpc._topology import Count, DeviceMaps, Topology, normalize
+from inspector.rpc._topology import Count, DeviceMap, DeviceMaps, Topology, normalize
 
 C = DeviceMapCategory
+_NO_MAPS: Mapping[str, DeviceMap] = types.MappingProxyType({})
 
 
 @functools.lru_cache(maxsize=256)
@@ -64,12 +66,12 @@ def _count_hint(worker: str, count: int, bad: list[Device]) -> str:
 
 def _device_list_problems(topo: Topology) -> Iterator[DeviceMapProblem]:
     for node in topo.names:
-        devices = topo.devices.get(node, [])
+        devices = topo.devices.get(node, ())
         unique = set(devices)
         if len(unique) != len(devices):
             repeated = list(dict.fromkeys(d for d in devices if devices.count(d) > 1))
             yield make_problem(
-                C.DUPLICATED_DEVICES, node, None, [f"devices = {devices}"],
+                C.DUPLICATED_DEVICES, node, None, [f"devices = {list(devices)}"],
                 [f"duplicated = {names_of(repeated)}", f"next step = list each device once in {node}'s devices"],
                 devices=tuple(repeated),
             )  # fmt: skip
@@ -77,59 +79,61 @@ def _device_list_problems(topo: Topology) -> Iterator[DeviceMapProblem]:
         if not _all_valid(unique, count):
             bad, type_error = _invalid(devices, count)
             yield make_problem(
-                C.INVALID_DEVICE_INDEX, node, None, [f"devices = {devices}", f"device count = {count}"],
+                C.INVALID_DEVICE_INDEX, node, None, [f"devices = {list(devices)}", f"device count = {count}"],
                 [f"invalid = {names_of(bad)}", f"next step = {_count_hint(node, count, bad)}"],
                 devices=tuple(bad), device_count=count, torch_type_error=type_error,
             )  # fmt: skip
 
 
-def _map_problems(topo: Topology, source: str, target: str, map_: dict[Device, Device]) -> Iterator[DeviceMapProblem]:
+def _map_problems(topo: Topology, source: str, target: str, map_: DeviceMap) -> Iterator[DeviceMapProblem]:
     targets = set(map_.values())
     if len(targets) != len(map_):
         values = list(map_.values())
         repeated = list(dict.fromkeys(d for d in values if values.count(d) > 1))
         yield make_problem(
-            C.DUPLICATED_TARGET, source, target, [f"device map = {map_}"],
+            C.DUPLICATED_TARGET, source, target, [f"device map = {dict(map_)}"],
             [f"duplicated targets = {names_of(repeated)}", "next step = map each target device from one source only"],
-            devices=tuple(repeated), device_map=map_,
+            devices=tuple(repeated), device_map=dict(map_),
         )  # fmt: skip
-    source_devices = topo.devices.get(source, [])
+    source_devices = topo.devices.get(source, ())
     if source_devices:
         if not set(map_).issubset(source_devices):
             extra = [d for d in map_ if d not in source_devices]
             yield make_problem(
-                C.UNEXPECTED_SOURCE, source, target, [f"device map = {map_}", f"devices = {source_devices}"],
+                C.UNEXPECTED_SOURCE, source, target,
+                [f"device map = {dict(map_)}", f"devices = {list(source_devices)}"],
                 [f"unexpected sources = {names_of(extra)}",
                  f"next step = add them to {source}'s devices or map from the devices it lists"],
-                devices=tuple(extra), device_map=map_,
+                devices=tuple(extra), device_map=dict(map_),
             )  # fmt: skip
     elif not _all_valid(map_.keys(), topo.counts[source]):
         count = topo.counts[source]
         bad, type_error = _invalid(map_.keys(), count)
         yield make_problem(
-            C.INVALID_SOURCE_INDEX, source, target, [f"device map = {map_}", f"device count = {count}"],
+            C.INVALID_SOURCE_INDEX, source, target, [f"device map = {dict(map_)}", f"device count = {count}"],
             [f"invalid sources = {names_of(bad)}",
              f"next step = sources are the caller's devices; {_count_hint(source, count, bad)}"],
-            devices=tuple(bad), device_map=map_, device_count=count, torch_type_error=type_error,
+            devices=tuple(bad), device_map=dict(map_), device_count=count, torch_type_error=type_error,
         )  # fmt: skip
-    target_devices = topo.devices.get(target, [])
+    target_devices = topo.devices.get(target, ())
     if target_devices:
         if not targets.issubset(target_devices):
             extra = [d for d in map_.values() if d not in target_devices]
             yield make_problem(
-                C.UNEXPECTED_TARGET, source, target, [f"device map = {map_}", f"devices = {target_devices}"],
+                C.UNEXPECTED_TARGET, source, target,
+                [f"device map = {dict(map_)}", f"devices = {list(target_devices)}"],
                 [f"unexpected targets = {names_of(extra)}",
                  f"next step = targets must be among the devices {target} lists"],
-                devices=tuple(extra), device_map=map_,
+                devices=tuple(extra), device_map=dict(map_),
             )  # fmt: skip
     elif target in topo.counts and not _all_valid(targets, topo.counts[target]):
         count = topo.counts[target]
         bad, type_error = _invalid(map_.values(), count)
         yield make_problem(
-            C.INVALID_TARGET_INDEX, source, target, [f"device map = {map_}", f"device count = {count}"],
+            C.INVALID_TARGET_INDEX, source, target, [f"device map = {dict(map_)}", f"device count = {count}"],
             [f"invalid targets = {names_of(bad)}",
              f"next step = targets are the callee's devices; {_count_hint(target, count, bad)}"],
-            devices=tuple(bad), device_map=map_, device_count=count, torch_type_error=type_error,
+            devices=tuple(bad), device_map=dict(map_), device_count=count, torch_type_error=type_error,
         )  # fmt: skip
 
 
@@ -138,17 +142,32 @@ def _iter_problems(topo: Topology, is_static_group: bool) -> Iterator[DeviceMapP
     yield from _device_list_problems(topo)
     known = set(topo.names)
     for source in topo.names:
-        per_target = topo.maps.get(source, {})
+        per_target = topo.maps.get(source, _NO_MAPS)
         if is_static_group and not known.issuperset(per_target):
             for unknown in (name for name in per_target if name not in known):
                 yield make_problem(
                     C.UNKNOWN_TARGET_NAME, source, unknown,
-                    [f"device maps = {per_target.keys()}", f"node names = {topo.names}"],
+                    [f"device maps = {per_target.keys()}", f"node names = {list(topo.names)}"],
                     [f"unknown target = {unknown!r}",
                      "next step = key maps by the callee's name, or use a dynamic group if it joins later"],
                 )  # fmt: skip
         for target, map_ in per_target.items():
             yield from _map_problems(topo, source, target, map_)
+
+
+def check_topology(topo: Topology, is_static_group: bool = True) -> tuple[DeviceMapProblem, ...]:
+    """Every problem of a normalised topology (first torch's, in its order; then unsortable device lists)."""
+    problems = list(_iter_problems(topo, is_static_group))
+    for name in topo.names:
+        problem = unsortable_list_problem(topo.devices.get(name, ()), name)
+        if problem is not None:
+            problems.append(problem)
+    return tuple(problems)
+
+
+def first_topology_problem(topo: Topology, is_static_group: bool = True) -> DeviceMapProblem | None:
+    """The problem torch reports first for a normalised topology, or None where it passes."""
+    return next(_iter_problems(topo, is_static_group), None)
 
 
 def check_device_maps(
@@ -158,14 +177,15 @@ def check_device_maps(
     devices: Mapping[str, Iterable[DeviceLike]] | None = None,
     is_static_group: bool = True,
 ) -> tuple[DeviceMapProblem, ...]:
-    """Every problem torch's checks would find (first one first), then unsortable explicit device lists."""
-    topo = normalize(names, device_counts, device_maps, devices)
-    problems = list(_iter_problems(topo, is_static_group))
-    for name in topo.names:
-        problem = unsortable_list_problem(topo.devices.get(name, []), name)
-        if problem is not None:
-            problems.append(problem)
-    return tuple(problems)
+    """Every problem torch's checks would find (first one first), then unsortable explicit device lists.
+
+    Example::
+
+        >>> [p.category.value for p in check_device_maps(["w0", "w1"], {"w0": 1, "w1": 1},
+        ...                                               {"w0": {"w1": {"cuda:1": "cuda:0"}}})]
+        ['INVALID_SOURCE_INDEX']
+    """
+    return check_topology(normalize(names, device_counts, device_maps, devices), is_static_group)
 
 
 def validate_device_maps(
@@ -175,7 +195,10 @@ def validate_device_maps(
     devices: Mapping[str, Iterable[DeviceLike]] | None = None,
     is_static_group: bool = True,
 ) -> None:
-    """Raise ``DeviceMapError`` for the first problem torch's ``_validate_device_maps`` reports."""
+    """Raise ``DeviceMapError`` for the first problem torch's ``_validate_device_maps`` reports.
+
+    Arguments of the wrong shape raise ``TopologyTypeError`` (a ``TypeError``) naming the argument.
+    """
     first = first_problem(names, device_counts, device_maps, devices, is_static_group)
     if first is not None:
         raise DeviceMapError(first)
@@ -189,5 +212,4 @@ def first_problem(
     is_static_group: bool = True,
 ) -> DeviceMapProblem | None:
     """The problem torch reports first, or None where torch's validation passes."""
-    topo = normalize(names, device_counts, device_maps, devices)
-    return next(_iter_problems(topo, is_static_group), None)
+    return first_topology_problem(normalize(names, device_counts, device_maps, devices), is_static_group)

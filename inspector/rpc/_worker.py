@@ -62,11 +62,10 @@ def _init(config: dict[str, Any], options: Any) -> dict[str, Any]:
     """Start RPC; returns what this worker reports to the parent."""
     import torch
 
-    from inspector.rpc._init import init_rpc
+    from inspector.rpc._init import start_unguarded
 
     start = time.perf_counter()
-    init_rpc(config["name"], config["backend"], rank=config["rank"], world_size=config["world_size"],
-             rpc_backend_options=options)  # fmt: skip
+    start_unguarded(config["name"], config["backend"], config["rank"], config["world_size"], options)
     return {
         "name": config["name"],
         "pid": os.getpid(),
@@ -90,9 +89,9 @@ def _serve(conn: Connection) -> None:
                 target, count, warmup = args
                 conn.send(("ok", _timed_calls(target, count, warmup, noop)))
             elif command == "send":
-                target, nbytes, repeats = args
+                target, nbytes, repeats, warmup = args
                 tensor = torch.zeros(max(1, nbytes // 4), dtype=torch.float32)
-                conn.send(("ok", _timed_calls(target, repeats, 1, receive, (tensor,))))
+                conn.send(("ok", _timed_calls(target, repeats, warmup, receive, (tensor,))))
             elif command == "shutdown":
                 rpc.shutdown(graceful=True)
                 conn.send(("ok", None))

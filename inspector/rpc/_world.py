@@ -4,7 +4,9 @@ NOTE [ LocalWorld lifecycle ]
 Start: one free port on 127.0.0.1, ``MASTER_ADDR``/``MASTER_PORT`` and the loopback interface
 in ``GLOO_SOCKET_IFNAME``/``TP_SOCKET_IFNAME``; each worker is a fresh interpreter running
 ``inspector.rpc._worker.main`` with one end of a socket pair (no ``__main__`` re-import, so it
-works from Jupyter). Every worker reports ``ready`` (with its name, device count, maps and
+works from Jupyter). Workers start RPC the way torch does, without ``init_rpc``'s join guard
+(NOTE [ Guarded init_rpc ]): the world supervises them itself, and what it shows of a failed
+start is torch's own error on each rank. Every worker reports ``ready`` (with its name, device count, maps and
 devices) or ``failed`` (stage, exception, message). All waits are bounded: the whole start by
 ``start_timeout``, and once one rank has failed the others get ``ERROR_GRACE_S`` to report
 theirs (validation errors arrive from every rank at once; a rank that fails before rendezvous
@@ -35,11 +37,14 @@ import subprocess
 import threading
 import time
 import weakref
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from multiprocessing.connection import wait
 from typing import Any
 
+from inspector._bench import Progress
+from inspector.errors import Cancelled
 from inspector.rpc._device_lists import create_device_list, create_reverse_mapping
+from inspector.rpc._errors import RpcError
 from inspector.rpc._plan import TopologyPlan
 from inspector.rpc._processes import (
     KILL_WAIT_S,
@@ -65,20 +70,27 @@ SHUTDOWN_TIMEOUT_S = 20.0
 COMMAND_TIMEOUT_S = 120.0
 ERROR_GRACE_S = 5.0
 LOCK_WAIT_S = 5.0
-Progress = Callable[[int, int, str], None]
+BANDWIDTH_WARMUP = 1
 
 
-class LocalWorldError(RuntimeError):
+class LocalWorldError(RpcError, RuntimeError):
     """A world that failed to start or to answer; ``.failures`` has one record per rank at fault."""
 
-    def __init__(self, headline: str, failures: Iterable[WorkerFailure] = (), cancelled: bool = False) -> None:
+    cancelled = False
+
+    def __init__(self, headline: str, failures: Iterable[WorkerFailure] = ()) -> None:
         self.failures = tuple(failures)
-        self.cancelled = cancelled
         lines = [
             headline,
             *(f"{f.name} = {f.stage}: {f.exception}: {f.message.partition(chr(10))[0]}" for f in self.failures),
         ]
         super().__init__("\n".join(lines))
+
+
+class WorldCancelled(LocalWorldError, Cancelled):
+    """A world's start or measurement stopped because it was cancelled or closed meanwhile."""
+
+    cancelled = True
 
 
 class LocalWorld:
@@ -157,7 +169,7 @@ class LocalWorld:
         failures: list[WorkerFailure] = []
         while pending and time.monotonic() < deadline:
             if cancel is not None and cancel.is_set():
-                raise LocalWorldError("Cancelled while starting the world.", cancelled=True)
+                raise WorldCancelled("Cancelled while starting the world.")
             for conn in wait(list(pending), timeout=0.2):
                 proc = pending.pop(conn)  # type: ignore[call-overload]
                 try:
@@ -200,7 +212,9 @@ class LocalWorld:
     def _ask(self, proc: WorkerProcess, command: tuple[Any, ...]) -> Any:
         """Send one command to one worker and return its answer (the caller holds ``_lock``)."""
         if self._closed or self._closing.is_set():
-            raise LocalWorldError("This LocalWorld is closed; start a new one.", cancelled=not self._closed)
+            if self._closed:
+                raise LocalWorldError("This LocalWorld is closed; start a new one.")
+            raise WorldCancelled("This LocalWorld is being closed; start a new one.")
         if self._broken is not None:
             raise LocalWorldError(
                 f"This LocalWorld is broken and takes no more commands.\nreason = {self._broken}\n"
@@ -212,7 +226,7 @@ class LocalWorld:
             reply = proc.conn.recv() if answered else None
         except (EOFError, OSError) as exc:
             if self._closing.is_set():
-                raise LocalWorldError(f"This LocalWorld was closed during {command[0]!r}.", cancelled=True) from exc
+                raise WorldCancelled(f"This LocalWorld was closed during {command[0]!r}.") from exc
             self._broken = f"{proc.name} closed its pipe during {command[0]!r} (exit code {proc.popen.poll()})"
             failure = WorkerFailure(proc.rank, proc.name, command[0], "ProcessExit", self._broken, proc.stderr_tail())
             raise LocalWorldError(
@@ -251,16 +265,36 @@ class LocalWorld:
         return self.rtt
 
     def measure_bandwidth(
-        self, nbytes: int = 16 << 20, repeats: int = 3, pairs: Iterable[tuple[str, str]] | None = None
+        self,
+        nbytes: int = 16 << 20,
+        repeats: int = 3,
+        pairs: Iterable[tuple[str, str]] | None = None,
+        *,
+        sizes: Sequence[int] | None = None,
+        warmup: int = BANDWIDTH_WARMUP,
+        progress: Progress | None = None,
     ) -> tuple[Bandwidth, ...]:
-        """Median time to send an ``nbytes`` float32 tensor caller -> callee (default: every ordered pair)."""
+        """Send float32 tensors caller -> callee: ``warmup`` untimed sends, then ``repeats`` timed ones.
+
+        One result per pair (default: every ordered pair) and message size (``sizes``, or just
+        ``nbytes``), each with the fastest, median and slowest send.
+        """
         chosen = list(pairs) if pairs is not None else [(a, b) for a in self.names for b in self.names if a != b]
+        measured = list(sizes) if sizes is not None else [nbytes]
+        if repeats < 1 or warmup < 0 or not measured or min(measured) < 4:
+            raise ValueError(
+                f"Bandwidth needs repeats >= 1, warmup >= 0 and sizes of at least 4 bytes, got repeats={repeats}, "
+                f"warmup={warmup}, sizes={measured}"
+            )
         by_name = {proc.name: proc for proc in self._procs}
-        results = []
+        results, total = [], len(chosen) * len(measured)
         with self._lock:
-            for caller, callee in chosen:
-                samples = self._ask(by_name[caller], ("send", callee, nbytes, repeats))
-                results.append(Bandwidth(caller, callee, nbytes, repeats, sorted(samples)[len(samples) // 2]))
+            for size in measured:
+                for caller, callee in chosen:
+                    samples = self._ask(by_name[caller], ("send", callee, size, repeats, warmup))
+                    results.append(Bandwidth.from_samples(caller, callee, size, warmup, samples))
+                    if progress:
+                        progress(len(results), total, f"{caller} -> {callee}, {size / (1 << 20):g} MiB")
         self.bandwidth = tuple(results)
         return self.bandwidth
 

@@ -1,20 +1,21 @@
-"""RPC views: the device-map graph, maps and problems as tables, latency heatmaps and world summaries.
+"""RPC views: the device-map graph, maps and problems as tables, latency and bandwidth, world summaries.
 
 Arrows always point caller -> callee, from the caller's source device to the callee's target
 device, because that is how a map is keyed and read (``set_device_map(callee, {local: remote})``);
-a problem paints its edge or worker red and names its category.
+a problem paints its edge or worker red and names its category, and its rows in the maps table
+are highlighted with the next step. Sizes and throughput are in MiB and MiB/s, as in the
+Loader tab; latencies in microseconds, with a pair whose p99 strays far from its median flagged.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyArrowPatch
+from pandas.io.formats.style import Styler
 
 from inspector.rpc import (
     BackendInfo,
@@ -27,43 +28,50 @@ from inspector.rpc import (
     TopologyPlan,
     WorkerSnapshot,
 )
+from inspector.rpc._records import MIB, TAIL_FACTOR
 from inspector.views._figures import NEUTRAL_INK, new_figure, style_axes
+from inspector.views._rpc_graph import OK_COLOUR, PROBLEM_COLOUR, pair_problems, topology_figure
 
-OK_COLOUR = "#1f77b4"
-PROBLEM_COLOUR = "#d62728"
-WARNING_COLOUR = "#ff7f0e"
-NODE_CATEGORIES = {"DUPLICATED_DEVICES", "INVALID_DEVICE_INDEX", "UNSORTABLE_DEVICE_LIST"}
-SOURCE_CATEGORIES = {"UNEXPECTED_SOURCE", "INVALID_SOURCE_INDEX"}
-TARGET_CATEGORIES = {"DUPLICATED_TARGET", "UNEXPECTED_TARGET", "INVALID_TARGET_INDEX"}
-MAP_COLUMNS = ["caller", "callee", "source", "target", "problems"]
+__all__ = [
+    "MAP_COLUMNS", "OK_COLOUR", "PROBLEM_COLOUR", "backends_table", "bandwidth_figure", "bandwidth_table",
+    "derived_table", "highlighted_maps", "init_error_text", "maps_table", "next_step", "problems_table",
+    "pair_problems", "rtt_heatmap", "rtt_table", "topology_figure", "warnings_table", "workers_table",
+]  # fmt: skip
+
+MAP_COLUMNS = ["caller", "callee", "source", "target", "problems", "next step"]
+ROW_HIGHLIGHT = "background-color: rgba(214, 39, 40, 0.18)"
 
 
-def _pair_categories(problems: Sequence[DeviceMapProblem], caller: str, callee: str, src: str, dst: str) -> list[str]:
-    """The categories of the problems that involve one mapped pair."""
-    found = []
-    for p in problems:
-        if (p.worker, p.target) != (caller, callee) or p.category in NODE_CATEGORIES:
-            continue
-        named = {str(d) for d in p.devices}
-        if (
-            p.category == "UNKNOWN_TARGET_NAME"
-            or (p.category in SOURCE_CATEGORIES and src in named)
-            or (p.category in TARGET_CATEGORIES and dst in named)
-        ):
-            found.append(str(p.category))
-    return found
+def next_step(problem: DeviceMapProblem) -> str:
+    """What to do about a problem: its message's ``next step = ...`` line."""
+    for line in problem.message.splitlines():
+        if line.startswith("next step = "):
+            return line.removeprefix("next step = ")
+    return ""
 
 
 def maps_table(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] = ()) -> pd.DataFrame:
-    """One row per mapped device pair (caller, callee, source, target) and the problems touching it."""
-    records = [
-        {"caller": w.name, "callee": callee, "source": src, "target": dst,
-         "problems": ", ".join(_pair_categories(problems, w.name, callee, src, dst))}
-        for w in plan.workers
-        for callee, pairs in w.device_maps
-        for src, dst in pairs
-    ]  # fmt: skip
+    """One row per mapped device pair (caller, callee, source, target), the problems touching it and what to do."""
+    records = []
+    for w in plan.workers:
+        for callee, pairs in w.device_maps:
+            for src, dst in pairs:
+                found = pair_problems(problems, w.name, callee, src, dst)
+                steps = list(dict.fromkeys(next_step(p) for p in found if next_step(p)))
+                records.append({"caller": w.name, "callee": callee, "source": src, "target": dst,
+                                "problems": ", ".join(str(p.category) for p in found),
+                                "next step": "; ".join(steps)})  # fmt: skip
     return pd.DataFrame.from_records(records, columns=MAP_COLUMNS)
+
+
+def highlighted_maps(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] = ()) -> Styler:
+    """``maps_table`` with every row a problem touches highlighted (the offending rows, with their next step)."""
+    frame = maps_table(plan, problems)
+
+    def paint(row: pd.Series) -> list[str]:
+        return [ROW_HIGHLIGHT if row["problems"] else ""] * len(row)
+
+    return frame.style.apply(paint, axis=1).hide(axis="index")
 
 
 def problems_table(problems: Sequence[DeviceMapProblem]) -> pd.DataFrame:
@@ -130,21 +138,28 @@ def workers_table(workers: Sequence[WorkerSnapshot]) -> pd.DataFrame:
 
 
 def rtt_table(rtt: RttMatrix) -> pd.DataFrame:
+    """Every pair's round trips in microseconds: min, median, p90, p99, max, and the tail flagged."""
     records = [
-        {"caller": p.caller, "callee": p.callee, "samples": p.samples,
-         "median us": round(p.median_s * 1e6, 1), "p90 us": round(p.p90_s * 1e6, 1)}
+        {"caller": p.caller, "callee": p.callee, "samples": p.samples, "min us": round(p.min_s * 1e6, 1),
+         "median us": round(p.median_s * 1e6, 1), "p90 us": round(p.p90_s * 1e6, 1),
+         "p99 us": round(p.p99_s * 1e6, 1), "max us": round(p.max_s * 1e6, 1),
+         "tail": f"p99 = {p.tail_ratio:.1f}x median" if p.has_tail else ""}
         for p in rtt.pairs
     ]  # fmt: skip
-    return pd.DataFrame.from_records(records, columns=["caller", "callee", "samples", "median us", "p90 us"])
+    columns = ["caller", "callee", "samples", "min us", "median us", "p90 us", "p99 us", "max us", "tail"]
+    return pd.DataFrame.from_records(records, columns=columns)
 
 
 def bandwidth_table(results: Sequence[Bandwidth]) -> pd.DataFrame:
+    """Each pair and message size: warm-up and timed sends, and the worst, median and best MiB/s."""
     records = [
-        {"caller": b.caller, "callee": b.callee, "MB": round(b.nbytes / 1e6, 2), "repeats": b.repeats,
-         "median s": round(b.median_s, 4), "MB/s": round(b.mb_per_s, 1)}
+        {"caller": b.caller, "callee": b.callee, "MiB": round(b.mib, 3), "warm-up": b.warmup, "repeats": b.repeats,
+         "min MiB/s": round(b.worst_mib_per_s, 1), "median MiB/s": round(b.mib_per_s, 1),
+         "max MiB/s": round(b.best_mib_per_s, 1)}
         for b in results
     ]  # fmt: skip
-    return pd.DataFrame.from_records(records, columns=["caller", "callee", "MB", "repeats", "median s", "MB/s"])
+    columns = ["caller", "callee", "MiB", "warm-up", "repeats", "min MiB/s", "median MiB/s", "max MiB/s"]
+    return pd.DataFrame.from_records(records, columns=columns)
 
 
 def backends_table(rows: Sequence[BackendInfo]) -> pd.DataFrame:
@@ -156,17 +171,19 @@ def backends_table(rows: Sequence[BackendInfo]) -> pd.DataFrame:
 
 
 def rtt_heatmap(rtt: RttMatrix) -> Figure:
-    """Median ``rpc_sync`` round trip per caller (rows) and callee (columns), in microseconds."""
+    """Median ``rpc_sync`` round trip per caller (rows) and callee (columns), in microseconds; tails in red."""
     n = len(rtt.names)
     fig = new_figure(max(4.0, 1.1 * n + 2.5), max(3.2, 0.9 * n + 1.8))
     ax = fig.add_subplot()
     values = np.array(rtt.median_matrix(), dtype=float) * 1e6
-    image = ax.imshow(values, cmap="viridis")
+    image = ax.imshow(np.ma.masked_invalid(values), cmap="viridis")
     ax.set_xticks(range(n), rtt.names, rotation=30, ha="right")
     ax.set_yticks(range(n), rtt.names)
     ax.set_xlabel("callee")
     ax.set_ylabel("caller")
-    ax.set_title("rpc_sync round trip, median (us)")
+    tails = sum(p.has_tail for p in rtt.pairs)
+    flagged = f"; {tails} pair(s) with p99 >= {TAIL_FACTOR:g}x median (red)" if tails else ""
+    ax.set_title(f"rpc_sync round trip, median (us){flagged}", fontsize=9)
     if n <= 8:
         finite = values[np.isfinite(values)]
         middle = float(np.median(finite)) if finite.size else 0.0
@@ -174,159 +191,37 @@ def rtt_heatmap(rtt: RttMatrix) -> Figure:
             pair = rtt.get(rtt.names[i], rtt.names[j])
             if pair is None or not math.isfinite(value):
                 continue
-            ink = "black" if value > middle else "white"
-            ax.text(j, i, f"{value:.0f}\np90 {pair.p90_s * 1e6:.0f}", ha="center", va="center", fontsize=8, color=ink)
+            ink = PROBLEM_COLOUR if pair.has_tail else "black" if value > middle else "white"
+            text = f"{value:.0f}\np99 {pair.p99_s * 1e6:.0f}" + (" !" if pair.has_tail else "")
+            ax.text(j, i, text, ha="center", va="center", fontsize=8, color=ink,
+                    fontweight="bold" if pair.has_tail else "normal")  # fmt: skip
     colorbar = fig.colorbar(image, ax=ax)
     colorbar.ax.tick_params(colors=NEUTRAL_INK)
     style_axes(ax)
     return fig
 
 
-def _positions(names: Sequence[str]) -> dict[str, tuple[float, float]]:
-    n = len(names)
-    if n == 1:
-        return {names[0]: (0.0, 0.0)}
-    return {name: (math.cos(math.pi / 2 - 2 * math.pi * i / n), math.sin(math.pi / 2 - 2 * math.pi * i / n))
-            for i, name in enumerate(names)}  # fmt: skip
-
-
-def _pairs_label(pairs: Sequence[tuple[str, str]]) -> str:
-    if len(pairs) <= 2:
-        return "\n".join(f"{s}→{d}" for s, d in pairs)
-    if all(s == d for s, d in pairs):
-        return f"{len(pairs)} pairs, each d→d"
-    return f"{len(pairs)} pairs"
-
-
-def _arrow(
-    ax,
-    start,
-    end,
-    colour: str,
-    rad: float,
-    label: str,
-    width: float,
-    ends=(None, None),
-    dashed=False,
-    label_colour: str | None = None,
-) -> None:
-    """A curved arrow start -> end; its label sits a third of the way along, nearer the caller."""
-    patch = FancyArrowPatch(
-        start, end, connectionstyle=f"arc3,rad={rad}", arrowstyle="-|>", mutation_scale=12, color=colour,
-        linewidth=width, linestyle="--" if dashed else "-", patchA=ends[0], patchB=ends[1], shrinkA=2, shrinkB=2,
-    )  # fmt: skip
-    ax.add_patch(patch)
-    if label:
-        (x1, y1), (x2, y2) = start, end
-        cx, cy = (x1 + x2) / 2 + rad * (y2 - y1), (y1 + y2) / 2 - rad * (x2 - x1)
-        t = 0.35
-        lx = (1 - t) ** 2 * x1 + 2 * t * (1 - t) * cx + t**2 * x2
-        ly = (1 - t) ** 2 * y1 + 2 * t * (1 - t) * cy + t**2 * y2
-        align = "center" if abs(x2 - x1) < 0.2 else ("left" if x2 > x1 else "right")  # spread labels apart
-        ax.text(lx, ly, label, fontsize=7, color=label_colour or colour, ha=align, va="center")
-
-
-def _self_loop(ax, centre, colour: str, label: str, width: float) -> None:
-    x, y = centre
-    start, end = (x - 0.07, y + 0.1), (x + 0.07, y + 0.1)
-    ax.add_patch(FancyArrowPatch(start, end, connectionstyle="arc3,rad=-2.2", arrowstyle="-|>", mutation_scale=10,
-                                 color=colour, linewidth=width, shrinkA=0, shrinkB=0))  # fmt: skip
-    if label:
-        ax.text(x, y + 0.32, label, fontsize=7, color=colour, ha="center", va="bottom")
-
-
-def _node_text(plan: TopologyPlan, name: str) -> str:
-    worker = next(w for w in plan.workers if w.name == name)
-    lines = [name, f"{worker.device_count} × cuda" if worker.device_count else "cpu only"]
-    if worker.devices:
-        shown = ", ".join(worker.devices[:4]) + (" …" if len(worker.devices) > 4 else "")
-        lines.append(f"devices: {shown}")
-    return "\n".join(lines)
-
-
-def _draw_nodes(ax, plan: TopologyPlan, pos: dict[str, tuple[float, float]], problems) -> dict[str, Any]:
-    """Worker boxes (red, with categories, for worker-level problems); returns each box patch."""
-    node_problems: dict[str, set[str]] = {}
-    for p in problems:
-        if p.category in NODE_CATEGORIES and p.worker is not None:
-            node_problems.setdefault(p.worker, set()).add(str(p.category))
-    boxes: dict[str, Any] = {}
-    for name, (x, y) in pos.items():
-        bad = sorted(node_problems.get(name, ()))
-        if len(pos) > 16:  # too many for boxes: a dot and a name
-            ax.plot([x], [y], "o", color=PROBLEM_COLOUR if bad else NEUTRAL_INK, markersize=4)
-            ax.text(x * 1.08, y * 1.08, name, ha="center", va="center", fontsize=5, color=NEUTRAL_INK)
-            continue
-        frame = {"boxstyle": "round,pad=0.4", "facecolor": (0.5, 0.5, 0.5, 0.12),
-                 "edgecolor": PROBLEM_COLOUR if bad else NEUTRAL_INK, "linewidth": 2.0 if bad else 1.0}  # fmt: skip
-        label = _node_text(plan, name)
-        box = ax.text(x, y, label, ha="center", va="center", fontsize=8, color=NEUTRAL_INK, bbox=frame, zorder=3)
-        boxes[name] = box.get_bbox_patch()
-        if bad:
-            below = 4.8 * (label.count("\n") + 1) + 6  # points: half the box's text lines, plus padding
-            ax.annotate(", ".join(bad), (x, y), xytext=(0, -below), textcoords="offset points",
-                        ha="center", va="top", fontsize=7, color=PROBLEM_COLOUR)  # fmt: skip
-    return boxes
-
-
-def _ghost(ax, name: str, near: tuple[float, float], count: int) -> tuple[tuple[float, float], Any]:
-    """A dashed box for a map target that is not in the group, placed outside its caller."""
-    x, y = near[0] * 1.6 + 0.3 * count, near[1] * 1.6 + 0.25
-    frame = {"boxstyle": "round,pad=0.3", "facecolor": "none", "edgecolor": PROBLEM_COLOUR, "linestyle": "--"}
-    box = ax.text(x, y, f"{name}\n(not in group)", ha="center", va="center", fontsize=7, color=PROBLEM_COLOUR,
-                  bbox=frame)  # fmt: skip
-    return (x, y), box.get_bbox_patch()
-
-
-def topology_figure(
-    plan: TopologyPlan, problems: Sequence[DeviceMapProblem] = (), max_labelled_edges: int = 24
-) -> Figure:
-    """Workers as nodes (with their devices), one arrow per mapped device pair, caller -> callee.
-
-    Pairs between the same two workers share one arrow once the plan has more than
-    ``max_labelled_edges`` pairs; problems colour their edge or node red with the category.
-    """
-    pos = _positions(plan.names)
-    n = len(pos)
-    scale = min(2.5, 1.0 + 0.08 * max(0, n - 4))
-    fig = new_figure(6.4 * scale, 5.2 * scale)
+def bandwidth_figure(results: Sequence[Bandwidth]) -> Figure:
+    """MiB/s against message size, one line per caller -> callee: the median, with worst..best as bars."""
+    fig = new_figure(6.4, 4.0)
     ax = fig.add_subplot()
-    per_pair = sum(len(pairs) for w in plan.workers for _, pairs in w.device_maps) <= max_labelled_edges
-    shared = {_pairs_label(pairs) for w in plan.workers for _, pairs in w.device_maps}
-    common = shared.pop() if not per_pair and len(shared) == 1 else ""  # said once in the title instead
-    boxes = _draw_nodes(ax, plan, pos, problems)
-    ghosts: dict[str, tuple[float, float]] = {}
-    for worker in plan.workers:
-        start = pos[worker.name]
-        for callee, pairs in worker.device_maps:
-            if callee not in pos and callee not in ghosts:
-                ghosts[callee], boxes[callee] = _ghost(ax, callee, start, len(ghosts))
-            end = pos.get(callee) or ghosts[callee]
-            groups = [[pair] for pair in pairs] if per_pair else [list(pairs)]
-            found = [sorted({c for s, d in g for c in _pair_categories(problems, worker.name, callee, s, d)})
-                     for g in groups]  # fmt: skip
-            lines = []
-            for group, categories in zip(groups, found, strict=True):
-                pairs_text = _pairs_label(group) if (per_pair or n <= 8) and not common else ""
-                lines.append(f"{pairs_text} {', '.join(categories)}".strip())
-            label = "\n".join(line for line in lines if line)
-            label_colour = PROBLEM_COLOUR if any(found) else OK_COLOUR
-            for k, categories in enumerate(found):
-                colour, width = (PROBLEM_COLOUR, 1.6) if categories else (OK_COLOUR, 1.0 if n <= 16 else 0.3)
-                text = label if k == 0 else ""
-                if callee == worker.name:
-                    _self_loop(ax, start, label_colour, text, width)
-                else:
-                    _arrow(ax, start, end, colour, 0.15 + 0.12 * k, text, width,
-                           ends=(boxes.get(worker.name), boxes.get(callee)), dashed=callee not in pos,
-                           label_colour=label_colour)  # fmt: skip
-    extent = 1.45 + (0.6 if ghosts else 0.0)
-    ax.set_xlim(-extent, extent)
-    ax.set_ylim(-extent, extent)
-    ax.set_aspect("equal")
-    ax.axis("off")
-    kind = "static" if plan.static_group else "dynamic"
-    title = f"Device maps ({kind} group): arrow = caller's source device → callee's target device"
-    subtitle = f"{len(problems)} problem(s)" + (f"; each arrow: {common}" if common else "")
-    ax.set_title(f"{title}\n{subtitle}", fontsize=9, color=NEUTRAL_INK)
+    by_pair: dict[tuple[str, str], list[Bandwidth]] = {}
+    for b in results:
+        by_pair.setdefault((b.caller, b.callee), []).append(b)
+    for (caller, callee), rows in by_pair.items():
+        rows = sorted(rows, key=lambda b: b.nbytes)
+        sizes = [b.nbytes / MIB for b in rows]
+        median = np.array([b.mib_per_s for b in rows])
+        spread = [median - [b.worst_mib_per_s for b in rows], [b.best_mib_per_s for b in rows] - median]
+        ax.errorbar(sizes, median, yerr=spread, marker="o", capsize=3, label=f"{caller} → {callee}")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("message size (MiB)")
+    ax.set_ylabel("MiB/s (median; bars: worst .. best)")
+    warmups = sorted({b.warmup for b in results})
+    ax.set_title(f"rpc_sync tensor send, after {', '.join(map(str, warmups))} warm-up send(s)", fontsize=9)
+    if by_pair:
+        legend = ax.legend(fontsize=7, frameon=False)
+        for text in legend.get_texts():
+            text.set_color(NEUTRAL_INK)
+    style_axes(ax)
     return fig

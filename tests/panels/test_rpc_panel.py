@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import threading
 
@@ -10,7 +11,7 @@ import pytest
 from inspector.panels import rpc_launch
 from inspector.panels._render import render_into
 from inspector.panels.rpc import MAX_LOCAL_WORKERS, RpcPanel
-from inspector.rpc import TopologyPlan
+from inspector.rpc import LocalWorldError, TopologyPlan
 
 
 def html_of(out) -> str:
@@ -28,11 +29,12 @@ def panel() -> RpcPanel:
 
 
 def test_panel_opens_on_a_valid_two_worker_plan(panel: RpcPanel) -> None:
-    assert panel.names == ["worker0", "worker1"] and len(panel.rows) == 3
-    assert panel.status.value == "2 workers, 3 mapped pairs, 0 problem(s): init_rpc would start"
+    assert panel.names == ["worker0", "worker1"] and len(panel.rows) == 2
+    assert panel.status.value == "2 workers, 2 mapped pairs, 0 problem(s): init_rpc would start"
     assert "init_rpc would accept this topology." in panel.init_html.value
     assert "<png>" in html_of(panel.graph_out)
     assert "worker0: cuda:1-&gt;cuda:0" in html_of(panel.derived_out)
+    assert not any(row.problems for row in panel.rows)
 
 
 def test_editing_gpu_counts_shows_every_problem_and_torchs_first_error_verbatim(panel: RpcPanel) -> None:
@@ -42,19 +44,31 @@ def test_editing_gpu_counts_shows_every_problem_and_torchs_first_error_verbatim(
     assert "INVALID_TARGET_INDEX" in shown and "INVALID_SOURCE_INDEX" in shown
     assert (
         "ValueError: Node worker0 has target devices with invalid indices in its device map for worker1\n"
-        "device map = {device(type=&#x27;cuda&#x27;, index=0): device(type=&#x27;cuda&#x27;, index=1), "
-        "device(type=&#x27;cpu&#x27;): device(type=&#x27;cpu&#x27;)}\ndevice count = 1"
+        "device map = {device(type=&#x27;cuda&#x27;, index=0): device(type=&#x27;cuda&#x27;, index=1)}\n"
+        "device count = 1"
     ) in panel.init_html.value
     assert "raised by: worker0, worker1" in panel.init_html.value
 
 
+def test_the_offending_rows_are_outlined_with_their_next_step(panel: RpcPanel) -> None:
+    panel.gpus.value = "1"
+    first, second = panel.rows
+    assert first.problems == ("INVALID_TARGET_INDEX",) and second.problems == ("INVALID_SOURCE_INDEX",)
+    assert "inspector-rpc-row-bad" in first.widget._dom_classes
+    assert "INVALID_TARGET_INDEX: targets are the callee&#x27;s devices; worker1 has 1 CUDA device" in first.note.value
+    assert "rgba(214, 39, 40, 0.18)" in html_of(panel.problems_out)  # and highlighted in the table
+    panel.gpus.value = "2"
+    assert first.problems == () and "inspector-rpc-row-bad" not in first.widget._dom_classes
+    assert first.note.value == ""
+
+
 def test_rows_are_editable_and_an_unknown_callee_is_flagged(panel: RpcPanel) -> None:
     row = panel.add_row("worker1", "worker7", "cpu", "cpu")
-    assert "UNKNOWN_TARGET_NAME" in html_of(panel.problems_out)
+    assert "UNKNOWN_TARGET_NAME" in html_of(panel.problems_out) and row.problems == ("UNKNOWN_TARGET_NAME",)
     row.callee.value = "worker0"
     assert "UNKNOWN_TARGET_NAME" not in html_of(panel.problems_out)
     panel.remove_row(row)
-    assert len(panel.rows) == 3 and panel.status.value.endswith("init_rpc would start")
+    assert len(panel.rows) == 2 and panel.status.value.endswith("init_rpc would start")
 
 
 def test_a_dynamic_group_accepts_maps_to_workers_not_yet_joined_with_a_warning(panel: RpcPanel) -> None:
@@ -87,11 +101,11 @@ def test_a_bad_gpu_count_names_what_is_expected(panel: RpcPanel) -> None:
 
 
 def test_explicit_devices_are_parsed_per_worker(panel: RpcPanel) -> None:
-    panel.devices.value = "worker1: cuda:1"
-    assert panel.plan.devices == {"worker0": [], "worker1": ["cuda:1"]}
+    panel.devices.value = "worker1: cuda:0"
+    assert panel.plan.devices == {"worker0": [], "worker1": ["cuda:0"]}
     shown = html_of(panel.problems_out)
-    assert "UNEXPECTED_SOURCE" not in shown  # worker1 maps from cuda:1, which it lists
-    assert "UNEXPECTED_TARGET" in shown  # worker0 sends cpu -> cpu, and worker1 does not list cpu
+    assert "UNEXPECTED_TARGET" in shown  # worker0 sends to worker1's cuda:1, which worker1 does not list
+    assert "UNEXPECTED_SOURCE" in shown  # worker1 maps from its cuda:1, which it does not list
     assert "Node worker0 has unexpected target devices in its device map for worker1" in panel.init_html.value
 
 
@@ -147,15 +161,15 @@ def test_a_second_launch_while_one_runs_is_refused_before_anything_shown_changes
 @pytest.mark.slow
 def test_launch_runs_a_real_world_and_shows_rtt_and_bandwidth(panel: RpcPanel, new_processes) -> None:
     panel.rtt_count.value = 10
-    panel.megabytes.value = 1.0
+    panel.mebibytes.value = 1.0
     panel.launch(wait=True)
     assert panel.job.label.value == "done", panel.world_html.value
     assert panel.last_world is not None and panel.last_world.rtt is not None
-    assert len(panel.last_world.rtt.pairs) == 4 and len(panel.last_world.bandwidth) == 2
+    assert len(panel.last_world.rtt.pairs) == 4 and len(panel.last_world.bandwidth) == 2 * 3  # ring x sizes
     shown = html_of(panel.world_out)
-    assert "<png>" in shown and "MB/s" in shown and "median us" in shown
+    assert "<png>" in shown and "median MiB/s" in shown and "p99 us" in shown
     assert "2 non-cpu map pair(s) left out" in panel.world_html.value or "ready in" in panel.world_html.value
-    assert "RTT" in panel.static_html()
+    assert "p99 us" in panel.static_html() and "median MiB/s" in panel.static_html()
     assert new_processes() == []
 
 
@@ -177,7 +191,99 @@ def test_a_failure_while_showing_a_launch_result_appears_in_the_panel(
 
     monkeypatch.setattr(rpc_launch, "workers_table", unreadable)
     panel.rtt_count.value = 2
-    panel.megabytes.value = 0.01
+    panel.mebibytes.value = 0.01
     panel.launch(wait=True)
     assert "ValueError</b>: cannot tabulate these workers" in panel.errors.widget.value
     assert new_processes() == []
+
+
+# -- templates, the job's plan, download ---------------------------------------------------------
+@pytest.mark.parametrize(
+    ("kind", "workers", "gpus", "expected"),
+    [
+        ("full mesh", 4, 8, TopologyPlan.full_mesh(4, 8)),
+        ("ring", 5, 2, TopologyPlan.ring(5, 2)),
+        ("parameter server", 3, 1, TopologyPlan.parameter_server(3, 1)),
+    ],
+)
+def test_a_template_fills_the_rows(panel: RpcPanel, kind: str, workers: int, gpus: int, expected: TopologyPlan) -> None:
+    panel.templates.kind.value = kind
+    panel.templates.workers.value = workers
+    panel.templates.gpus.value = gpus
+    panel.templates.apply_button.click()
+    assert panel.plan == expected and len(panel.rows) == expected.pair_count
+    assert panel.status.value.endswith("0 problem(s): init_rpc would start")
+    assert "Pre-flight warnings" not in html_of(panel.problems_out)
+
+
+def test_the_jobs_plan_is_shown_or_the_panel_says_there_is_no_job(
+    panel: RpcPanel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from inspector.rpc import _job
+
+    monkeypatch.setattr(_job, "_last_plan", [])
+    panel.guard(panel.load_job_plan)()
+    assert "No RPC job in this process" in panel.errors.widget.value
+    job = TopologyPlan.ring(3, 1)
+    monkeypatch.setattr(_job, "_last_plan", [job])
+    assert panel.load_job_plan() == job and panel.plan == job
+
+
+def test_the_plan_downloads_as_a_json_file(panel: RpcPanel) -> None:
+    link = panel.download.value
+    assert 'download="rpc_plan.json"' in link and 'href="data:application/json;base64,' in link
+    encoded = link.split("base64,", 1)[1].split('"', 1)[0]
+    assert TopologyPlan.from_json(base64.b64decode(encoded).decode()) == panel.plan
+    panel.gpus.value = "4"
+    assert TopologyPlan.from_json(base64.b64decode(panel.download.value.split("base64,")[1].split('"')[0]).decode()) \
+        == panel.plan  # fmt: skip
+
+
+def test_a_large_plan_is_tabulated_but_not_drawn(panel: RpcPanel) -> None:
+    panel.load_plan(TopologyPlan.full_mesh(16, 2))
+    assert "too many to draw; the tables list them all" in html_of(panel.graph_out)
+
+
+# -- launching a plan init_rpc would refuse ------------------------------------------------------
+def test_a_refused_plan_asks_loudly_before_launching_and_cancel_launches_nothing(panel: RpcPanel) -> None:
+    panel.add_row("worker0", "ghost", "cpu", "cpu")  # a target that is not in the group
+    panel.launch()
+    assert panel.confirmation.asking and not panel.job.running
+    message = panel.confirmation.message.value
+    assert "init_rpc would refuse this launch" in message
+    assert "init_rpc would refuse this plan: ValueError: Node worker0 has invalid target node names" in message
+    assert "The local world would fail on worker0, worker1" in message
+    panel.confirmation.cancel.click()
+    assert not panel.confirmation.asking and not panel.job.running and panel.last_world is None
+
+
+def test_a_plan_init_rpc_accepts_launches_without_asking(panel: RpcPanel, monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[object] = []
+    monkeypatch.setattr(panel.job, "start", lambda job, done, failed: started.append(job))
+    panel.launch()
+    assert started and not panel.confirmation.asking
+
+
+def test_the_largest_message_is_in_mib_and_three_sizes_are_measured() -> None:
+    assert rpc_launch.bandwidth_sizes(16 << 20) == [256 << 10, 2 << 20, 16 << 20]
+    assert rpc_launch.bandwidth_sizes(4) == [4]
+
+
+@pytest.mark.slow
+def test_launching_anyway_shows_how_the_world_fails_on_every_rank(panel: RpcPanel, new_processes) -> None:
+    panel.add_row("worker0", "ghost", "cpu", "cpu")
+    panel.launch(wait=True)
+    assert panel.confirmation.asking and not panel.job.running
+    panel.confirmation.launch_anyway.click()
+    assert panel.job.wait(240)
+    assert isinstance(panel.last_launch_error, LocalWorldError)
+    assert "worker1 = init_rpc: ValueError: Node worker0 has invalid target node names" in panel.world_html.value
+    assert new_processes() == []
+
+
+def test_a_plan_too_large_to_edit_row_by_row_is_refused_with_the_limit(panel: RpcPanel) -> None:
+    panel.templates.workers.value = 64
+    panel.templates.gpus.value = 8
+    panel.templates.apply_button.click()
+    assert "too many to edit row by row here" in panel.errors.widget.value
+    assert "limit = 2,048" in panel.errors.widget.value and len(panel.rows) == 2  # the plan shown is untouched

@@ -28,3 +28,16 @@ def test_the_rpc_registry_error_is_named_apart_from_the_data_backends_one() -> N
     assert "UnknownBackendError" not in rpc.__all__ and "UnknownRpcBackendError" in rpc.__all__
     assert rpc.UnknownRpcBackendError is not backends.UnknownBackendError
     assert issubclass(rpc.UnknownRpcBackendError, KeyError) and issubclass(rpc.UnknownRpcBackendError, ValueError)
+
+
+def test_every_rpc_error_is_an_rpc_error_and_the_builtin_it_would_otherwise_be() -> None:
+    from inspector.errors import Cancelled, InspectorError
+
+    errors = [getattr(rpc, name) for name in rpc.__all__ if name.endswith("Error") and name != "InitError"]
+    assert len(errors) == 18
+    builtins = (ValueError, TypeError, KeyError, RuntimeError, TimeoutError)
+    for error in errors:
+        assert issubclass(error, rpc.RpcError) and issubclass(error, InspectorError), error
+        assert error is rpc.RpcError or issubclass(error, builtins), error
+    assert issubclass(rpc.WorldCancelled, Cancelled) and issubclass(rpc.WorldCancelled, rpc.LocalWorldError)
+    assert issubclass(rpc.RpcJoinError, TimeoutError) and issubclass(rpc.JobTopologyError, ValueError)

@@ -149,3 +149,166 @@ def test_a_dynamic_group_fails_at_the_first_join_whose_check_fails() -> None:
 def test_a_valid_plan_predicts_no_error() -> None:
     assert predict_init_error(TopologyPlan.full_mesh(4, 8)) is None
     assert predict_init_error(TopologyPlan.full_mesh(4, 8, static_group=False)) is None
+
+
+# -- parsed once --------------------------------------------------------------------------------
+def test_checks_predictions_and_derivation_read_the_parsed_topology_and_never_parse_again(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from inspector.rpc import _devices, _topology
+
+    plan = TopologyPlan.build(3, 1, {"worker0": {"worker1": {"cuda:0": "cuda:3"}, "ghost": {"cpu": "cpu"}}})
+    calls: list[str] = []
+
+    def counted(name: str, fn):  # type: ignore[no-untyped-def]
+        def wrapper(*args, **kwargs):  # type: ignore[no-untyped-def]
+            calls.append(name)
+            return fn(*args, **kwargs)
+
+        return wrapper
+
+    for module in (_devices, _topology):
+        for name in ("as_device", "as_device_map", "normalize", "_parse"):
+            if hasattr(module, name):
+                monkeypatch.setattr(module, name, counted(name, getattr(module, name)))
+    for _ in range(3):  # what the RPC tab shows on every keystroke
+        plan.check(), plan.preflight(), predict_init_error(plan), plan.derive()
+        with pytest.raises(DeviceMapError):
+            plan.validate()
+    assert calls == []
+
+
+def test_the_parsed_topology_is_read_only() -> None:
+    topo = TopologyPlan.full_mesh(2, 2).topology
+    assert isinstance(topo.names, tuple)
+    with pytest.raises(TypeError):
+        topo.counts["worker0"] = 9  # type: ignore[index]
+    with pytest.raises(TypeError):
+        topo.maps["worker0"]["worker1"][next(iter(topo.maps["worker0"]["worker1"]))] = None  # type: ignore[index]
+    assert isinstance(topo.devices["worker0"], tuple)
+
+
+def test_plans_compare_by_their_workers_not_by_the_parsed_copy() -> None:
+    assert TopologyPlan.full_mesh(3, 2) == TopologyPlan.full_mesh(3, 2)
+    assert hash(TopologyPlan.full_mesh(3, 2)) == hash(TopologyPlan.full_mesh(3, 2))
+    assert "topology" not in repr(TopologyPlan.build(1))
+
+
+# -- templates -----------------------------------------------------------------------------------
+@pytest.mark.parametrize(
+    ("plan", "names", "pairs"),
+    [
+        (TopologyPlan.full_mesh(4, 8), ["worker0", "worker1", "worker2", "worker3"], 4 * 3 * 8),
+        (TopologyPlan.ring(4, 2), ["worker0", "worker1", "worker2", "worker3"], 4 * 2 * 2),
+        (TopologyPlan.ring(2, 2), ["worker0", "worker1"], 2 * 1 * 2),
+        (TopologyPlan.parameter_server(3, 2), ["ps", "trainer0", "trainer1", "trainer2"], 2 * 3 * 2),
+    ],
+)
+def test_templates_are_valid_symmetric_and_warning_free(plan: TopologyPlan, names: list[str], pairs: int) -> None:
+    assert plan.names == names and plan.pair_count == pairs
+    assert plan.check() == () and plan.preflight() == () and predict_init_error(plan) is None
+
+
+def test_a_ring_maps_each_worker_to_its_two_neighbours() -> None:
+    maps = TopologyPlan.ring(4, 1).device_maps
+    assert {w: sorted(m) for w, m in maps.items()} == {
+        "worker0": ["worker1", "worker3"], "worker1": ["worker0", "worker2"],
+        "worker2": ["worker1", "worker3"], "worker3": ["worker0", "worker2"],
+    }  # fmt: skip
+
+
+def test_a_parameter_server_talks_to_every_trainer_and_trainers_only_to_it() -> None:
+    maps = TopologyPlan.parameter_server(2, 1).device_maps
+    assert maps == {"ps": {"trainer0": {"cuda:0": "cuda:0"}, "trainer1": {"cuda:0": "cuda:0"}},
+                    "trainer0": {"ps": {"cuda:0": "cuda:0"}}, "trainer1": {"ps": {"cuda:0": "cuda:0"}}}  # fmt: skip
+
+
+@pytest.mark.parametrize("workers", [0, -1, 10**6, True])
+def test_templates_refuse_worker_counts_out_of_range(workers: int) -> None:
+    with pytest.raises(ValueError, match=r"A template needs 1 \.\. 1024 workers"):
+        TopologyPlan.ring(workers, 2)
+
+
+# -- from real options ---------------------------------------------------------------------------
+def test_from_options_reads_real_tensorpipe_options() -> None:
+    from torch.distributed.rpc import TensorPipeRpcBackendOptions
+
+    options = TensorPipeRpcBackendOptions(device_maps={"worker1": {"cuda:0": "cuda:1", "cuda:1": "cuda:0"}},
+                                          devices=["cuda:0", "cuda:1"])  # fmt: skip
+    plan = TopologyPlan.from_options("trainer", options, device_count=2)
+    (worker,) = plan.workers
+    assert (worker.name, worker.device_count, worker.devices) == ("trainer", 2, ("cuda:0", "cuda:1"))
+    assert worker.maps_dict() == {"worker1": {"cuda:0": "cuda:1", "cuda:1": "cuda:0"}}
+    assert plan.static_group is False and plan.check() == ()  # its peers are not in it
+    assert TopologyPlan.from_options(3, options, device_count={"cuda": 2}).names == ["worker3"]
+
+
+def test_from_options_defaults_to_this_machines_device_count_and_takes_any_options_object() -> None:
+    import torch
+
+    plan = TopologyPlan.from_options("w", object())
+    assert plan.workers == (WorkerPlan("w", torch.cuda.device_count()),)
+
+
+def test_from_options_refuses_a_name_that_is_neither_name_nor_rank() -> None:
+    with pytest.raises(TypeError, match="name_or_rank must be a worker name"):
+        TopologyPlan.from_options(1.5, object(), device_count=0)  # type: ignore[arg-type]
+
+
+def test_combining_every_ranks_plan_gives_the_jobs_static_plan_and_its_verdict() -> None:
+    from torch.distributed.rpc import TensorPipeRpcBackendOptions
+
+    ranks = [
+        TopologyPlan.from_options(0, TensorPipeRpcBackendOptions(device_maps={"worker1": {"cuda:0": "cuda:1"}}), 2),
+        TopologyPlan.from_options(1, TensorPipeRpcBackendOptions(device_maps={"worker0": {"cuda:1": "cuda:0"}}), 1),
+    ]
+    job = TopologyPlan.combine(ranks)
+    assert job.static_group and job.names == ["worker0", "worker1"]
+    error = predict_init_error(job)
+    assert error is not None and error.text.startswith(
+        "ValueError: Node worker0 has target devices with invalid indices in its device map for worker1"
+    )
+
+
+def test_from_job_without_a_job_says_how_to_start_one(monkeypatch: pytest.MonkeyPatch) -> None:
+    from inspector.rpc import RpcError, _job
+
+    monkeypatch.setattr(_job, "_last_plan", [])
+    with pytest.raises(RpcError, match="No RPC job in this process") as caught:
+        TopologyPlan.from_job()
+    assert "next step = start the job with inspector.rpc.init_rpc" in str(caught.value)
+
+
+def test_from_job_returns_the_plan_the_last_guarded_start_gathered(monkeypatch: pytest.MonkeyPatch) -> None:
+    from inspector.rpc import _job
+
+    plan = TopologyPlan.ring(3, 1)
+    monkeypatch.setattr(_job, "_last_plan", [plan])
+    assert TopologyPlan.from_job() is plan
+
+
+# -- plan files ----------------------------------------------------------------------------------
+def test_from_file_reads_a_plan_and_refuses_what_is_not_a_regular_file(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+
+    path = tmp_path / "plan.json"
+    path.write_text(TopologyPlan.ring(3, 2).to_json())
+    assert TopologyPlan.from_file(path) == TopologyPlan.ring(3, 2)
+    os.mkfifo(tmp_path / "fifo")
+    with pytest.raises(PlanError, match="a FIFO, not a plan file"):
+        TopologyPlan.from_file(tmp_path / "fifo")
+
+
+def test_a_plan_file_over_the_limit_is_refused_before_it_is_read(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from inspector.rpc._plan_file import read_plan_text
+
+    path = tmp_path / "big.json"
+    path.write_bytes(b" " * 2048)
+    with pytest.raises(PlanError, match="2,048 bytes, over the 1,024-byte limit"):
+        read_plan_text(path, limit=1024)
+
+
+@pytest.mark.parametrize(("workers", "gpus"), [(1024, 128), (2, 129), (2, -1)])
+def test_templates_refuse_sizes_that_would_exhaust_memory_or_torchs_indices(workers: int, gpus: int) -> None:
+    with pytest.raises(ValueError, match="next step = "):
+        TopologyPlan.full_mesh(workers, gpus)

@@ -1,4 +1,8 @@
-"""The private torch names our init_rpc relies on: all present in the tested torch, a clear error where one is not."""
+"""The private torch names our init_rpc relies on: all present in the tested torch, a clear error where one is not.
+
+These tests pin torch's internals, so on any torch but the tested one the module is skipped
+with the reason (the package's own refusal on such a torch is what the last two tests check).
+"""
 
 from __future__ import annotations
 
@@ -7,18 +11,31 @@ import torch
 import torch.distributed.rpc as torch_rpc
 from torch.distributed.rpc import api, backend_registry
 
-from inspector.rpc import UnsupportedTorchError, init_backend, init_rpc
+from inspector.rpc import (
+    BackendType,
+    UnsupportedTorchError,
+    init_backend,
+    init_rpc,
+    register_backend,
+)
+from inspector.rpc._job import JOB_INTERNALS
 from inspector.rpc._torch_internals import (
     INIT_RPC_INTERNALS,
     TENSORPIPE_INTERNALS,
     TESTED_TORCH,
+    is_tested_torch,
     require_torch_internals,
+)
+
+pytestmark = pytest.mark.skipif(
+    not is_tested_torch(),
+    reason=f"pins torch {TESTED_TORCH}'s RPC internals; this is torch {torch.__version__}",
 )
 
 
 def test_the_tested_torch_has_every_internal_we_name() -> None:
     assert torch.__version__.startswith(TESTED_TORCH)
-    require_torch_internals(INIT_RPC_INTERNALS + TENSORPIPE_INTERNALS, "this test")
+    require_torch_internals(INIT_RPC_INTERNALS + TENSORPIPE_INTERNALS + JOB_INTERNALS, "this test")
 
 
 def test_a_name_that_does_not_exist_is_reported_missing() -> None:
@@ -28,13 +45,14 @@ def test_a_name_that_does_not_exist_is_reported_missing() -> None:
 
 
 def test_init_rpc_on_a_torch_without_an_internal_names_the_version_what_is_missing_and_the_next_step(
-    monkeypatch: pytest.MonkeyPatch,
+    monkeypatch: pytest.MonkeyPatch, backends: None
 ) -> None:
     monkeypatch.setattr(torch, "__version__", "2.4.0")
     monkeypatch.delattr(api, "_init_rpc_states")
     counter = torch_rpc._init_counter
+    ours = register_backend("OURS_ONLY", BackendType.TENSORPIPE.value[0], BackendType.TENSORPIPE.value[1])
     with pytest.raises(RuntimeError, match=r"needs torch internals that torch 2\.4\.0 does not have") as caught:
-        init_rpc("worker0", rank=0, world_size=1)
+        init_rpc("worker0", backend=ours)  # a backend torch does not know takes the internals path
     error = caught.value
     assert isinstance(error, UnsupportedTorchError)
     assert error.torch_version == "2.4.0" and error.missing == ["torch.distributed.rpc.api._init_rpc_states"]
@@ -56,3 +74,17 @@ def test_the_tensorpipe_handler_on_a_torch_without_torchs_handler_says_so(monkey
         init_backend("TENSORPIPE", None, "worker0", 0, 1, None)
     assert c.value.missing == ["torch.distributed.rpc.backend_registry._tensorpipe_init_backend_handler"]
     assert c.value.torch_version == torch.__version__
+
+
+def test_on_another_torch_this_module_is_skipped_with_the_reason(tmp_path) -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, torch, pytest; torch.__version__ = '2.99.0'; "
+        f"sys.exit(pytest.main([{__file__!r}, '-rs', '-q', '-p', 'no:cacheprovider', '-p', 'no:randomly']))"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert result.returncode == 0, result.stdout[-3000:]
+    assert "passed" not in result.stdout.splitlines()[-1] and "skipped" in result.stdout.splitlines()[-1]
+    assert f"pins torch {TESTED_TORCH}'s RPC internals; this is torch 2.99.0" in result.stdout

@@ -35,10 +35,18 @@ def test_two_workers_gather_maps_measure_rtt_and_bandwidth_and_shut_down_cleanly
         assert pair is not None and pair.samples == 20 and 0 < pair.median_s <= pair.p90_s
         assert all(value > 0 for row in rtt.median_matrix() for value in row)
 
-        (sent,) = world.measure_bandwidth(nbytes=1 << 20, repeats=2, pairs=[("worker1", "worker0")])
-        assert (sent.caller, sent.callee, sent.nbytes) == ("worker1", "worker0", 1 << 20) and sent.mb_per_s > 0
+        assert pair.min_s <= pair.median_s <= pair.p90_s <= pair.p99_s <= pair.max_s
+
+        steps.clear()
+        sent = world.measure_bandwidth(repeats=3, pairs=[("worker1", "worker0")], sizes=[1 << 16, 1 << 20], warmup=2,
+                                       progress=lambda d, t, m: steps.append((d, t, m)))  # fmt: skip
+        assert [(b.caller, b.callee, b.nbytes, b.repeats, b.warmup) for b in sent] == [
+            ("worker1", "worker0", 1 << 16, 3, 2), ("worker1", "worker0", 1 << 20, 3, 2)
+        ]  # fmt: skip
+        assert all(b.worst_mib_per_s <= b.mib_per_s <= b.best_mib_per_s for b in sent)
+        assert steps[-1] == (2, 2, "worker1 -> worker0, 1 MiB")
         snap = world.snapshot()
-        assert snap.rtt is rtt and snap.bandwidth == (sent,)
+        assert snap.rtt is rtt and snap.bandwidth == sent
     assert world.closed and world.exit_codes == {"worker0": 0, "worker1": 0}
     assert not any(psutil.pid_exists(pid) for pid in pids) and new_processes() == []
     with pytest.raises(RuntimeError, match="closed"):
@@ -115,7 +123,8 @@ def test_a_custom_backend_starts_a_real_agent_through_our_init_rpc_and_stale_mem
             print("torch refuses its stale member:", exc)
         member = register_backend("LOGGING_TP", construct, init)
         options = construct_rpc_backend_options(member, rpc_timeout=20, num_worker_threads=2)
-        agent = init_rpc("worker0", member, rank=0, world_size=1, rpc_backend_options=options)
+        init_rpc("worker0", member, rank=0, world_size=1, rpc_backend_options=options, join_timeout=60)
+        agent = torch_rpc.api._get_current_rpc_agent()
         print("agent:", type(agent).__name__, agent.get_worker_info().name)
         print("rpc_sync:", torch_rpc.rpc_sync("worker0", torch.add, args=(torch.ones(2), 2)).tolist())
         print("calls:", calls)
@@ -163,7 +172,7 @@ def test_a_worker_that_closes_its_pipe_but_keeps_running_is_killed_within_the_bo
 
 
 def test_close_from_another_thread_stops_a_measurement_before_its_next_pair_and_shuts_down_gracefully(
-    new_processes
+    new_processes,
 ) -> None:
     world = LocalWorld(2, rpc_timeout=20.0)
     closer = threading.Thread(target=world.close)
@@ -199,7 +208,11 @@ def test_close_is_bounded_while_another_thread_is_inside_one_long_rpc_batch(
     while world._lock.acquire(blocking=False):  # until the measurement holds the world
         world._lock.release()
         time.sleep(0.01)
-    time.sleep(0.5)  # and its batch has reached the worker
+    busy = psutil.Process(world.workers[0].pid)
+    before = busy.cpu_times().user
+    deadline = time.monotonic() + 60
+    while busy.cpu_times().user < before + 0.2 and time.monotonic() < deadline:  # its batch runs on the worker
+        time.sleep(0.05)
     closer = threading.Thread(target=world.close)
     closer.start()
     closer.join(60)
@@ -237,8 +250,13 @@ def test_a_worker_blocked_in_rendezvous_exits_when_its_parent_is_killed(tmp_path
         import psutil
         from inspector.rpc import LocalWorld
         threading.Thread(target=lambda: LocalWorld(2, devices={"worker1": ["cpu"]}), daemon=True).start()
-        time.sleep(3.0)
-        print(" ".join(str(p.pid) for p in psutil.Process().children()), flush=True)
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:  # until worker1 has failed, leaving worker0 waiting for it
+            children = psutil.Process().children()
+            if len(children) == 2 and any(c.status() == psutil.STATUS_ZOMBIE for c in children):
+                break
+            time.sleep(0.05)
+        print(" ".join(str(p.pid) for p in children if p.status() != psutil.STATUS_ZOMBIE), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)  # no close(), no atexit: the workers are on their own
     """)
     )

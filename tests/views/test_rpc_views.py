@@ -17,11 +17,14 @@ from inspector.rpc import (
     WorkerSnapshot,
     predict_init_error,
 )
+from inspector.views._rpc_graph import EDGE_LABEL, NODE
 from inspector.views.rpc import (
     PROBLEM_COLOUR,
     backends_table,
+    bandwidth_figure,
     bandwidth_table,
     derived_table,
+    highlighted_maps,
     init_error_text,
     maps_table,
     problems_table,
@@ -52,16 +55,28 @@ def texts(fig: Figure) -> str:
     return "\n".join(t.get_text() for t in fig.axes[0].texts) + fig.axes[0].get_title()
 
 
-def test_maps_table_has_a_row_per_pair_with_the_problems_touching_it(faulty: TopologyPlan) -> None:
+def test_maps_table_has_a_row_per_pair_with_the_problems_touching_it_and_the_next_step(faulty: TopologyPlan) -> None:
     frame = maps_table(faulty, faulty.check())
-    assert list(frame.columns) == ["caller", "callee", "source", "target", "problems"]
-    assert frame.to_dict("records") == [
-        {"caller": "worker0", "callee": "worker1", "source": "cuda:1", "target": "cuda:0",
-         "problems": "INVALID_SOURCE_INDEX"},
-        {"caller": "worker0", "callee": "worker2", "source": "cuda:0", "target": "cuda:0", "problems": ""},
-        {"caller": "worker0", "callee": "ghost", "source": "cpu", "target": "cpu", "problems": "UNKNOWN_TARGET_NAME"},
-        {"caller": "worker1", "callee": "worker1", "source": "cuda:0", "target": "cuda:1", "problems": ""},
-    ]  # fmt: skip
+    assert list(frame.columns) == ["caller", "callee", "source", "target", "problems", "next step"]
+    rows = frame.to_dict("records")
+    assert [(r["caller"], r["callee"], r["source"], r["target"], r["problems"]) for r in rows] == [
+        ("worker0", "worker1", "cuda:1", "cuda:0", "INVALID_SOURCE_INDEX"),
+        ("worker0", "worker2", "cuda:0", "cuda:0", ""),
+        ("worker0", "ghost", "cpu", "cpu", "UNKNOWN_TARGET_NAME"),
+        ("worker1", "worker1", "cuda:0", "cuda:1", ""),
+    ]
+    assert rows[0]["next step"] == "sources are the caller's devices; worker0 has 1 CUDA device: use cpu or cuda:0"
+    assert rows[1]["next step"] == "" and rows[2]["next step"].startswith("key maps by the callee's name")
+
+
+def test_the_offending_rows_are_highlighted(faulty: TopologyPlan) -> None:
+    html = highlighted_maps(faulty, faulty.check()).to_html()
+    (rule,) = [r for r in html.split("}") if "background-color: rgba(214, 39, 40, 0.18)" in r]
+    painted = {row for row in range(4) if f"_row{row}_col0" in rule and f"_row{row}_col5" in rule}
+    assert painted == {0, 2}  # the rows a problem touches, every column
+    assert "INVALID_SOURCE_INDEX" in html and "use cpu or cuda:0" in html
+    clean = highlighted_maps(TopologyPlan.ring(3, 1)).to_html()
+    assert "rgba(214, 39, 40" not in clean
 
 
 def test_problems_table_lists_every_problem_in_torchs_order(faulty: TopologyPlan) -> None:
@@ -107,32 +122,112 @@ def test_derived_table_shows_reverse_maps_and_device_lists() -> None:
 
 def test_warnings_and_init_error_text() -> None:
     plan = TopologyPlan.build(2, 0, {"worker0": {"worker0": {"cpu": "cpu"}, "worker1": {"cuda:0": "cpu"}}})
-    assert list(warnings_table(plan.preflight())["kind"]) == ["SELF_MAP"]
+    assert list(warnings_table(plan.preflight())["kind"]) == ["SELF_MAP", "CPU_PAIR", "ASYMMETRIC_MAP"]
     text = init_error_text(predict_init_error(plan))
     assert text.startswith("ValueError: Node worker0 has source devices with invalid indices")
     assert "raised by: worker0, worker1" in text
     assert init_error_text(None) == "init_rpc would accept this topology."
 
 
-def test_rtt_heatmap_and_table_from_a_hand_made_matrix() -> None:
-    names = ("a", "b")
-    pairs = (PairLatency("a", "b", 10, 300e-6, 400e-6), PairLatency("b", "a", 10, 250e-6, 260e-6))
-    rtt = RttMatrix(names, pairs)
-    frame = rtt_table(rtt)
-    assert frame.to_dict("records")[0] == {"caller": "a", "callee": "b", "samples": 10, "median us": 300.0,
-                                           "p90 us": 400.0}  # fmt: skip
+def latency(caller: str, callee: str, median_us: float, p99_us: float) -> PairLatency:
+    return PairLatency(caller, callee, 100, median_us * 0.8e-6, median_us * 1e-6, median_us * 1.2e-6, p99_us * 1e-6,
+                       p99_us * 1.5e-6)  # fmt: skip
+
+
+def test_rtt_heatmap_and_table_from_a_hand_made_matrix_flag_the_tail() -> None:
+    rtt = RttMatrix(("a", "b"), (latency("a", "b", 300, 400), latency("b", "a", 250, 2500)))
+    rows = rtt_table(rtt).to_dict("records")
+    assert rows[0] == {"caller": "a", "callee": "b", "samples": 100, "min us": 240.0, "median us": 300.0,
+                       "p90 us": 360.0, "p99 us": 400.0, "max us": 600.0, "tail": ""}  # fmt: skip
+    assert rows[1]["tail"] == "p99 = 10.0x median"
     fig = rtt_heatmap(rtt)
     values = fig.axes[0].images[0].get_array()
     assert np.ma.getmaskarray(values)[0, 0]  # not measured: left blank
     assert values[0, 1] == pytest.approx(300.0) and values[1, 0] == pytest.approx(250.0)
-    assert "300\np90 400" in texts(fig) and fig.axes[0].get_xlabel() == "callee"
+    words = texts(fig)
+    assert "300\np99 400" in words and "250\np99 2500 !" in words
+    assert "1 pair(s) with p99 >= 5x median (red)" in fig.axes[0].get_title()
+    flagged = next(t for t in fig.axes[0].texts if t.get_text().endswith("!"))
+    assert to_hex(flagged.get_color()) == PROBLEM_COLOUR
+
+
+def test_pair_latency_percentiles_come_from_the_samples() -> None:
+    pair = PairLatency.from_samples("a", "b", [i * 1e-6 for i in range(1, 101)])
+    assert (pair.min_s, pair.median_s, pair.p90_s, pair.p99_s, pair.max_s) == pytest.approx(
+        (1e-6, 50e-6, 90e-6, 99e-6, 100e-6)
+    )
+    assert pair.tail_ratio == pytest.approx(99 / 50) and not pair.has_tail
+
+
+def bandwidth(nbytes: int, times: list[float], callee: str = "w1") -> Bandwidth:
+    return Bandwidth.from_samples("w0", callee, nbytes, 2, times)
+
+
+def test_bandwidth_is_in_mib_with_warm_up_and_worst_median_best() -> None:
+    (row,) = bandwidth_table([bandwidth(2 << 20, [0.004, 0.002, 0.001])]).to_dict("records")
+    assert row == {"caller": "w0", "callee": "w1", "MiB": 2.0, "warm-up": 2, "repeats": 3,
+                   "min MiB/s": 500.0, "median MiB/s": 1000.0, "max MiB/s": 2000.0}  # fmt: skip
+
+
+def test_bandwidth_figure_draws_a_line_per_pair_across_message_sizes() -> None:
+    results = [bandwidth(size, [0.002, 0.001, 0.003], callee) for callee in ("w1", "w2") for size in (1 << 16, 1 << 20)]
+    fig = bandwidth_figure(results)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log" and ax.get_xlabel() == "message size (MiB)"
+    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["w0 → w1", "w0 → w2"]
+    assert "after 2 warm-up send(s)" in ax.get_title() and "worst .. best" in ax.get_ylabel()
 
 
 def test_world_tables() -> None:
     worker = WorkerSnapshot(0, "w0", 123, 0, {"w1": {"cpu": "cpu"}}, (), {"w1": {"cpu": "cpu"}}, (), 0.25)
     assert workers_table([worker]).loc[0, "device maps"] == "w1: cpu->cpu"
-    (row,) = bandwidth_table([Bandwidth("w0", "w1", 2_000_000, 3, 0.002)]).to_dict("records")
-    assert row["MB/s"] == 1000.0 and row["MB"] == 2.0
     frame = backends_table([BackendInfo("inspector", "TENSORPIPE", "m.construct", "m.init")])
     assert frame.to_dict("records") == [{"registry": "inspector", "name": "TENSORPIPE",
                                          "options handler": "m.construct", "init handler": "m.init"}]  # fmt: skip
+
+
+def _overlaps(fig: Figure) -> tuple[int, list[tuple[str, str]]]:
+    """How many edge labels are drawn, and every (label, node) pair whose drawn extents meet."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    labels = [t for t in ax.texts if t.get_gid() == EDGE_LABEL]
+    nodes = [t for t in ax.texts if t.get_gid() == NODE]
+    boxes = []
+    for node in nodes:
+        extent = node.get_window_extent(renderer)
+        patch = node.get_bbox_patch()
+        boxes.append((node.get_text(), patch.get_window_extent(renderer) if patch is not None else extent))
+    hits = [(label.get_text(), name) for label in labels for name, box in boxes
+            if label.get_window_extent(renderer).overlaps(box)]  # fmt: skip
+    return len(labels), hits
+
+
+def _short_mesh(workers: int, gpus: int, short: str, count: int) -> TopologyPlan:
+    mesh = TopologyPlan.full_mesh(workers, gpus)
+    return TopologyPlan.build(mesh.names, {**mesh.device_counts, short: count}, mesh.device_maps)
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        _short_mesh(4, 8, "worker2", 4),  # a 4 x 8 mesh with one short node: a red label on most arrows
+        _short_mesh(8, 2, "worker3", 1),
+        TopologyPlan.build(3, {"worker0": 1, "worker1": 2, "worker2": 2},
+                           {"worker0": {"worker1": {"cuda:1": "cuda:0"}, "ghost": {"cpu": "cpu"}},
+                            "worker1": {"worker1": {"cuda:0": "cuda:1"}, "worker2": {"cuda:0": "cuda:7"}}}),
+        TopologyPlan.build(2, 2, {"worker0": {"worker1": {"cuda:0": "cuda:1", "cuda:1": "cuda:0"}},
+                                  "worker1": {"worker0": {"cuda:0": "cuda:1"}}}),
+    ],
+)  # fmt: skip
+def test_graph_labels_never_cover_a_worker(plan: TopologyPlan) -> None:
+    drawn, hits = _overlaps(topology_figure(plan, plan.check()))
+    assert drawn > 0 and hits == []
+
+
+def test_a_4_by_8_mesh_with_problems_labels_each_problem_arrow() -> None:
+    plan = _short_mesh(4, 8, "worker2", 4)
+    fig = topology_figure(plan, plan.check())
+    labels = [t.get_text() for t in fig.axes[0].texts if t.get_gid() == EDGE_LABEL]
+    assert len(labels) == 6  # the six arrows into and out of the short node, each with its category
+    assert sorted(set(labels)) == ["INVALID_SOURCE_INDEX", "INVALID_TARGET_INDEX"]

@@ -1,0 +1,129 @@
+"""The root of every RPC error, and the errors a job's start-up raises on its ranks.
+
+Every error ``inspector.rpc`` raises on purpose is an ``RpcError`` and also the builtin it
+would otherwise be (``ValueError``, ``KeyError``, ``TimeoutError``...), so ``except RpcError``
+catches "anything RPC" while existing ``except ValueError`` clauses keep working.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from inspector.errors import InspectorError
+
+if TYPE_CHECKING:
+    from inspector.rpc._plan import TopologyPlan
+    from inspector.rpc._prediction import InitError
+    from inspector.rpc._preflight import PreflightWarning
+    from inspector.rpc._problems import DeviceMapProblem
+
+
+class RpcError(InspectorError):
+    """Anything ``inspector.rpc`` raises on purpose."""
+
+
+class TopologyTypeError(RpcError, TypeError):
+    """An argument of the device-map functions that has the wrong shape; ``.argument`` names it."""
+
+    def __init__(self, argument: str, expected: str, got: object) -> None:
+        self.argument = argument
+        self.expected = expected
+        self.got = type(got).__name__
+        super().__init__(f"{argument} must be {expected}, got {self.got}: {_short(got)}")
+
+
+class DeviceCountError(RpcError, ValueError):
+    """A device count that no machine has (negative, or more than torch can index)."""
+
+    def __init__(self, count: object, limit: int, worker: str | None = None) -> None:
+        self.count = count
+        self.limit = limit
+        self.worker = worker
+        where = f" for worker {worker!r}" if worker is not None else ""
+        super().__init__(
+            f"Device count {_short(count)}{where} is not a device count.\n"
+            f"limit = 0 .. {limit} (torch indexes a device type with an int8: cuda:0 .. cuda:{limit - 1})\n"
+            "next step = give the number of GPUs the worker really has (torch.cuda.device_count() there)"
+        )
+
+
+class RendezvousConfigError(RpcError, ValueError):
+    """A job's rendezvous cannot be set up from what was given (no address, no rank...)."""
+
+
+class RpcUnavailableError(RpcError, RuntimeError):
+    """This torch was built without ``torch.distributed.rpc``."""
+
+
+class WorkerConfigError(RpcError, ValueError):
+    """A rank's own arguments to ``init_rpc`` that cannot start (its name, its options object)."""
+
+
+class RpcJoinError(RpcError, TimeoutError):
+    """Ranks that never arrived within the join timeout; raised on every rank that did arrive.
+
+    ``.missing`` lists the missing ranks, ``.arrived`` maps the arrived ranks to their names,
+    ``.address`` is the rendezvous address and ``.join_timeout`` the bound in seconds.
+    """
+
+    def __init__(
+        self, missing: Sequence[int], arrived: dict[int, str], address: str, join_timeout: float, note: str = ""
+    ) -> None:
+        self.missing = list(missing)
+        self.arrived = dict(arrived)
+        self.address = address
+        self.join_timeout = join_timeout
+        lines = [
+            f"RPC join timed out after {join_timeout:g} s: ranks {self.missing} never arrived at {address}.",
+            f"missing = {self.missing}",
+            f"arrived = {sorted(self.arrived.items())}",
+            f"rendezvous = {address}",
+        ]
+        if note:
+            lines.append(note)
+        lines.append(
+            "next step = look at the missing ranks' logs (did their set-up crash before init_rpc, was their node "
+            "scheduled, do they use this MASTER_ADDR/MASTER_PORT?); raise join_timeout or "
+            "INSPECTOR_RPC_JOIN_TIMEOUT if they are only slow"
+        )
+        super().__init__("\n".join(lines))
+
+
+class RankFailedError(RpcError, RuntimeError):
+    """Another rank failed inside ``init_rpc`` before joining; raised at once on every other rank."""
+
+    def __init__(self, rank: int, name: str, exception: str, message: str, address: str) -> None:
+        self.rank = rank
+        self.name = name
+        self.exception = exception
+        self.message = message
+        self.address = address
+        super().__init__(
+            f"Rank {rank} ({name}) failed before joining the RPC job: {exception}: {message}\n"
+            f"failed rank = {rank}\nfailed worker = {name}\nrendezvous = {address}\n"
+            f"next step = fix what {name} reports above and restart the job"
+        )
+
+
+class JobTopologyError(RpcError, ValueError):
+    """The job's gathered options, checked together, would be refused; the same report on every rank."""
+
+    def __init__(
+        self,
+        plan: TopologyPlan | None,
+        problems: Sequence[DeviceMapProblem],
+        warnings: Sequence[PreflightWarning],
+        predicted: InitError | None,
+        text: str,
+    ) -> None:
+        self.plan = plan
+        self.problems = tuple(problems)
+        self.warnings = tuple(warnings)
+        self.predicted = predicted
+        super().__init__(text)
+
+
+def _short(value: Any, limit: int = 80) -> str:
+    text = repr(value)
+    return text if len(text) <= limit else text[: limit - 3] + "..."

@@ -1,0 +1,255 @@
+"""The device-map graph: workers as boxes, one arrow per mapped pair (or per worker pair), caller -> callee.
+
+NOTE [ Graph labels ]
+An arrow's label (its pairs, its problem categories) must never cover a worker's box: the
+box names the worker and its devices, which is what the graph is read for. The axes have a
+fixed place in the figure (no layout engine moves them later, and the equal aspect is applied
+before measuring), so boxes can be measured with
+the figure's renderer as soon as they exist, without drawing; each label then tries positions
+along its own curve (nearer the caller first) and keeps the first whose extent meets no box
+and no label placed before it. When every position meets another label it takes one that
+only meets labels; when every position meets a box, the label is left out of the picture
+(the tables list every problem), so a dense mesh stays readable.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.patches import FancyArrowPatch
+from matplotlib.transforms import Bbox
+
+from inspector.rpc import DeviceMapProblem, TopologyPlan
+from inspector.views._figures import NEUTRAL_INK, new_figure
+
+OK_COLOUR = "#1f77b4"
+PROBLEM_COLOUR = "#d62728"
+NODE_CATEGORIES = {"DUPLICATED_DEVICES", "INVALID_DEVICE_INDEX", "UNSORTABLE_DEVICE_LIST"}
+SOURCE_CATEGORIES = {"UNEXPECTED_SOURCE", "INVALID_SOURCE_INDEX"}
+TARGET_CATEGORIES = {"DUPLICATED_TARGET", "UNEXPECTED_TARGET", "INVALID_TARGET_INDEX"}
+ALONG_CURVE = (0.35, 0.5, 0.25, 0.62, 0.18, 0.72, 0.12, 0.82)
+LABEL_PADDING_PX = 2.0
+EDGE_LABEL, NODE = "edge-label", "node"  # artist gids, so a test can find what must not overlap
+
+
+def pair_problems(
+    problems: Sequence[DeviceMapProblem], caller: str, callee: str, src: str, dst: str
+) -> list[DeviceMapProblem]:
+    """The problems that involve one mapped pair (its map's, at its source or its target end)."""
+    found = []
+    for p in problems:
+        if (p.worker, p.target) != (caller, callee) or p.category in NODE_CATEGORIES:
+            continue
+        named = {str(d) for d in p.devices}
+        if (
+            p.category == "UNKNOWN_TARGET_NAME"
+            or (p.category in SOURCE_CATEGORIES and src in named)
+            or (p.category in TARGET_CATEGORIES and dst in named)
+        ):
+            found.append(p)
+    return found
+
+
+def pair_categories(problems: Sequence[DeviceMapProblem], caller: str, callee: str, src: str, dst: str) -> list[str]:
+    return [str(p.category) for p in pair_problems(problems, caller, callee, src, dst)]
+
+
+@dataclass
+class _Label:
+    """A label waiting for a place: its text and colour, and where it may go (data coordinates)."""
+
+    text: str
+    colour: str
+    candidates: list[tuple[float, float]]
+    ha: str = "center"
+
+
+def _positions(names: Sequence[str]) -> dict[str, tuple[float, float]]:
+    n = len(names)
+    if n == 1:
+        return {names[0]: (0.0, 0.0)}
+    return {name: (math.cos(math.pi / 2 - 2 * math.pi * i / n), math.sin(math.pi / 2 - 2 * math.pi * i / n))
+            for i, name in enumerate(names)}  # fmt: skip
+
+
+def _pairs_label(pairs: Sequence[tuple[str, str]]) -> str:
+    if len(pairs) <= 2:
+        return "\n".join(f"{s}→{d}" for s, d in pairs)
+    if all(s == d for s, d in pairs):
+        return f"{len(pairs)} pairs, each d→d"
+    return f"{len(pairs)} pairs"
+
+
+def _along(start: tuple[float, float], end: tuple[float, float], rad: float) -> list[tuple[float, float]]:
+    """Points of the arrow's arc (matplotlib's ``arc3``) at the candidate fractions, caller first."""
+    (x1, y1), (x2, y2) = start, end
+    cx, cy = (x1 + x2) / 2 + rad * (y2 - y1), (y1 + y2) / 2 - rad * (x2 - x1)
+    return [((1 - t) ** 2 * x1 + 2 * t * (1 - t) * cx + t**2 * x2, (1 - t) ** 2 * y1 + 2 * t * (1 - t) * cy + t**2 * y2)
+            for t in ALONG_CURVE]  # fmt: skip
+
+
+def _arrow(ax: Any, start: Any, end: Any, colour: str, rad: float, width: float, ends: Any, dashed: bool) -> None:
+    ax.add_artist(FancyArrowPatch(  # add_artist: limits are fixed, no need to measure every curve
+        start, end, connectionstyle=f"arc3,rad={rad}", arrowstyle="-|>", mutation_scale=12, color=colour,
+        linewidth=width, linestyle="--" if dashed else "-", patchA=ends[0], patchB=ends[1], shrinkA=2, shrinkB=2,
+    ))  # fmt: skip
+
+
+def _self_loop(ax: Any, centre: tuple[float, float], colour: str, width: float) -> list[tuple[float, float]]:
+    x, y = centre
+    start, end = (x - 0.07, y + 0.1), (x + 0.07, y + 0.1)
+    ax.add_artist(FancyArrowPatch(start, end, connectionstyle="arc3,rad=-2.2", arrowstyle="-|>", mutation_scale=10,
+                                 color=colour, linewidth=width, shrinkA=0, shrinkB=0))  # fmt: skip
+    return [(x, y + dy) for dy in (0.34, 0.45, -0.34, -0.45)] + [(x + dx, y) for dx in (0.42, -0.42)]
+
+
+def _node_text(plan: TopologyPlan, name: str) -> str:
+    worker = next(w for w in plan.workers if w.name == name)
+    lines = [name, f"{worker.device_count} × cuda" if worker.device_count else "cpu only"]
+    if worker.devices:
+        shown = ", ".join(worker.devices[:4]) + (" …" if len(worker.devices) > 4 else "")
+        lines.append(f"devices: {shown}")
+    return "\n".join(lines)
+
+
+def _draw_nodes(ax: Any, plan: TopologyPlan, pos: dict[str, tuple[float, float]], problems: Any) -> tuple[dict, list]:
+    """Worker boxes (red, with categories, for worker-level problems); their patches and every node artist."""
+    node_problems: dict[str, set[str]] = {}
+    for p in problems:
+        if p.category in NODE_CATEGORIES and p.worker is not None:
+            node_problems.setdefault(p.worker, set()).add(str(p.category))
+    boxes: dict[str, Any] = {}
+    artists: list[Any] = []
+    for name, (x, y) in pos.items():
+        bad = sorted(node_problems.get(name, ()))
+        if len(pos) > 16:  # too many for boxes: a dot and a name
+            ax.plot([x], [y], "o", color=PROBLEM_COLOUR if bad else NEUTRAL_INK, markersize=4)
+            artists.append(ax.text(x * 1.08, y * 1.08, name, ha="center", va="center", fontsize=5, color=NEUTRAL_INK))
+            continue
+        frame = {"boxstyle": "round,pad=0.4", "facecolor": (0.5, 0.5, 0.5, 0.12),
+                 "edgecolor": PROBLEM_COLOUR if bad else NEUTRAL_INK, "linewidth": 2.0 if bad else 1.0}  # fmt: skip
+        label = _node_text(plan, name)
+        box = ax.text(x, y, label, ha="center", va="center", fontsize=8, color=NEUTRAL_INK, bbox=frame, zorder=3)
+        boxes[name] = box.get_bbox_patch()
+        artists.append(box)
+        if bad:
+            below = 4.8 * (label.count("\n") + 1) + 6  # points: half the box's text lines, plus padding
+            artists.append(ax.annotate(", ".join(bad), (x, y), xytext=(0, -below), textcoords="offset points",
+                                       ha="center", va="top", fontsize=7, color=PROBLEM_COLOUR))  # fmt: skip
+    return boxes, artists
+
+
+def _ghost(ax: Any, name: str, near: tuple[float, float], count: int) -> tuple[tuple[float, float], Any]:
+    """A dashed box for a map target that is not in the group, placed outside its caller."""
+    x, y = near[0] * 1.6 + 0.3 * count, near[1] * 1.6 + 0.25
+    frame = {"boxstyle": "round,pad=0.3", "facecolor": "none", "edgecolor": PROBLEM_COLOUR, "linestyle": "--"}
+    box = ax.text(x, y, f"{name}\n(not in group)", ha="center", va="center", fontsize=7, color=PROBLEM_COLOUR,
+                  bbox=frame)  # fmt: skip
+    return (x, y), box
+
+
+def _extent(artist: Any, renderer: Any) -> Bbox:
+    extent = artist.get_window_extent(renderer)
+    patch = artist.get_bbox_patch() if hasattr(artist, "get_bbox_patch") else None
+    if patch is not None:
+        artist.update_bbox_position_size(renderer)
+        extent = Bbox.union([extent, patch.get_window_extent(renderer)])
+    return extent.padded(LABEL_PADDING_PX)
+
+
+def place_labels(fig: Figure, ax: Any, labels: list[_Label], obstacles: list[Any]) -> None:
+    """Put each label where it covers no node and, if possible, no other label (NOTE [ Graph labels ])."""
+    if not labels:
+        return
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    ax.apply_aspect()  # the equal aspect shrinks the axes at draw time: measure in the final coordinates
+    blocked = [_extent(artist, renderer) for artist in obstacles]
+    placed: list[Bbox] = []
+    for label in labels:
+        text = ax.text(0, 0, label.text, fontsize=7, color=label.colour, ha=label.ha, va="center", zorder=2,
+                       gid=EDGE_LABEL)  # fmt: skip
+        chosen = crowded = None
+        for candidate in label.candidates:
+            text.set_position(candidate)
+            extent = text.get_window_extent(renderer).padded(LABEL_PADDING_PX)
+            if any(extent.overlaps(box) for box in blocked):
+                continue
+            if not any(extent.overlaps(other) for other in placed):
+                chosen = (candidate, extent)
+                break
+            crowded = crowded or (candidate, extent)
+        chosen = chosen or crowded
+        if chosen is None:
+            text.remove()  # every place covers a worker: the tables still list it
+            continue
+        text.set_position(chosen[0])
+        placed.append(chosen[1])
+
+
+def topology_figure(
+    plan: TopologyPlan, problems: Sequence[DeviceMapProblem] = (), max_labelled_edges: int = 24
+) -> Figure:
+    """Workers as nodes (with their devices), one arrow per mapped device pair, caller -> callee.
+
+    Pairs between the same two workers share one arrow once the plan has more than
+    ``max_labelled_edges`` pairs; problems colour their edge or node red with the category.
+    Labels never cover a worker (NOTE [ Graph labels ]).
+    """
+    pos = _positions(plan.names)
+    n = len(pos)
+    scale = min(2.5, 1.0 + 0.08 * max(0, n - 4))
+    fig = new_figure(6.4 * scale, 5.2 * scale)
+    fig.set_layout_engine("none")  # the axes stay where they are put (see NOTE [ Graph labels ])
+    ax = fig.add_axes((0.02, 0.02, 0.96, 0.86))
+    per_pair = plan.pair_count <= max_labelled_edges
+    shared = {_pairs_label(pairs) for w in plan.workers for _, pairs in w.device_maps}
+    common = shared.pop() if not per_pair and len(shared) == 1 else ""  # said once in the title instead
+    boxes, obstacles = _draw_nodes(ax, plan, pos, problems)
+    ghosts: dict[str, tuple[float, float]] = {}
+    labels: list[_Label] = []
+    for worker in plan.workers:
+        start = pos[worker.name]
+        for callee, pairs in worker.device_maps:
+            if callee not in pos and callee not in ghosts:
+                ghosts[callee], ghost_box = _ghost(ax, callee, start, len(ghosts))
+                boxes[callee] = ghost_box.get_bbox_patch()
+                obstacles.append(ghost_box)
+            end = pos.get(callee) or ghosts[callee]
+            groups = [[pair] for pair in pairs] if per_pair else [list(pairs)]
+            found = [sorted({c for s, d in g for c in pair_categories(problems, worker.name, callee, s, d)})
+                     for g in groups]  # fmt: skip
+            lines = []
+            for group, categories in zip(groups, found, strict=True):
+                pairs_text = _pairs_label(group) if (per_pair or n <= 8) and not common else ""
+                lines.append(f"{pairs_text} {', '.join(categories)}".strip())
+            text = "\n".join(line for line in lines if line)
+            label_colour = PROBLEM_COLOUR if any(found) else OK_COLOUR
+            for k, categories in enumerate(found):
+                colour, width = (PROBLEM_COLOUR, 1.6) if categories else (OK_COLOUR, 1.0 if n <= 16 else 0.3)
+                if callee == worker.name:
+                    spots = _self_loop(ax, start, label_colour, width)
+                else:
+                    rad = 0.15 + 0.12 * k
+                    _arrow(ax, start, end, colour, rad, width, (boxes.get(worker.name), boxes.get(callee)),
+                           callee not in pos)  # fmt: skip
+                    spots = _along(start, end, rad)
+                if k == 0 and text:
+                    labels.append(_Label(text, label_colour, spots))
+    extent = 1.45 + (0.6 if ghosts else 0.0)
+    ax.set_xlim(-extent, extent)
+    ax.set_ylim(-extent, extent)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    for artist in obstacles:
+        artist.set_gid(NODE)
+    kind = "static" if plan.static_group else "dynamic"
+    title = f"Device maps ({kind} group): arrow = caller's source device → callee's target device"
+    subtitle = f"{len(problems)} problem(s)" + (f"; each arrow: {common}" if common else "")
+    ax.set_title(f"{title}\n{subtitle}", fontsize=9, color=NEUTRAL_INK)
+    place_labels(fig, ax, labels, obstacles)
+    return fig

@@ -1,0 +1,126 @@
+"""Real jobs: ranks started as separate processes with env rendezvous on 127.0.0.1, as two nodes would.
+
+Each rank is ``job_rank.py`` in its own interpreter (``RANK``/``WORLD_SIZE``/``MASTER_ADDR``/
+``MASTER_PORT`` set, nothing shared but the address), calling ``inspector.rpc.init_rpc``. Every
+rank's process is waited on with a bound, and nothing may be left running afterwards.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inspector._processes import stop_processes
+
+pytestmark = pytest.mark.slow
+
+RANK_SCRIPT = Path(__file__).with_name("job_rank.py")
+PACKAGE_ROOT = Path(__file__).resolve().parents[2]
+RANK_WAIT_S = 240.0  # a rank imports torch on a busy 2-core machine; the join bounds are far shorter
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def run_job(modes: list[str], join_timeout: float) -> list[tuple[dict[str, Any], str]]:
+    """Start one process per mode (rank = position), wait for all (bounded); each rank's JSON and stderr."""
+    env = {
+        **os.environ,
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+        "WORLD_SIZE": str(len(modes)),
+        "GLOO_SOCKET_IFNAME": "lo",
+        "TP_SOCKET_IFNAME": "lo",
+        "OMP_NUM_THREADS": "1",
+        "JOB_JOIN_TIMEOUT": str(join_timeout),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")])),
+    }
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(RANK_SCRIPT), mode],
+            env={**env, "RANK": str(rank)},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for rank, mode in enumerate(modes)
+    ]
+    results = []
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=RANK_WAIT_S)
+            lines = out.strip().splitlines()
+            assert lines, f"rank {procs.index(proc)} printed nothing:\n{err[-3000:]}"
+            results.append((json.loads(lines[-1]), err))
+    finally:
+        stop_processes(procs, 5.0)
+    return results
+
+
+def test_a_rank_that_dies_before_rpc_is_named_by_every_other_rank_within_the_join_timeout(new_processes) -> None:
+    # the bound must exceed how far apart the two live ranks finish importing torch on a busy machine
+    (first, first_err), (died, _), (third, _) = run_job(["ok", "die", "ok"], join_timeout=20.0)
+    assert died == {"rank": 1, "outcome": "died"}
+    for result in (first, third):
+        assert result["outcome"] == "error", result
+        assert result["exception"] == "RpcJoinError" and result["rpc_error"]
+        assert result["missing"] == [1] and result["address"].startswith("127.0.0.1:")
+        assert result["message"].startswith(
+            f"RPC join timed out after 20 s: ranks [1] never arrived at {result['address']}"
+        )
+    waiting = rf"rank 0 \(worker0\) waiting for ranks \[1\] \(\d+ s of 20 s\) at {re.escape(first['address'])}"
+    assert re.search(waiting, first_err), first_err[-3000:]
+    assert new_processes() == []
+
+
+def test_a_rank_failing_its_local_checks_is_reported_by_every_rank_at_once(new_processes) -> None:
+    # a join timeout far beyond the rank wait: only the published failure can end the others' wait
+    results = run_job(["ok", "bad-device", "ok"], join_timeout=RANK_WAIT_S * 10)
+    (first, _), (failed, _), (third, _) = results
+    assert failed["exception"] == "DeviceMapError"
+    assert failed["message"].startswith("Node worker1 has devices with invalid indices")
+    for result in (first, third):
+        assert (result["exception"], result["failed_rank"], result["failed_name"]) == ("RankFailedError", 1, "worker1")
+        assert result["message"].startswith(
+            "Rank 1 (worker1) failed before joining the RPC job: DeviceMapError: "
+            "Node worker1 has devices with invalid indices"
+        )
+    assert new_processes() == []
+
+
+def test_rank_0_failing_keeps_the_store_up_until_the_others_know(new_processes) -> None:
+    (host, _), (other, _) = run_job(["bad-backend", "ok"], join_timeout=RANK_WAIT_S * 10)
+    assert host["exception"] == "UnknownRpcBackendError"
+    assert (other["exception"], other["failed_rank"]) == ("RankFailedError", 0)
+    assert "UnknownRpcBackendError: Unknown RPC backend 'NO_SUCH_BACKEND'. Known: ['TENSORPIPE']" in other["message"]
+    assert new_processes() == []
+
+
+def test_gathered_options_torch_would_refuse_raise_the_same_report_on_every_rank(new_processes) -> None:
+    (first, _), (second, _) = run_job(["ghost-map", "ok"], join_timeout=RANK_WAIT_S * 10)
+    assert first["exception"] == second["exception"] == "JobTopologyError"
+    assert first["message"] == second["message"]
+    assert "init_rpc would raise = ValueError: Node worker0 has invalid target node names" in first["message"]
+    assert new_processes() == []
+
+
+def test_a_good_three_rank_job_calls_across_ranks_knows_its_plan_and_shuts_down_cleanly(new_processes) -> None:
+    results = run_job(["ok", "ok", "ok"], join_timeout=RANK_WAIT_S)
+    for rank, (result, err) in enumerate(results):
+        assert result["outcome"] == "ok", (result, err[-3000:])
+        assert result["sum"] == [1.0 + rank, 1.0 + rank]  # worker{rank+1} added our rank to ones(2)
+        workers = result["plan"]["workers"]
+        assert [w["name"] for w in workers] == ["worker0", "worker1", "worker2"]
+        assert result["plan"]["static_group"] is True
+    assert new_processes() == []
