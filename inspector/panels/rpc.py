@@ -22,44 +22,24 @@ import ipywidgets as widgets
 from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CSS, Panel
 from inspector.panels._guard import error_html
-from inspector.panels._render import pre, render_into
+from inspector.panels._render import render_into, render_section
 from inspector.panels.rpc_launch import (
     MAX_LOCAL_WORKERS,
     LaunchConfirmation,
     launchable,
     refusal,
     world_job,
-    world_objects,
 )
 from inspector.panels.rpc_maps import ROWS_CSS, MapRow
 from inspector.panels.rpc_templates import TemplatePicker
 from inspector.rpc import PlanError, TopologyPlan, WorldSnapshot, predict_init_error, registered_backends
 from inspector.rpc._records import MIB
-from inspector.views._figures import figure_to_html
-from inspector.views.rpc import (
-    backends_table,
-    derived_table,
-    highlighted_maps,
-    init_error_text,
-    next_step,
-    pair_problems,
-    problems_table,
-    topology_figure,
-    warnings_table,
-)
+from inspector.views.rpc import DEFAULT_PLAN, RpcState, backends_table, next_step, page, pair_problems
 
 __all__ = ["MAX_LOCAL_WORKERS", "MapRow", "RpcPanel"]
 
 MAX_WORKERS = 64
 MAX_EDITABLE_PAIRS = 2048  # one row of widgets per pair; a 16-worker x 8-GPU mesh has 1,920
-MAX_DRAWN_EDGES = 160  # arrows; beyond this the graph takes seconds to draw; tables still show everything
-DEFAULT_PLAN = TopologyPlan.build(2, 2, {"worker0": {"worker1": {"cuda:0": "cuda:1"}},
-                                         "worker1": {"worker0": {"cuda:1": "cuda:0"}}})  # fmt: skip
-
-
-def drawable(plan: TopologyPlan) -> bool:
-    """Whether the graph is quick to draw: few pairs, or few worker-to-worker arrows."""
-    return plan.pair_count <= 24 or sum(len(w.device_maps) for w in plan.workers) <= MAX_DRAWN_EDGES
 
 
 def download_link(plan: TopologyPlan) -> str:
@@ -264,20 +244,14 @@ class RpcPanel(Panel):
     def refresh(self) -> None:
         """Rebuild the plan and show every problem, warnings, what init_rpc would raise, graph and devices."""
         plan = self.plan
-        problems, warnings, predicted = plan.check(), plan.preflight(), predict_init_error(plan)
+        problems, predicted = plan.check(), predict_init_error(plan)
         self.last_plan = plan
-        self.init_html.value = "<b>init_rpc</b>:" + pre(init_error_text(predicted))
+        current = page(RpcState(plan))
+        self.init_html.value = "<b>init_rpc</b>:" + current.section("init").blocks[0].to_html()
         self._mark_rows(problems)
-        shown: list[Any] = [problems_table(problems)] if problems else []
-        if warnings:
-            shown += ["Pre-flight warnings (torch accepts these):", warnings_table(warnings)]
-        shown.append(highlighted_maps(plan, problems))
-        render_into(self.problems_out, *shown)
-        if drawable(plan):
-            render_into(self.graph_out, topology_figure(plan, problems))
-        else:
-            render_into(self.graph_out, f"{plan.pair_count} mapped pairs: too many to draw; the tables list them all.")
-        render_into(self.derived_out, derived_table(plan.derive()))
+        render_section(self.problems_out, current.section("problems"))
+        render_section(self.graph_out, current.section("graph"))
+        render_section(self.derived_out, current.section("derived"))
         if plan != self._linked:
             self.download.value, self._linked = download_link(plan), plan
         verdict = "init_rpc would start" if predicted is None else f"init_rpc would fail ({predicted.stage})"
@@ -344,7 +318,7 @@ class RpcPanel(Panel):
             f"{self.launch_note}{len(snapshot.workers)} workers ready in {snapshot.start_seconds:.2f} s, "
             "then shut down."
         )
-        render_into(self.world_out, *world_objects(snapshot))
+        render_section(self.world_out, page(self.state()).section("world"))
 
     def _launch_failed(self, exc: BaseException) -> None:
         # Shown here, not in the error line, which the guard clears when the click handler returns.
@@ -352,19 +326,9 @@ class RpcPanel(Panel):
         self.world_html.value = error_html(exc)
 
     # -- static view -----------------------------------------------------------------------------
+    def state(self) -> RpcState:
+        """What this panel shows now, as the page's state."""
+        return RpcState(self.last_plan if self.last_plan is not None else self.plan, self.last_world)
+
     def static_html(self) -> str:
-        parts = [PANEL_CSS]
-        plan = self.last_plan
-        if plan is not None:
-            problems = plan.check()
-            parts.append("<p><b>init_rpc</b>:</p>" + pre(init_error_text(predict_init_error(plan))))
-            if problems:
-                parts.append(problems_table(problems).to_html(index=False))
-            parts.append(highlighted_maps(plan, problems).to_html())
-            if drawable(plan):
-                parts.append(figure_to_html(topology_figure(plan, problems), alt="device-map graph"))
-            parts.append(derived_table(plan.derive()).to_html(index=False))
-        if self.last_world is not None:
-            for obj in world_objects(self.last_world):
-                parts.append(obj.to_html(index=False) if hasattr(obj, "to_html") else figure_to_html(obj, alt="world"))
-        return "<div class='inspector-rpc-static'>" + "".join(parts) + "</div>"
+        return PANEL_CSS + "<div class='inspector-rpc-static'>" + page(self.state()).to_html() + "</div>"

@@ -12,14 +12,12 @@ from __future__ import annotations
 import html
 import threading
 from collections.abc import Callable
-from typing import Any
 
 import ipywidgets as widgets
 
 from inspector.errors import Cancelled
 from inspector.panels._background import JobCancelled, Report
 from inspector.rpc import InitError, LocalWorld, TopologyPlan, WorkerPlan, WorldSnapshot, predict_init_error
-from inspector.views.rpc import bandwidth_figure, bandwidth_table, rtt_heatmap, rtt_table, workers_table
 
 MAX_LOCAL_WORKERS = 8  # more processes than this would only measure an oversubscribed machine
 BANDWIDTH_FRACTIONS = (1 / 64, 1 / 8, 1.0)  # message sizes, as fractions of the largest
@@ -135,13 +133,3 @@ def world_job(plan: TopologyPlan, samples: int, largest_bytes: int) -> WorldJob:
             return world.snapshot()
 
     return job
-
-
-def world_objects(snapshot: WorldSnapshot) -> list[Any]:
-    """What a finished launch shows: the workers, the RTT heatmap and table, bandwidth across sizes."""
-    shown: list[Any] = [workers_table(snapshot.workers)]
-    if snapshot.rtt is not None:
-        shown += [rtt_heatmap(snapshot.rtt), rtt_table(snapshot.rtt)]
-    if snapshot.bandwidth:
-        shown += [bandwidth_figure(snapshot.bandwidth), bandwidth_table(snapshot.bandwidth)]
-    return shown

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
@@ -27,10 +28,13 @@ from inspector.rpc import (
     RttMatrix,
     TopologyPlan,
     WorkerSnapshot,
+    WorldSnapshot,
+    predict_init_error,
 )
 from inspector.rpc._records import MIB, TAIL_FACTOR
 from inspector.views._figures import NEUTRAL_INK, new_figure, style_axes
 from inspector.views._rpc_graph import OK_COLOUR, PROBLEM_COLOUR, pair_problems, topology_figure
+from inspector.views.page import Page, figure, note, pre, section, table
 
 __all__ = [
     "MAP_COLUMNS", "OK_COLOUR", "PROBLEM_COLOUR", "backends_table", "bandwidth_figure", "bandwidth_table",
@@ -225,3 +229,54 @@ def bandwidth_figure(results: Sequence[Bandwidth]) -> Figure:
             text.set_color(NEUTRAL_INK)
     style_axes(ax)
     return fig
+
+
+# -- the page -------------------------------------------------------------------------------
+MAX_DRAWN_EDGES = 160  # arrows; beyond this the graph takes seconds to draw; tables still show everything
+DEFAULT_PLAN = TopologyPlan.build(2, 2, {"worker0": {"worker1": {"cuda:0": "cuda:1"}},
+                                         "worker1": {"worker0": {"cuda:1": "cuda:0"}}})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class RpcState:
+    """What the RPC page shows: a plan, and the last local world launched for it (if any)."""
+
+    plan: TopologyPlan
+    world: WorldSnapshot | None = None
+
+
+def current_state(plan: TopologyPlan | None = None) -> RpcState:
+    """The page's state: ``plan``, or a 2-worker × 2-GPU plan mapped both ways."""
+    return RpcState(plan if plan is not None else DEFAULT_PLAN)
+
+
+def drawable(plan: TopologyPlan) -> bool:
+    """Whether the graph is quick to draw: few pairs, or few worker-to-worker arrows."""
+    return plan.pair_count <= 24 or sum(len(w.device_maps) for w in plan.workers) <= MAX_DRAWN_EDGES
+
+
+def page(state: RpcState) -> Page:
+    """The RPC page: what init_rpc would say, every problem and warning, the maps, graph, devices, world."""
+    plan = state.plan
+    problems, warnings = plan.check(), plan.preflight()
+    checks = [table(problems_table(problems), "Problems")] if problems else []
+    if warnings:
+        checks.append(table(warnings_table(warnings), "Pre-flight warnings (torch accepts these)"))
+    checks.append(table(highlighted_maps(plan, problems)))
+    graph = figure(topology_figure(plan, problems), "device-map graph") if drawable(plan) else note(
+        f"{plan.pair_count} mapped pairs: too many to draw; the tables list them all.")
+    sections = [
+        section("init", "init_rpc", [pre(init_error_text(predict_init_error(plan)))]),
+        section("problems", "Device maps", checks),
+        section("graph", "Graph", [graph]),
+        section("derived", "Devices each worker will use", [table(derived_table(plan.derive()))]),
+    ]
+    world = state.world
+    if world is not None:
+        blocks = [table(workers_table(world.workers))]
+        if world.rtt is not None:
+            blocks += [figure(rtt_heatmap(world.rtt), "RTT heatmap"), table(rtt_table(world.rtt))]
+        if world.bandwidth:
+            blocks += [figure(bandwidth_figure(world.bandwidth), "bandwidth"), table(bandwidth_table(world.bandwidth))]
+        sections.append(section("world", "Local world", blocks))
+    return Page("RPC device maps", tuple(sections))

@@ -189,7 +189,9 @@ def test_a_failure_while_showing_a_launch_result_appears_in_the_panel(
     def unreadable(_workers: object) -> None:
         raise ValueError("cannot tabulate these workers")
 
-    monkeypatch.setattr(rpc_launch, "workers_table", unreadable)
+    import inspector.views.rpc as rpc_views
+
+    monkeypatch.setattr(rpc_views, "workers_table", unreadable)
     panel.rtt_count.value = 2
     panel.mebibytes.value = 0.01
     panel.launch(wait=True)
