@@ -1,24 +1,23 @@
-"""One self-contained HTML report of the engine's state: no CDN, no network, images inline.
+"""One self-contained HTML report: no CDN, no network, images inline.
 
-``inspector.to_html(path)`` writes the decision tables and plan of every op family, the data
-backend × verb matrix, the last loader benchmark and an RPC plan with its problems. Inside an
-``Inspector`` app the report uses what the app shows (its context, toggles, results, plan).
+The report is every engine part's page (``views/<part>.py: page(state)``, the same page the
+panel shows), from states it is given or read from the engine now. It never reaches into an
+app: ``Inspector.to_html(path)`` hands over its panels' states, ``inspector.to_html(path)``
+reports the engine as it is.
 """
 
 from __future__ import annotations
 
 import html
+import importlib
 import os
 import time
-import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-import pandas as pd
-
 from inspector._files import atomic_write_text
-from inspector.views._figures import figure_to_html
+from inspector.parts import PARTS, Part
 
 STYLE = """
 body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; margin: 24px;
@@ -36,130 +35,36 @@ img { max-width: 100%; background: #fff; }
 """
 
 
-_latest_app: weakref.ref[Any] | None = None
+def part_section(part: Part, state: Any = None) -> str:
+    """One part's page as HTML: ``state`` as given, or the part's current state read from the engine."""
+    views = importlib.import_module(part.views)
+    if state is None:
+        state = views.current_state(**DEFAULT_STATE_OPTIONS.get(part.name, {}))
+    html_text: str = views.page(state).to_html()
+    return html_text
 
 
-def remember_app(app: Any) -> None:
-    """Called by ``Inspector``: ``to_html`` then reports what the latest app shows."""
-    global _latest_app
-    _latest_app = weakref.ref(app)
+# What a report shows of a part when no state is given (the app gives its panels' states).
+DEFAULT_STATE_OPTIONS: dict[str, dict[str, Any]] = {"dispatch": {"what_if_all": True}}
 
 
-def _table(frame: Any) -> str:
-    if isinstance(frame, pd.DataFrame):
-        return frame.to_html(index=False, border=0, escape=True)
-    return str(frame.to_html())  # a pandas Styler
+def build_report(states: Mapping[str, Any] | None = None, *, title: str = "inspector report") -> str:
+    """The report as one HTML string: every part's page (``inspector.parts``), from ``states`` where
+    given (part name -> that part's state, e.g. a panel's ``state()``), else from the engine now.
 
-
-def _section(title: str, parts: Iterable[str]) -> str:
-    return f"<section><h2>{html.escape(title)}</h2>{''.join(parts)}</section>"
-
-
-def default_contexts() -> dict[str, Any]:
-    """A float32, 4-D, head_dim 64 context for every registered family (attention: kv_len 128)."""
-    import torch
-
-    from inspector.dispatch import CallContext, families
-
-    contexts = {}
-    for family in families():
-        extra = {"kv_len": 128} if family == "attention" else {}
-        contexts[family] = CallContext(family, dtype=torch.float32, ndim=4, head_dim=64, extra=extra)
-    return contexts
-
-
-def dispatch_section(contexts: Mapping[str, Any] | None = None, selections: Mapping[str, Any] | None = None) -> str:
-    """Every family's decision table under ``selections`` (an ``op_backend`` scope), the plan and what-if grids."""
-    import torch
-
-    from inspector.dispatch import op_backend, trace_plan, what_if
-    from inspector.views.dispatch import decision_table, plan_table, style_decision_table, what_if_heatmap
-
-    contexts = dict(contexts or default_contexts())
-    parts = []
-    with op_backend(**(selections or {})):
-        traces = trace_plan(contexts)
-        parts.append(_table(plan_table(traces)))
-        for item in traces:
-            parts.append(_table(style_decision_table(decision_table(item))))
-            parts.append(f"<pre>{html.escape(item.explain())}</pre>")
-        for family, ctx in contexts.items():
-            cells = what_if(family, ctx, dtype=[torch.float16, torch.bfloat16, torch.float32, torch.float64],
-                            head_dim=[64, 256], has_mask=[False, True], grad_enabled=[True, False])
-            title = f"{family}: winning row by dtype × head_dim × mask × grad"
-            parts.append(figure_to_html(what_if_heatmap(cells, index=["dtype", "head_dim"], title=title),
-                                        alt=f"{family} what-if grid"))
-    return _section("Operator dispatch", parts)
-
-
-def backends_section() -> str:
-    """The backend × verb matrix (active backend marked) and every recorded import error."""
-    from inspector.backends import snapshot
-    from inspector.views.backends import import_error_table, style_verb_matrix, verb_matrix
-
-    current = snapshot()
-    parts = [_table(style_verb_matrix(verb_matrix(current)))]
-    errors = import_error_table(current)
-    if len(errors):
-        parts.append(_table(errors))
-    return _section("Data backends", parts)
-
-
-def loader_section(rows: Sequence[Any] = ()) -> str:
-    """The last loader benchmark: results, ratios and the throughput chart (or how to get one)."""
-    if not rows:
-        return _section("Shared-memory loader", [
-            "<p class='note'>No loader benchmark has run here yet: run <code>inspector bench loader</code> "
-            "or press Run in the Loader tab, then write the report again.</p>"
-        ])
-    from inspector.views.loader import bench_table, ratio_table, throughput_by_size_figure
-
-    parts = [_table(ratio_table(rows)), figure_to_html(throughput_by_size_figure(rows), alt="loader throughput"),
-             _table(bench_table(rows))]
-    return _section("Shared-memory loader", parts)
-
-
-def rpc_section(plan: Any = None) -> str:
-    """An RPC topology plan: what ``init_rpc`` would say, every problem, the maps and the graph."""
-    from inspector.rpc import TopologyPlan, predict_init_error
-    from inspector.views.rpc import init_error_text, maps_table, problems_table, topology_figure
-
-    note = ""
-    if plan is None:
-        plan = TopologyPlan.full_mesh(2, 2)
-        note = "<p class='note'>No plan was given: this is a 2-worker × 2-GPU full mesh.</p>"
-    problems = plan.check()
-    parts = [note, f"<pre>{html.escape(init_error_text(predict_init_error(plan)))}</pre>"]
-    if problems:
-        parts.append(_table(problems_table(problems)))
-    parts += [_table(maps_table(plan, problems)), figure_to_html(topology_figure(plan, problems), alt="RPC topology")]
-    return _section("RPC device maps", parts)
-
-
-def build_report(
-    *,
-    contexts: Mapping[str, Any] | None = None,
-    selections: Mapping[str, Any] | None = None,
-    loader_rows: Sequence[Any] | None = None,
-    plan: Any = None,
-    title: str = "inspector report",
-) -> str:
-    """The report as one HTML string (every section; a section that fails says why instead).
-
-    ``loader_rows`` defaults to the latest ``inspector.loader.bench.run`` in this process.
+    A part that fails says why in its section; the rest still renders.
     """
-    if loader_rows is None:
-        from inspector.loader.bench import last_run
-
-        loader_rows = last_run()
+    states = dict(states or {})
+    unknown = sorted(set(states) - {p.name for p in PARTS})
+    if unknown:
+        raise KeyError(f"No engine part {unknown[0]!r}. Parts: {[p.name for p in PARTS]}")
     sections = []
-    for make in (lambda: dispatch_section(contexts, selections), backends_section,
-                 lambda: loader_section(loader_rows), lambda: rpc_section(plan)):
+    for part in PARTS:
         try:
-            sections.append(make())
+            sections.append(part_section(part, states.get(part.name)))
         except Exception as exc:  # one broken part must not cost the whole report
-            sections.append(f"<section><p class='note'>{html.escape(type(exc).__name__)}: "
-                            f"{html.escape(str(exc))}</p></section>")
+            sections.append(f"<section><h2>{html.escape(part.title)}</h2><p class='note'>"
+                            f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</p></section>")
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"
@@ -175,12 +80,6 @@ def write_report(path: str | os.PathLike[str], text: str) -> Path:
     return atomic_write_text(target, text)
 
 
-def to_html(path: str | os.PathLike[str], **state: Any) -> Path:
-    """Write the report of the current engine state to ``path`` (keyword arguments: see ``build_report``).
-
-    With no keywords and an ``Inspector`` app open, the report shows what that app shows.
-    """
-    app = _latest_app() if _latest_app is not None and not state else None
-    if app is not None:
-        return Path(app.to_html(path))
-    return write_report(path, build_report(**state))
+def to_html(path: str | os.PathLike[str], states: Mapping[str, Any] | None = None) -> Path:
+    """Write the report to ``path`` (``states``: see ``build_report``; an app's ``to_html`` passes its own)."""
+    return write_report(path, build_report(states))

@@ -6,9 +6,12 @@ import re
 
 import inspector
 import inspector.examples  # registers the families and data backends the report shows
+import pytest
+
 from inspector.loader.bench import BenchRow
 from inspector.report import build_report, to_html
 from inspector.rpc import TopologyPlan
+from inspector.views.loader import LoaderState
 
 
 def rows() -> list[BenchRow]:
@@ -19,7 +22,7 @@ def rows() -> list[BenchRow]:
 
 
 def test_report_has_every_part_and_needs_no_network() -> None:
-    text = build_report(loader_rows=rows())
+    text = build_report({"loader": LoaderState(tuple(rows()))})
     for heading in ("Operator dispatch", "Data backends", "Shared-memory loader", "RPC device maps"):
         assert f"<h2>{heading}</h2>" in text
     assert "attention: sdpa (origin=chain)" in text  # the decision table's caption
@@ -29,12 +32,17 @@ def test_report_has_every_part_and_needs_no_network() -> None:
 
 
 def test_a_part_that_fails_says_why_and_the_rest_still_renders() -> None:
-    text = build_report(plan="not a plan")
-    assert "AttributeError" in text and "<h2>Operator dispatch</h2>" in text
+    text = build_report({"rpc": "not a plan"})
+    assert "AttributeError" in text and "<h2>Operator dispatch</h2>" in text and "<h2>RPC</h2>" in text
+
+
+def test_states_are_keyed_by_part_name() -> None:
+    with pytest.raises(KeyError, match="Parts: "):
+        build_report({"loaders": LoaderState()})
 
 
 def test_without_a_benchmark_the_loader_section_says_how_to_get_one() -> None:
-    assert "inspector bench loader" in build_report(loader_rows=())
+    assert "press Run in the Loader tab" in build_report({"loader": LoaderState()})
 
 
 def test_the_report_shows_what_the_app_shows(tmp_path) -> None:
@@ -42,14 +50,14 @@ def test_the_report_shows_what_the_app_shows(tmp_path) -> None:
     app.panels["Dispatch"].select("attention", "math")
     app.open("RPC").load_plan(TopologyPlan.build(2, {"worker0": 2, "worker1": 1},
                                                  {"worker0": {"worker1": {"cuda:1": "cuda:1"}}}))
-    path = inspector.to_html(tmp_path / "app.html")
+    path = app.to_html(tmp_path / "app.html")
     text = path.read_text()
     assert "attention: math (origin=context)" in text
     assert "has target devices with invalid indices" in text
     assert sorted(p.name for p in tmp_path.iterdir()) == ["app.html"]  # written atomically, nothing left over
 
 
-def test_explicit_state_overrides_the_app(tmp_path) -> None:
+def test_the_module_level_report_reads_the_engine_not_an_app(tmp_path) -> None:
     inspector.show().panels["Dispatch"].select("attention", "math")
-    text = to_html(tmp_path / "plain.html", selections={}).read_text()
+    text = to_html(tmp_path / "plain.html").read_text()
     assert "attention: sdpa (origin=chain)" in text

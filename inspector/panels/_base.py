@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import html
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 import ipywidgets as widgets
 
 from inspector.panels._guard import ErrorLine, guarded
 
 F = TypeVar("F", bound=Callable[..., Any])
+S = TypeVar("S")  # the panel's state: its part's page state
 
 PANEL_CSS = """
 <style>
@@ -21,8 +22,8 @@ PANEL_CSS = """
 """
 
 
-class Panel:
-    """Base of every panel: subclasses build ``self.widget`` and implement ``static_html``."""
+class Panel(Generic[S]):
+    """Base of every panel: subclasses build ``self.widget`` and implement ``state`` and ``static_html``."""
 
     title = "Panel"
 
@@ -39,6 +40,10 @@ class Panel:
 
     def set_status(self, text: str) -> None:
         self.status.value = html.escape(text)
+
+    def state(self) -> S:
+        """What the panel shows now, as its part's page state (``views/<part>.py``)."""
+        raise NotImplementedError
 
     def static_html(self) -> str:
         """HTML that shows the panel's content without a kernel (tables, PNG figures)."""

@@ -11,6 +11,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from inspector.panels._base import PANEL_CSS, Panel
+from inspector.parts import PARTS
 
 
 @dataclass(frozen=True)
@@ -20,14 +21,10 @@ class TabSpec:
     title: str
     module: str
     attribute: str
+    part: str | None = None  # the engine part it shows (its state goes into the report)
 
 
-TABS: tuple[TabSpec, ...] = (
-    TabSpec("Dispatch", "inspector.panels.dispatch", "DispatchPanel"),
-    TabSpec("Backends", "inspector.panels.backends", "BackendsPanel"),
-    TabSpec("Loader", "inspector.panels.loader", "LoaderPanel"),
-    TabSpec("RPC", "inspector.panels.rpc", "RpcPanel"),
-)
+TABS: tuple[TabSpec, ...] = tuple(TabSpec(p.title, p.panel_module, p.panel_class, p.name) for p in PARTS)
 
 
 def available_tabs() -> tuple[TabSpec, ...]:
@@ -69,7 +66,7 @@ class Inspector:
         from inspector._user_modules import import_user_modules
 
         self.notes = (*import_user_modules(), *load_demos(demos))
-        self.panels: dict[str, Panel] = {}
+        self.panels: dict[str, Panel[Any]] = {}
         self.status = widgets.HTML(value="")
         self.status.add_class("inspector-app-status")
         placeholders = [widgets.HTML(value=f"<i>Opening {html.escape(t.title)}…</i>") for t in self.tabs]
@@ -81,11 +78,8 @@ class Inspector:
         if self.tabs:
             self.tab.selected_index = 0
             self.open(self.tabs[0].title)
-        from inspector.report import remember_app
 
-        remember_app(self)
-
-    def open(self, title: str) -> Panel:
+    def open(self, title: str) -> Panel[Any]:
         """Build (once) and return the panel of the tab called ``title``."""
         if title in self.panels:
             return self.panels[title]
@@ -106,7 +100,7 @@ class Inspector:
         return panel
 
     @property
-    def current(self) -> Panel | None:
+    def current(self) -> Panel[Any] | None:
         """The panel of the selected tab, once built."""
         index = self.tab.selected_index
         return None if index is None else self.panels.get(self.tabs[index].title)
@@ -118,23 +112,16 @@ class Inspector:
             notes = "".join(f"<br><i>{html.escape(note)}</i>" for note in self.notes)
             self.status.value = f"<b>{html.escape(panel.title)}</b>: {panel.status.value or 'ready'}{notes}"
 
+    def states(self) -> dict[str, Any]:
+        """The state of every built panel, by engine part (what the report shows of this app)."""
+        return {spec.part: self.panels[spec.title].state() for spec in self.tabs
+                if spec.part is not None and spec.title in self.panels}
+
     def to_html(self, path: str | Any) -> Any:
         """Write the self-contained report of what this app shows (see ``inspector.report``)."""
-        from inspector.report import build_report, write_report
+        from inspector.report import to_html
 
-        state: dict[str, Any] = {}
-        dispatch = self.panels.get("Dispatch")
-        if dispatch is not None:
-            ctx = dispatch.context  # type: ignore[attr-defined]
-            state["contexts"] = {family: ctx._replace(family=family) for family in dispatch.toggles}  # type: ignore[attr-defined]
-            state["selections"] = dispatch.selected  # type: ignore[attr-defined]
-        loader = self.panels.get("Loader")
-        if loader is not None:
-            state["loader_rows"] = list(loader.rows) or None  # type: ignore[attr-defined]
-        rpc = self.panels.get("RPC")
-        if rpc is not None:
-            state["plan"] = rpc.plan  # type: ignore[attr-defined]
-        return write_report(path, build_report(**state))
+        return to_html(path, self.states())
 
     def _on_select(self, change: dict[str, Any]) -> None:
         index = change["new"]

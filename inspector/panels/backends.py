@@ -53,7 +53,7 @@ DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
 }
 
 
-class BackendsPanel(Panel):
+class BackendsPanel(Panel[BackendsState]):
     """Which data backends exist, what each can do, and what their batches look like."""
 
     title = "Backends"

@@ -45,7 +45,7 @@ AUTO = "auto"
 PROFILE_OPTIONS = {"none": None, "reference": "reference"}
 
 
-class DispatchPanel(Panel):
+class DispatchPanel(Panel[DispatchState]):
     """Decision tables for every registered op family, live."""
 
     title = "Dispatch"

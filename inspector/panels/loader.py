@@ -48,7 +48,7 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-class LoaderPanel(Panel):
+class LoaderPanel(Panel[LoaderState]):
     """Loader throughput by size and by worker count, where the time goes, and live worker status."""
 
     title = "Loader"

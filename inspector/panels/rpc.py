@@ -49,7 +49,7 @@ def download_link(plan: TopologyPlan) -> str:
             f'href="data:application/json;base64,{data}">⬇ Download rpc_plan.json</a>')  # fmt: skip
 
 
-class RpcPanel(Panel):
+class RpcPanel(Panel[RpcState]):
     """Plan, validate and launch RPC topologies; lists the registered RPC backends."""
 
     title = "RPC"

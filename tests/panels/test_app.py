@@ -65,7 +65,7 @@ def test_every_tab_has_a_static_html_form_with_its_tables_and_figures() -> None:
         bundle = panel._repr_mimebundle_()
         assert "application/vnd.jupyter.widget-view+json" in bundle, title
         if title == "Loader":  # before its first run the loader tab says how to get results
-            assert "No benchmark results yet" in bundle["text/html"]
+            assert "No benchmark has run" in bundle["text/html"]
         else:
             assert "<table" in bundle["text/html"], title
     assert "data:image/png;base64," in app.panels["Dispatch"].static_html()  # the what-if grid
