@@ -15,14 +15,13 @@ import sys
 import torch
 
 import inspector.examples  # noqa: F401  (registers the attention family)
-from inspector.dispatch.bench import hot_path
-from inspector.dispatch.torch_sdpa.bench import measure as sdpa_measure
+from inspector.dispatch.bench import measure
 
 
 def main() -> int:
     torch.set_num_threads(1)
     print(f"dispatch hot path (torch {torch.__version__}, Python {sys.version.split()[0]}, best of 7)")
-    for measurement in [*hot_path("attention"), *sdpa_measure()]:
+    for measurement in measure():
         print("  " + measurement.line())
     return 0
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-import inspector
-import inspector.examples  # registers the families and data backends the report shows
 import pytest
 
+import inspector
+import inspector.examples  # registers the families and data backends the report shows
 from inspector.loader.bench import BenchRow
 from inspector.report import build_report, to_html
 from inspector.rpc import TopologyPlan

@@ -72,3 +72,12 @@ def hot_path(family: str = "attention", rounds: int = 7, progress: Progress | No
         Measurement("dispatch", "context from tensors + resolve", t["context"], "µs", target="<= 2.5 µs",
                     ok=t["context"] <= 2.5),
     ]
+
+
+def measure(progress: Progress | None = None, family: str = "attention") -> list[Measurement]:
+    """Every dispatch figure: the hot path on ``family`` (when registered) and ``torch_sdpa``'s."""
+    from inspector.dispatch.registry import _FAMILIES
+    from inspector.dispatch.torch_sdpa.bench import measure as sdpa_measure
+
+    figures = hot_path(family, progress=progress) if family in _FAMILIES else []
+    return [*figures, *sdpa_measure(progress=progress)]

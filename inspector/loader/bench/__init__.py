@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from inspector.loader.bench.history import history_path, read_history, record_run, side_by_side
 from inspector.loader.bench.latency import LatencyResult, small_load_latency
+from inspector.loader.bench.measure import measure
 from inspector.loader.bench.ours import measure_startup, per_leaf_cost_us
 from inspector.loader.bench.profile import LoaderProfile, profile_inspector_loader, profile_loader
 from inspector.loader.bench.rows import METHOD_LABELS, METHODS, WORKERLESS, BenchCancelled, BenchRow, Startup
@@ -33,6 +34,7 @@ __all__ = [
     "last_run",
     "loads_per_repeat",
     "machine_load",
+    "measure",
     "measure_startup",
     "per_leaf_cost_us",
     "profile_inspector_loader",
