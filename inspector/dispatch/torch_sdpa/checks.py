@@ -20,7 +20,10 @@ from inspector.dispatch.spec import Spec
 from inspector.dispatch.torch_sdpa.facts import FACTS, SdpaCall
 
 READ = f"ctx.extra[{FACTS!r}]"
-BINDINGS = (("_sdpa", READ),)  # every check reads the facts through one name bound per evaluation
+# Every check reads the facts through names bound once per evaluation (see ``spec.prologue``):
+# the facts, and the three tuples most checks index into.
+BINDINGS = (("_sdpa", READ), ("_shp", f"{READ}.shapes"), ("_str", f"{READ}.strides"), ("_dty", f"{READ}.dtypes"))
+_SHORT = (("_sdpa.shapes", "_shp"), ("_sdpa.strides", "_str"), ("_sdpa.dtypes", "_dty"))
 Facts = Callable[[CallContext], SdpaCall]
 
 
@@ -39,6 +42,8 @@ def rule(
         template, constants = "{0}(_sdpa)", (test,)
     else:
         template = test.replace("@", "_sdpa")
+        for long, short in _SHORT:
+            template = template.replace(long, short)
     words = (lambda ctx: message(facts(ctx))) if callable(message) else message
     return Spec._rule(
         name, template, constants=constants, axes=(FACTS,), required=required, message=words,
