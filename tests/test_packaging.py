@@ -175,9 +175,10 @@ def _torch_site(folder: Path) -> Path:
 
 def _copy_sources(folder: Path) -> Path:
     """What the sdist holds, so building the wheel leaves nothing behind in the checkout."""
-    for name in ("pyproject.toml", "README.md", "LICENSE"):
+    for name in ("pyproject.toml", "setup.py", "MANIFEST.in", "README.md", "LICENSE"):
         shutil.copy2(ROOT / name, folder / name)
     shutil.copytree(ROOT / "inspector", folder / "inspector", ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copytree(ROOT / "notebooks", folder / "notebooks")
     return folder
 
 
@@ -200,6 +201,8 @@ def test_the_wheel_installs_slim_and_the_engine_and_cli_work_without_the_ui(tmp_
     (wheel,) = wheels.glob("dispatch_inspector-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in archive.namelist())
+        shipped = sorted(n for n in archive.namelist() if n.startswith("inspector/notebooks/"))
+        assert shipped == sorted(f"inspector/notebooks/{p.name}" for p in (ROOT / "notebooks").glob("*.ipynb"))
 
     venv = tmp_path / "fresh"
     run(sys.executable, "-m", "venv", "--without-pip", venv)
@@ -250,6 +253,13 @@ def test_the_wheel_installs_slim_and_the_engine_and_cli_work_without_the_ui(tmp_
         last = refused.stderr.strip().splitlines()[-1]
         assert last.startswith("inspector._extras.MissingExtraError: inspector.panels needs the [ui] extra")
         assert "Install it with: pip install 'dispatch-inspector[ui]'" in last
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    copied = subprocess.run([str(python), "-c", "from inspector.cli._lab import _default_folder; "
+                             "print(_default_folder())"], capture_output=True, text=True, env=env, cwd=outside,
+                            timeout=120)
+    assert copied.returncode == 0, copied.stderr
+    assert (outside / copied.stdout.strip() / "00_tour.ipynb").is_file()  # the installed notebooks, copied once
     report = run(inspector, "report", tmp_path / "r.html", check=False)
     assert report.returncode == 2 and len(report.stderr.splitlines()) == 1
     assert "needs the [ui] extra" in report.stderr and not (tmp_path / "r.html").exists()

@@ -5,13 +5,17 @@ from __future__ import annotations
 import argparse
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
+from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from inspector._user_modules import IMPORT_ENV
 from inspector.cli._common import UsageError
+
+WORKING_COPY = "inspector-notebooks"
 
 
 def _port(text: str) -> int:
@@ -28,7 +32,9 @@ def add_parser(verbs: Any) -> None:
     lab = verbs.add_parser("lab", help="open JupyterLab on the tour notebook")
     lab.add_argument("--port", type=_port, default=None, help="port for JupyterLab (default: its own choice)")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser window")
-    lab.add_argument("--notebooks", default="notebooks", help="folder holding 00_tour.ipynb")
+    lab.add_argument("--notebooks", default=None, metavar="DIR",
+                     help="folder holding 00_tour.ipynb (default: notebooks/ of a checkout, else a copy of the "
+                          "installed notebooks in ./inspector-notebooks)")
     lab.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
                      help="a module of yours the notebooks' inspector.show() imports first (families, backends); "
                           "repeatable")
@@ -37,13 +43,15 @@ def add_parser(verbs: Any) -> None:
 def run(args: argparse.Namespace) -> int:
     from inspector._extras import require_extra
 
-    folder = Path(args.notebooks)
+    if args.notebooks is None:
+        require_extra("lab", "inspector lab")  # before copying anything
+    folder = Path(args.notebooks) if args.notebooks is not None else _default_folder()
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
-        raise UsageError(f"--notebooks {folder} {what}; run it from the repository root or pass --notebooks")
+        raise UsageError(f"--notebooks {folder} {what}; next step = pass a folder holding 00_tour.ipynb")
     tour = folder / "00_tour.ipynb"
     if not tour.is_file():
-        raise UsageError(f"no {tour}; run it from the repository root or pass --notebooks")
+        raise UsageError(f"no {tour}; next step = pass --notebooks with a folder holding 00_tour.ipynb")
     require_extra("lab", "inspector lab")
     env = dict(os.environ)
     if args.imports:
@@ -61,6 +69,25 @@ def run(args: argparse.Namespace) -> int:
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")
     return subprocess.call(command, env=env)
+
+
+def _default_folder() -> Path:
+    """``notebooks/`` in a checkout; elsewhere a copy of the installed notebooks in
+    ``./inspector-notebooks`` (made once, never overwritten: your edits are yours)."""
+    checkout = Path("notebooks")
+    if (checkout / "00_tour.ipynb").is_file():
+        return checkout
+    installed = Path(str(resources.files("inspector") / "notebooks"))
+    if not (installed / "00_tour.ipynb").is_file():
+        raise UsageError("no notebooks here and none installed with the package; next step = pass --notebooks DIR")
+    working = Path(WORKING_COPY)
+    if not (working / "00_tour.ipynb").exists():
+        working.mkdir(exist_ok=True)
+        for notebook in sorted(installed.glob("*.ipynb")):
+            if not (working / notebook.name).exists():
+                shutil.copy2(notebook, working / notebook.name)
+        print(f"inspector lab: copied the notebooks into {working.resolve()}", file=sys.stderr)
+    return working
 
 
 def _find(name: str) -> object:
