@@ -1,9 +1,9 @@
 """Which attributes of a backend are its verbs (operations a consumer may call).
 
 NOTE [ Declared verbs ]
-The seed treated every attribute of a backend module as an operation, so a submodule
-(``backend.utils``), an attribute set to ``None`` or an imported helper answered
-``supports(...) == True``. Here a backend's verbs are fixed when it is registered:
+Treating every attribute of a backend module as an operation would make a submodule
+(``backend.utils``), an attribute set to ``None`` or an imported helper answer
+``supports(...) == True``. Instead, a backend's verbs are fixed when it is registered:
 
 - a ``__verbs__`` tuple of names, if the backend has one, is the whole list (each must name a
   callable attribute), plus ``build``, which every backend has;

@@ -1,4 +1,4 @@
-"""The process-wide active backend (WX-22..WX-28), set once by ``load_config``, and the fixture helper."""
+"""The process-wide active backend, set once by ``load_config``, and the fixture helper."""
 
 from __future__ import annotations
 

@@ -218,7 +218,7 @@ def test_parse_config_is_pure_and_checks_known_only_when_given():
         parse_config({"data": {"dataset_type": "anything"}}, known={"a"})
 
 
-# --- resolve_dataset_type (WX-15..WX-18, with the nested mapping form supported) --------------
+# --- resolve_dataset_type (the nested mapping form supported too) --------------------------------
 def test_resolve_reads_a_typed_config():
     assert resolve_dataset_type(TrainConfig(data=DataConfig("npz"))) == "npz"
     assert resolve_dataset_type(SimpleNamespace(data=SimpleNamespace(dataset_type="x"))) == "x"
@@ -252,7 +252,7 @@ def test_resolve_refuses_a_value_that_is_not_a_string():
     assert (exc.value.key, exc.value.value) == ("data.dataset_type", 3)
 
 
-# --- build_data (WX-19..WX-21) ------------------------------------------------------------------
+# --- build_data ---------------------------------------------------------------------------------
 def test_build_data_refuses_a_raw_dict_pointing_at_load_config(registry):
     with pytest.raises(TypeError) as exc:
         backends.build_data({"data": {"dataset_type": "a"}}, BuildContext())

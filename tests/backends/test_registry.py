@@ -1,4 +1,4 @@
-"""Registration and lookup: the seed's behaviour (WX-01..WX-14) and its three failure shapes."""
+"""Registration and lookup, and the three failure shapes."""
 
 from __future__ import annotations
 

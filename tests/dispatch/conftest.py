@@ -1,4 +1,4 @@
-"""The seed tests' toy family (engine isolation is the suite-wide autouse fixture in tests/conftest.py)."""
+"""A toy family for the resolution tests (engine isolation is the suite-wide autouse fixture in tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -21,6 +21,6 @@ def toy_rows() -> list[ImplRecord]:
 
 @pytest.fixture
 def toy() -> str:
-    """The seed tests' toy family: alpha (bf16 only), fp8 (unfaithful), beta (fallback)."""
+    """The toy family: alpha (bf16 only), fp8 (unfaithful), beta (fallback)."""
     register_family("toy", toy_rows, "beta")
     return "toy"

@@ -84,7 +84,7 @@ def test_custom_predicate_can_name_its_axes() -> None:
     even = Spec.of(lambda c: c.head_dim % 2 == 0, "head_dim even", axes=["head_dim"])
     (check,) = even.check(ctx(head_dim=7))
     assert (check.passed, check.actual, check.axis) == (False, "7", "head_dim")
-    assert Spec(lambda c: c.ndim == 4, "4-D").matches(ctx(ndim=4))  # the seed's constructor form
+    assert Spec(lambda c: c.ndim == 4, "4-D").matches(ctx(ndim=4))  # the plain constructor form
 
 
 def test_constants_never_become_code() -> None:
