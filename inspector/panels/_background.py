@@ -1,8 +1,9 @@
 """Long work off the UI path: a worker thread with a progress bar and a cancel button.
 
-The job function receives ``report(done, total, message)`` and a ``cancelled`` event; it
-should check the event between steps. Panels pass their completions through ``Panel.guard``
-so a failure there shows in the panel; one that still escapes is logged, never lost. Widget
+The job function receives ``report(done, total, message)`` (a ``Progress``) and a ``cancelled``
+event; it should check the event between steps and raise ``inspector.errors.Cancelled`` (or a
+subclass, such as the loader's ``BenchCancelled``) when it is set. Panels pass their completions
+through ``Panel.guard`` so a failure there shows in the panel; one that still escapes is logged, never lost. Widget
 updates from the thread go through trait assignments, which ipywidgets sends safely from any
 thread (see NOTE [ Rendering into Output ]).
 """
@@ -16,12 +17,10 @@ from typing import Any
 
 import ipywidgets as widgets
 
-Report = Callable[[int, int, str], None]
+from inspector._bench import Progress
+from inspector.errors import Cancelled
+
 logger = logging.getLogger("inspector.panels")
-
-
-class JobCancelled(Exception):
-    """Raised by a job that noticed its cancel event."""
 
 
 class BackgroundJob:
@@ -42,7 +41,7 @@ class BackgroundJob:
 
     def start(
         self,
-        job: Callable[[Report, threading.Event], Any],
+        job: Callable[[Progress, threading.Event], Any],
         on_done: Callable[[Any], None],
         on_error: Callable[[BaseException], None],
     ) -> None:
@@ -59,8 +58,8 @@ class BackgroundJob:
             try:
                 result = job(self._report, self._cancelled)
             except BaseException as exc:  # delivered to the panel, never lost in a thread
-                self.progress.bar_style = "warning" if isinstance(exc, JobCancelled) else "danger"
-                self.label.value = "cancelled" if isinstance(exc, JobCancelled) else "failed"
+                self.progress.bar_style = "warning" if isinstance(exc, Cancelled) else "danger"
+                self.label.value = "cancelled" if isinstance(exc, Cancelled) else "failed"
                 self.cancel_button.disabled = True
                 self._deliver(on_error, exc)
                 return

@@ -16,6 +16,7 @@ import ipywidgets as widgets
 import pandas as pd
 import yaml
 
+from inspector._bench import Progress
 from inspector.backends import (
     BackendRegistry,
     BuildContext,
@@ -25,7 +26,8 @@ from inspector.backends import (
     default_registry,
     describe_batch,
 )
-from inspector.panels._background import BackgroundJob, JobCancelled, Report
+from inspector.errors import Cancelled
+from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CSS, Panel
 from inspector.panels._guard import error_html
 from inspector.panels._render import pre, render_into, render_section
@@ -198,11 +200,11 @@ class BackendsPanel(Panel[BackendsState]):
         cfg = self.registry.load_config(mapping if mapping is not None else {}, activate=False)
         backend = self.registry.backend_for(cfg.data.dataset_type)
 
-        def job(report: Report, cancelled: threading.Event) -> tuple[Any, tuple[FieldInfo, ...]]:
+        def job(report: Progress, cancelled: threading.Event) -> tuple[Any, tuple[FieldInfo, ...]]:
             report(0, 2, "building")
             bundle = backend.build(cfg, BuildContext())
             if cancelled.is_set():
-                raise JobCancelled()
+                raise Cancelled("cancelled before loading a batch")
             report(1, 2, "loading one batch")
             batch = next(iter(bundle.train_loader))
             return bundle, describe_batch(batch)

@@ -18,18 +18,19 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from inspector._bench import Progress
+from inspector.errors import Cancelled
 from inspector.loader import LoaderProfile, loader_statuses
 from inspector.loader.bench import (
     METHOD_LABELS,
     METHODS,
-    BenchCancelled,
     BenchRow,
     profile_inspector_loader,
     profile_loader,
     read_history,
     run,
 )
-from inspector.panels._background import BackgroundJob, JobCancelled, Report
+from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CSS, Panel
 from inspector.panels._guard import error_html
 from inspector.panels._render import render_into, render_section
@@ -165,13 +166,11 @@ class LoaderPanel(Panel[LoaderState]):
         self._render_results()
         started = time.perf_counter()
 
-        def job(report: Report, cancelled: threading.Event) -> list[BenchRow]:
+        def job(report: Progress, cancelled: threading.Event) -> list[BenchRow]:
             watcher = threading.Thread(target=self._watch_status, args=(cancelled,), daemon=True)
             watcher.start()
-            try:
+            try:  # a cancel raises BenchCancelled (a Cancelled): what it measured stays in self.rows and the history
                 return run(progress=report, on_row=self._on_row, cancel=cancelled, **settings)  # type: ignore[arg-type]
-            except BenchCancelled as exc:  # what it measured is kept: in self.rows and in the history
-                raise JobCancelled(str(exc)) from exc
             finally:
                 self._refresh_or_show()
 
@@ -191,7 +190,7 @@ class LoaderPanel(Panel[LoaderState]):
 
     def _failed(self, exc: BaseException) -> None:
         self.last_error = exc
-        if isinstance(exc, JobCancelled):
+        if isinstance(exc, Cancelled):
             self.set_status(f"cancelled after {len(self.rows)} results")
         else:  # rendered here: the guard has already returned from the button callback
             self.run_html.value = error_html(exc)
@@ -247,19 +246,16 @@ class LoaderPanel(Panel[LoaderState]):
         self.profiles = []
         self.profile_html.value = ""
 
-        def job(report: Report, cancelled: threading.Event) -> list[LoaderProfile]:
-            try:
-                found = [profile_loader(loader, batches=batches, warmup=warmup, cancel=cancelled, progress=report)]
-                self._show_profiles(found)
-                if compare:
-                    found.append(profile_inspector_loader(loader, batches=batches, warmup=warmup, cancel=cancelled,
-                                                          progress=report))  # fmt: skip
-            except BenchCancelled as exc:
-                raise JobCancelled(str(exc)) from exc
+        def job(report: Progress, cancelled: threading.Event) -> list[LoaderProfile]:
+            found = [profile_loader(loader, batches=batches, warmup=warmup, cancel=cancelled, progress=report)]
+            self._show_profiles(found)
+            if compare:
+                found.append(profile_inspector_loader(loader, batches=batches, warmup=warmup, cancel=cancelled,
+                                                      progress=report))  # fmt: skip
             return found
 
         def failed(exc: BaseException) -> None:
-            self.profile_html.value = "profiling was cancelled" if isinstance(exc, JobCancelled) else error_html(exc)
+            self.profile_html.value = "profiling was cancelled" if isinstance(exc, Cancelled) else error_html(exc)
 
         self.profile_job.start(job, self.guard(self._show_profiles), self.guard(failed))
         if wait:

@@ -15,15 +15,15 @@ from collections.abc import Callable
 
 import ipywidgets as widgets
 
+from inspector._bench import Progress
 from inspector.errors import Cancelled
-from inspector.panels._background import JobCancelled, Report
 from inspector.rpc import InitError, LocalWorld, TopologyPlan, WorkerPlan, WorldSnapshot, predict_init_error
 
 MAX_LOCAL_WORKERS = 8  # more processes than this would only measure an oversubscribed machine
 BANDWIDTH_FRACTIONS = (1 / 64, 1 / 8, 1.0)  # message sizes, as fractions of the largest
 BANDWIDTH_REPEATS = 5
 BANDWIDTH_WARMUP = 2
-WorldJob = Callable[[Report, threading.Event], WorldSnapshot]
+WorldJob = Callable[[Progress, threading.Event], WorldSnapshot]
 
 
 def launchable(plan: TopologyPlan) -> tuple[TopologyPlan, str]:
@@ -114,17 +114,14 @@ def world_job(plan: TopologyPlan, samples: int, largest_bytes: int) -> WorldJob:
     ring = [(names[i], names[(i + 1) % len(names)]) for i in range(len(names))] if len(names) > 1 else []
     sizes = bandwidth_sizes(largest_bytes)
 
-    def job(report: Report, cancelled: threading.Event) -> WorldSnapshot:
+    def job(report: Progress, cancelled: threading.Event) -> WorldSnapshot:
         n = len(names)
         total = n + n * n + len(ring) * len(sizes)
-        try:
-            world = LocalWorld.from_plan(plan, progress=lambda d, _t, m: report(d, total, m), cancel=cancelled)
-        except Cancelled as exc:
-            raise JobCancelled("cancelled while starting") from exc
+        world = LocalWorld.from_plan(plan, progress=lambda d, _t, m: report(d, total, m), cancel=cancelled)
         with world:
             world.measure_rtt(samples, progress=lambda d, _t, m: report(n + d, total, f"RTT {m}"))
             if cancelled.is_set():
-                raise JobCancelled("cancelled after the RTT measurement")
+                raise Cancelled("cancelled after the RTT measurement")
             if ring:
                 world.measure_bandwidth(
                     repeats=BANDWIDTH_REPEATS, pairs=ring, sizes=sizes, warmup=BANDWIDTH_WARMUP,

@@ -1,4 +1,4 @@
-"""Benchmark views: ``Measurement`` rows (ours vs the baseline of the same run) as a table and a chart."""
+"""Benchmark views: ``Measurement`` rows (ours vs the baseline of the same run) as a chart."""
 
 from __future__ import annotations
 
@@ -6,7 +6,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import asdict, is_dataclass
 from typing import Any
 
-import pandas as pd
 from matplotlib.figure import Figure
 
 from inspector.views._figures import NEUTRAL_INK, new_figure, style_axes
@@ -16,16 +15,6 @@ OURS, BASELINE, MISSED = "#1f77b4", "#c7c7c7", "#d62728"
 
 def _records(rows: Iterable[Any]) -> list[dict[str, Any]]:
     return [asdict(r) if is_dataclass(r) and not isinstance(r, type) else dict(r) for r in rows]
-
-
-def measurements_table(rows: Iterable[Any]) -> pd.DataFrame:
-    """One line per figure: ours, the baseline, the ratio, the target and PASS/MISS."""
-    frame = pd.DataFrame.from_records(_records(rows))
-    if frame.empty:
-        return frame
-    frame["verdict"] = frame["ok"].map({True: "PASS", False: "MISS"})
-    return frame[["part", "name", "value", "unit", "baseline", "baseline_value", "ratio", "ratio_label", "target",
-                  "verdict"]]
 
 
 def measurements_figure(rows: Iterable[Mapping[str, Any] | Any], title: str = "") -> Figure:

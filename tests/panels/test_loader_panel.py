@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from inspector.errors import Cancelled
 from inspector.loader import FileStorageLoader
-from inspector.panels._background import JobCancelled
 from inspector.panels.loader import LoaderPanel, cuda_available
 
 SMALL = {"sizes_mb": (0.25,), "workers": (1,), "methods": ("ours", "sync", "memcpy"), "repeats": 1}
@@ -79,7 +79,7 @@ def test_cancel_stops_the_run_and_says_so() -> None:
 
     panel._on_row = cancel_after_first  # type: ignore[method-assign]
     panel.run(wait=True, sizes_mb=(0.25, 1), workers=(1,), methods=("memcpy", "sync"), repeats=1)
-    assert isinstance(panel.last_error, JobCancelled)
+    assert isinstance(panel.last_error, Cancelled)
     assert panel.job.label.value == "cancelled" and "cancelled after 1 results" in panel.status.value
     assert len(panel.rows) == 1
 

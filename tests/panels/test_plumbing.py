@@ -8,7 +8,8 @@ import ipywidgets as widgets
 import pandas as pd
 import pytest
 
-from inspector.panels._background import BackgroundJob, JobCancelled
+from inspector.errors import Cancelled
+from inspector.panels._background import BackgroundJob
 from inspector.panels._guard import ErrorLine, error_html, guarded
 from inspector.panels._render import mimebundle, render_into
 from inspector.views._figures import new_figure
@@ -70,7 +71,7 @@ def test_background_job_can_be_cancelled() -> None:
         started.set()
         while not cancelled.wait(0.01):
             pass
-        raise JobCancelled("stopped")
+        raise Cancelled("stopped")
 
     job.start(work, pytest.fail, errors.append)
     assert started.wait(5)
@@ -78,7 +79,7 @@ def test_background_job_can_be_cancelled() -> None:
         job.start(work, pytest.fail, errors.append)
     job.cancel_button.click()
     assert job.wait(10)
-    assert isinstance(errors[0], JobCancelled) and job.label.value == "cancelled"
+    assert isinstance(errors[0], Cancelled) and job.label.value == "cancelled"
 
 
 def test_a_failing_completion_callback_is_reported_not_lost(caplog: pytest.LogCaptureFixture) -> None:
