@@ -116,42 +116,12 @@ def test_new_verbs_have_help(verb: list[str]) -> None:
 
 @pytest.mark.slow
 def test_lab_serves_jupyterlab_on_the_tour(tmp_path) -> None:
-    import os
-    import signal
-    import socket
-    import time
-    import urllib.error
-    import urllib.request
     from pathlib import Path
 
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    env = dict(os.environ)
-    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTER_DATA_DIR", "IPYTHONDIR"):
-        env[name] = str(tmp_path / name.lower())
-    server = subprocess.Popen(
-        [sys.executable, "-m", "inspector", "lab", "--no-browser", "--port", str(port)],
-        cwd=Path(__file__).resolve().parents[1], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    try:
-        deadline, answered = time.monotonic() + 90, None
-        while answered is None and time.monotonic() < deadline and server.poll() is None:
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/status", timeout=2) as response:
-                    answered = response.status
-            except urllib.error.HTTPError as exc:  # 403 without the token: the server is up
-                answered = exc.code
-            except OSError:
-                time.sleep(0.3)
-        assert answered is not None, "JupyterLab did not answer"
-    finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(20)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(10)
-        assert server.stderr is not None
-        server.stderr.close()
+    from servers import free_port, serve
+
+    port = free_port()
+    command = [sys.executable, "-m", "inspector", "lab", "--no-browser", "--port", str(port)]
+    with serve("inspector lab", command, tmp_path, f"http://127.0.0.1:{port}/api/status",
+               cwd=Path(__file__).resolve().parents[1]):
+        pass  # serve() returns once the server answered (a 403 without the token counts)

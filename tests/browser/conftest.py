@@ -7,23 +7,16 @@ test opens its own notebook copy, so tests do not see each other's kernels or ed
 
 from __future__ import annotations
 
-import json
-import os
 import secrets
 import shutil
-import signal
-import socket
-import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from servers import free_port, serve
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM_FLAGS = [
@@ -43,66 +36,12 @@ class Lab:
         return f"{self.base_url}/{path}?token={self.token}"
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def _isolated_jupyter_env(home: Path) -> dict[str, str]:
-    env = dict(os.environ)
-    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR",
-                 "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR"):
-        path = home / name.lower()
-        path.mkdir(parents=True)
-        env[name] = str(path)
-    env["JUPYTER_PLATFORM_DIRS"] = "1"
-    notifications = home / "jupyterlab_settings_dir" / "@jupyterlab" / "apputils-extension"
-    notifications.mkdir(parents=True)
-    (notifications / "notification.jupyterlab-settings").write_text(
-        json.dumps({"fetchNews": "false", "checkForUpdates": False})
-    )
-    profile = home / "ipythondir" / "profile_default"
-    profile.mkdir(parents=True)
-    (profile / "ipython_kernel_config.py").write_text('c.InteractiveShell.colors = "nocolor"\n')
-    return env
-
-
-@contextmanager
-def _server(name: str, command: list[str], home: Path, ready_url: str, cwd: Path | None = None) -> Iterator[None]:
-    """Run a Jupyter server in its own session until ``ready_url`` answers; stop the whole group after."""
-    log = open(home / f"{name}.log", "wb")  # noqa: SIM115 - closed below
-    server = subprocess.Popen(command, cwd=cwd, env=_isolated_jupyter_env(home), stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        deadline = time.monotonic() + 90
-        while True:
-            try:
-                with urllib.request.urlopen(ready_url, timeout=2):
-                    break
-            except OSError as exc:
-                if getattr(exc, "code", None) is not None:  # any HTTP answer means the server is up
-                    break
-            if server.poll() is not None or time.monotonic() > deadline:
-                pytest.fail(f"{name} did not start:\n{(home / f'{name}.log').read_text()[-3000:]}")
-            time.sleep(0.3)
-        yield
-    finally:
-        try:
-            os.killpg(server.pid, signal.SIGTERM)
-            server.wait(20)
-        except (ProcessLookupError, subprocess.TimeoutExpired):
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(10)
-        log.close()
-
-
 @pytest.fixture(scope="session")
 def lab(chromium_path: str) -> Iterator[Lab]:
     home = Path(tempfile.mkdtemp(prefix="inspector-lab-"))
     root = home / "root"
     shutil.copytree(REPO / "notebooks", root / "notebooks")
-    port, token = _free_port(), secrets.token_hex(16)
+    port, token = free_port(), secrets.token_hex(16)
     command = [
         sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
         f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
@@ -111,7 +50,7 @@ def lab(chromium_path: str) -> Iterator[Lab]:
     ]
     base = f"http://127.0.0.1:{port}"
     try:
-        with _server("JupyterLab", command, home, f"{base}/api/status?token={token}"):
+        with serve("JupyterLab", command, home, f"{base}/api/status?token={token}"):
             yield Lab(base, token, root)
     finally:
         shutil.rmtree(home, ignore_errors=True)
@@ -157,12 +96,12 @@ def voila_tour() -> Iterator[Voila]:
     """Voila serving the tour as an app (code hidden), on 127.0.0.1."""
     home = Path(tempfile.mkdtemp(prefix="inspector-voila-"))
     shutil.copytree(REPO / "notebooks", home / "notebooks")
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "voila", "00_tour.ipynb", "--no-browser", f"--port={port}",
                "--Voila.ip=127.0.0.1", "--Voila.port_retries=0", "--show_tracebacks=True"]
     base = f"http://127.0.0.1:{port}"
     try:
-        with _server("Voila", command, home, f"{base}/voila/static/index.css", cwd=home / "notebooks"):
+        with serve("Voila", command, home, f"{base}/voila/static/index.css", cwd=home / "notebooks"):
             yield Voila(base)
     finally:
         shutil.rmtree(home, ignore_errors=True)

@@ -16,6 +16,7 @@ from typing import Any
 import numpy as np
 import pytest
 from loader_probes import descriptors_exhausted, memfd_fds, open_fds
+from waiting import WAIT_S
 
 from inspector.loader import (
     CallbackDeadlockError,
@@ -26,8 +27,6 @@ from inspector.loader import (
     Storage,
     StorageCorruptError,
 )
-
-WAIT_S = 60
 
 
 # ---- BaseException from user code -------------------------------------------------------------

@@ -16,6 +16,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from loader_payloads import assert_same, payloads, write_hostile
+from waiting import WAIT_S
 
 from inspector.loader import (
     CudaUnavailableError,
@@ -26,8 +27,6 @@ from inspector.loader import (
     StorageNotFoundError,
     UnsupportedPayloadError,
 )
-
-WAIT_S = 60
 
 
 def steps(n: int, marker: float) -> list[dict[str, Any]]:

@@ -23,10 +23,9 @@ from typing import Any
 import numpy as np
 import pytest
 from loader_probes import descriptors_exhausted, loader_threads, wait_gone, worker_processes
+from waiting import WAIT_S
 
 from inspector.loader import FileStorageLoader, LoaderCrashedError, WorkerDiedError, WorkerSpawnError
-
-WAIT_S = 60
 
 
 def refill(held: list[int]) -> None:

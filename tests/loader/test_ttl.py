@@ -9,10 +9,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from waiting import WAIT_S
 
 from inspector.loader import FileStorageLoader, StorageNotFoundError
-
-WAIT_S = 60
 
 
 def test_files_older_than_ttl_are_deleted_and_loading_them_says_so(tmp_path: Path) -> None:
