@@ -33,6 +33,18 @@ class Measurement:
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
+    def __repr__(self) -> str:
+        return f"<Measurement {self.line()}>"
+
+    def _repr_html_(self) -> str:
+        from inspector._display import html_table
+
+        verdict = ("PASS" if self.ok else "MISS") if self.target else ""
+        return html_table(("figure", "ours", "baseline", "ratio", "target", ""),
+                          [(self.name, f"{_number(self.value)} {self.unit}", self.baseline or "",
+                            f"{self.ratio:.2f}x {self.ratio_label}" if self.ratio is not None else "", self.target,
+                            verdict)])
+
     def line(self) -> str:
         """``resolve ...: 0.27 µs; plain Python call 0.030 µs; 9.0x a plain call [target <= 12x] PASS``."""
         text = f"{self.name}: {_number(self.value)} {self.unit}"

@@ -23,6 +23,7 @@ a user's dicts again, so a panel that shows all of them per keystroke pays one p
 
 from __future__ import annotations
 
+import html
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -207,6 +208,27 @@ class TopologyPlan:
     @property
     def pair_count(self) -> int:
         return sum(w.pair_count for w in self.workers)
+
+    # -- display -------------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        kind = "static" if self.static_group else "dynamic"
+        shown = ", ".join(self.names[:4]) + (", ..." if len(self.workers) > 4 else "")
+        return (f"<TopologyPlan: {len(self.workers)} workers ({shown}), {self.pair_count} mapped pairs, {kind}; "
+                ".check() for problems>")
+
+    def _repr_html_(self) -> str:
+        """Each worker's devices and maps, then what init_rpc would say."""
+        from inspector._display import html_table
+        from inspector.rpc._prediction import predict_init_error
+
+        rows = [(w.name, w.device_count, ", ".join(w.devices) or "(derived)",
+                 "; ".join(f"→ {callee}: {', '.join(f'{a}→{b}' for a, b in pairs)}" for callee, pairs in w.device_maps))
+                for w in self.workers[:64]]
+        error = predict_init_error(self)
+        verdict = "init_rpc would accept this plan" if error is None else f"init_rpc would refuse: {error.text}"
+        more = f" (first 64 of {len(self.workers)})" if len(self.workers) > 64 else ""
+        return html_table(("worker", "GPUs", "devices", "device maps (caller device → callee device)"), rows,
+                          f"TopologyPlan{more}") + f"<pre>{html.escape(verdict)}</pre>"
 
     # -- checks (all read self.topology: NOTE [ Parse once ]) --------------------------------------
     def check(self) -> tuple[DeviceMapProblem, ...]:

@@ -14,12 +14,21 @@ from inspector.loader.bench.latency import LatencyResult, small_load_latency
 from inspector.loader.bench.measure import measure
 from inspector.loader.bench.ours import measure_startup, per_leaf_cost_us
 from inspector.loader.bench.profile import LoaderProfile, profile_inspector_loader, profile_loader
-from inspector.loader.bench.rows import METHOD_LABELS, METHODS, WORKERLESS, BenchCancelled, BenchRow, Startup
+from inspector.loader.bench.rows import (
+    METHOD_LABELS,
+    METHODS,
+    WORKERLESS,
+    BenchCancelled,
+    BenchResults,
+    BenchRow,
+    Startup,
+)
 from inspector.loader.bench.stats import MachineLoad, Spread, machine_load
 from inspector.loader.bench.throughput import check_sizes, last_run, loads_per_repeat, run
 
 __all__ = [
     "BenchCancelled",
+    "BenchResults",
     "BenchRow",
     "LatencyResult",
     "LoaderProfile",

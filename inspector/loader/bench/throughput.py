@@ -39,7 +39,7 @@ from inspector.loader.bench.peers import (
     mp_queue_peer,
     sync_peer,
 )
-from inspector.loader.bench.rows import METHOD_LABELS, METHODS, WORKERLESS, BenchCancelled, BenchRow
+from inspector.loader.bench.rows import METHOD_LABELS, METHODS, WORKERLESS, BenchCancelled, BenchResults, BenchRow
 from inspector.loader.bench.stats import Spread, machine_load, with_eta
 from inspector.loader.pool.cuda import resolve_device
 from inspector.loader.pool.segments import available_memory
@@ -90,7 +90,7 @@ def run(
     cancel: threading.Event | None = None,
     directory: str | None = None,
     keep_history: bool = True,
-) -> list[BenchRow]:
+) -> BenchResults:
     """Measure every method on every layout, size and worker count; see the module docstring.
 
     Raises ``BenchCancelled`` (with ``.rows``, what was measured) when ``cancel`` is set.
@@ -146,7 +146,7 @@ def run(
         record_run("loader", rows, settings=settings)
     global _last_run
     _last_run = tuple(rows)
-    return rows
+    return BenchResults(rows)
 
 
 _last_run: tuple[BenchRow, ...] = ()

@@ -75,3 +75,18 @@ class LoaderStatus:
     @property
     def segments(self) -> int:
         return self.segments_free + self.segments_busy + self.segments_leased
+
+    def __repr__(self) -> str:
+        alive = sum(w.alive for w in self.workers)
+        state = "running" if self.running else "stopped"
+        return (f"<LoaderStatus {self.name!r}: {state}, {alive}/{self.worker_num} workers alive, "
+                f"{self.pending} pending, {self.loads_done} loads done, {self.loads_failed} failed, "
+                f"{self.segments} segments>")
+
+    def _repr_html_(self) -> str:
+        from inspector._display import html_table
+
+        rows = [(w.index, w.pid, w.alive, w.ready, w.busy, w.in_flight, w.loads_done, w.segments_mapped, w.restarts)
+                for w in self.workers]
+        head = ("worker", "pid", "alive", "ready", "busy", "in flight", "loads", "segments", "restarts")
+        return html_table(head, rows, repr(self)[1:-1])
