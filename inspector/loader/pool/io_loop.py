@@ -26,6 +26,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from inspector._processes import wait_or_kill
 from inspector.loader._errors import (
     LoaderCrashedError,
     StorageCorruptError,
@@ -219,12 +220,8 @@ class IOLoop:
     def _on_death(self, worker: WorkerHandle) -> None:
         """See NOTE [ Worker deaths ]."""
         self._drain(worker)
-        with contextlib.suppress(Exception):
-            worker.process.wait(timeout=1.0)
-        if worker.process.poll() is None:  # its socket closed but it lingers: make sure it is gone
-            worker.process.kill()
-            with contextlib.suppress(Exception):
-                worker.process.wait(timeout=5.0)
+        with contextlib.suppress(Exception):  # its socket closed; if it lingers, make sure it is gone
+            wait_or_kill(worker.process, 1.0)
         exitcode = worker.process.returncode
         state = self._state
         with state.lock:
