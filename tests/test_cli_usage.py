@@ -70,6 +70,21 @@ BAD_INVOCATIONS: list[tuple[list[str], str]] = [
     (["report", "/proc/inspector-report.html"], "cannot create files in /proc"),
     (["report", "/dev/null"], "/dev/null exists and is not a regular file"),
     (["report", "{tmp}/fifo"], "{tmp}/fifo exists and is not a regular file"),
+    # what the verbs check themselves, beyond argparse
+    (["explain", "atention"], "no op family 'atention'. Did you mean 'attention'?"),
+    (["explain", "attention", "--select", "mth"], "attention has no row 'mth'. Did you mean 'math'?"),
+    (["explain", "attention", "--extra", "kv_len=abc"], "--extra kv_len=abc"),
+    (["explain", "attention", "--extra", "kv_len"], "--extra: "),
+    (["explain", "torch_sdpa", "--cuda"], "no CUDA device"),
+    (["explain", "rotary", "--import", "no_such_module_for_inspector"], "--import no_such_module_for_inspector"),
+    (["bench", "loader", "--sizes", "1e9"], "--sizes '1e9'"),
+    (["bench", "loader", "--sizes", "a,b"], "--sizes expects comma-separated floats"),
+    (["bench", "loader", "--device", "cuda"], "--device cuda: no CUDA GPU here"),
+    (["bench", "loader", "--out", "{tmp}"], "is a directory"),
+    (["bench", "loader", "--out", "{tmp}/missing/r.csv"], "does not exist"),
+    (["rpc", "check", "{tmp}/missing.json"], "{tmp}/missing.json"),
+    (["rpc", "check", "{tmp}/fifo"], "{tmp}/fifo"),
+    (["rpc", "check", "{tmp}/file"], "{tmp}/file"),
 ]
 
 
