@@ -8,6 +8,7 @@ in the same run and reports a ``Measurement`` with its target, so ``make bench``
 from __future__ import annotations
 
 import time
+import timeit
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -70,3 +71,27 @@ def best_of(fn: Callable[[], object], rounds: int) -> float:
         fn()
         best = min(best, time.perf_counter() - start)
     return best
+
+
+Step = tuple[str, str, int]  # (name, statement, calls per round)
+
+
+def per_call_us(statement: str, namespace: dict[str, Any], number: int, rounds: int) -> float:
+    """µs per call of ``statement`` (evaluated in ``namespace``), the best of ``rounds`` rounds."""
+    return min(timeit.repeat(statement, globals=namespace, number=number, repeat=rounds)) / number * 1e6
+
+
+def time_steps(
+    steps: list[Step], namespace: dict[str, Any], rounds: int, progress: Progress | None, label: str,
+    total: int | None = None,
+) -> dict[str, float]:
+    """µs per call of each step, reporting progress as ``label: name`` (``total`` counts later work too)."""
+    count = total if total is not None else len(steps)
+    times: dict[str, float] = {}
+    for done, (name, statement, number) in enumerate(steps):
+        if progress is not None:
+            progress(done, count, f"{label}: {name}")
+        times[name] = per_call_us(statement, namespace, number, rounds)
+    if progress is not None and total is None:
+        progress(count, count, f"{label}: done")
+    return times

@@ -12,7 +12,7 @@ import timeit
 from types import ModuleType
 from typing import Any
 
-from inspector._bench import Measurement, Progress
+from inspector._bench import Measurement, Progress, time_steps
 from inspector.backends._registry import BackendRegistry
 
 
@@ -32,9 +32,6 @@ def _backend() -> ModuleType:
     return module
 
 
-def _per_call_us(statement: str, namespace: dict[str, Any], number: int, rounds: int) -> float:
-    return min(timeit.repeat(statement, globals=namespace, number=number, repeat=rounds)) / number * 1e6
-
 
 def measure(rounds: int = 7, progress: Progress | None = None) -> list[Measurement]:
     """Lookup plus verb against a plain dict with ``getattr``; the active backend; the plugin scan."""
@@ -46,11 +43,7 @@ def measure(rounds: int = 7, progress: Progress | None = None) -> list[Measureme
     steps = [("plain", "getattr(plain['bench'], 'describe')", 300_000),
              ("lookup", "registry.backend_for('bench').describe", 100_000),
              ("active", "registry.data_backend().describe", 100_000)]
-    t: dict[str, float] = {}
-    for done, (name, statement, number) in enumerate(steps):
-        if progress is not None:
-            progress(done, len(steps) + 1, f"backends: {name}")
-        t[name] = _per_call_us(statement, namespace, number, rounds)
+    t = time_steps(steps, namespace, rounds, progress, "backends", total=len(steps) + 1)
     if progress is not None:
         progress(len(steps), len(steps) + 1, "backends: plugin scan")
     scans = []

@@ -9,18 +9,11 @@ than sdpa_kernel; context + resolve <= 2.5 µs. Times are the best of ``rounds``
 
 from __future__ import annotations
 
-import timeit
-from typing import Any
-
-from inspector._bench import Measurement, Progress
+from inspector._bench import Measurement, Progress, time_steps
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.overrides import op_backend
 from inspector.dispatch.registry import get_family, rows
 from inspector.dispatch.resolution import context_for, resolve
-
-
-def _per_call_us(statement: str, namespace: dict[str, Any], number: int, rounds: int) -> float:
-    return min(timeit.repeat(statement, globals=namespace, number=number, repeat=rounds)) / number * 1e6
 
 
 def _plain_call(family: str, ctx: object) -> object:
@@ -53,13 +46,7 @@ def hot_path(family: str = "attention", rounds: int = 7, progress: Progress | No
         # what a family's op does per call: its extractor on the real arguments, then resolve
         ("context", "resolve(family, extractor(*args, **kwargs))", 100_000),
     ]
-    t: dict[str, float] = {}
-    for done, (name, statement, number) in enumerate(steps):
-        if progress is not None:
-            progress(done, len(steps), f"dispatch: {name}")
-        t[name] = _per_call_us(statement, namespace, number, rounds)
-    if progress is not None:
-        progress(len(steps), len(steps), "dispatch: done")
+    t = time_steps(steps, namespace, rounds, progress, "dispatch")
     size = len(rows(family))
     resolve_ratio, scope_ratio = t["resolve"] / t["plain"], t["sdpa_kernel"] / t["op_backend"]
     return [

@@ -7,19 +7,13 @@ data behind the panel) is reported per call. Times are the best of ``rounds`` (Â
 
 from __future__ import annotations
 
-import timeit
-from typing import Any
-
 import torch
 
-from inspector._bench import Measurement, Progress
+from inspector._bench import Measurement, Progress, time_steps
 from inspector.dispatch.torch_sdpa.family import predict, trace_call
 
 TARGET_RATIO = 2.0
 
-
-def _per_call_us(statement: str, namespace: dict[str, Any], number: int, rounds: int) -> float:
-    return min(timeit.repeat(statement, globals=namespace, number=number, repeat=rounds)) / number * 1e6
 
 
 def measure(rounds: int = 7, progress: Progress | None = None) -> list[Measurement]:
@@ -30,13 +24,7 @@ def measure(rounds: int = 7, progress: Progress | None = None) -> list[Measureme
                  "q": q, "k": k, "v": v}
     steps = [("pytorch", "choice(q, k, v)", 50_000), ("predict", "predict(q, k, v)", 20_000),
              ("trace", "trace_call(q, k, v)", 2_000)]
-    t: dict[str, float] = {}
-    for done, (name, statement, number) in enumerate(steps):
-        if progress is not None:
-            progress(done, len(steps), f"torch_sdpa: {name}")
-        t[name] = _per_call_us(statement, namespace, number, rounds)
-    if progress is not None:
-        progress(len(steps), len(steps), "torch_sdpa: done")
+    t = time_steps(steps, namespace, rounds, progress, "torch_sdpa")
     ratio = t["predict"] / t["pytorch"]
     return [
         Measurement("dispatch", "torch_sdpa predict from tensors", t["predict"], "Âµs", "torch._fused_sdp_choice",
