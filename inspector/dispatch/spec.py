@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from inspector.dispatch.context import AXES, CallContext, format_value
+from inspector.dispatch.context import CallContext, format_value
 
 Binder = Callable[[Any], str]
 
@@ -365,71 +365,7 @@ def _check_one(part: Spec, ctx: CallContext) -> ClauseCheck:
     return ClauseCheck(part.description, axis_name, required, actual, passed, message, error)
 
 
-class Axis:
-    """Builders for clauses over one axis: a ``CallContext`` field or a key of ``extra``."""
+# The clause builders over one axis live in ``axes``; imported here, after ``Spec``, which they build.
+from inspector.dispatch.axes import Axis, axis  # noqa: E402
 
-    __slots__ = ("_read", "_read_constants", "name")
-
-    def __init__(self, name: str) -> None:
-        if not isinstance(name, str) or not name:
-            raise TypeError(f"axis() takes an axis name, got {name!r}")
-        self.name = name
-        self._read_constants: tuple[Any, ...]
-        if name in AXES:
-            self._read, self._read_constants = f"ctx.{name}", ()
-        else:
-            self._read, self._read_constants = "ctx.extra.get({0})", (name,)
-
-    def _clause(self, description: str, test: str, constants: tuple[Any, ...], required: str) -> Spec:
-        # ``test`` says {v} for the axis read and {c} for its one constant; the read may itself
-        # bind the extra key as constant {0}, so the test's constant comes after it.
-        template = test.replace("{c}", f"{{{len(self._read_constants)}}}").replace("{v}", self._read)
-        clause = _Clause(description, template, self._read_constants + constants, (self.name,), required)
-        return Spec._leaf(clause)
-
-    def in_(self, *values: Any) -> Spec:
-        text = _set_text(values)
-        return self._clause(f"{self.name} in {text}", "{v} in {c}", (_container(values),), f"in {text}")
-
-    def eq(self, value: Any) -> Spec:
-        shown = format_value(value)
-        return self._clause(f"{self.name}=={shown}", "{v} == {c}", (value,), f"== {shown}")
-
-    def is_(self, value: Any) -> Spec:
-        shown = format_value(value)
-        return self._clause(f"{self.name} is {shown}", "{v} is {c}", (value,), f"is {shown}")
-
-    def none(self) -> Spec:
-        return self._clause(f"{self.name} is None", "{v} is None", (), "None")
-
-    def not_none(self) -> Spec:
-        return self._clause(f"{self.name} is not None", "{v} is not None", (), "not None")
-
-    def truthy(self) -> Spec:
-        return self._clause(self.name, "bool({v})", (), "truthy")
-
-    def falsy(self) -> Spec:
-        return self._clause(f"!{self.name}", "not {v}", (), "falsy")
-
-    def le(self, bound: Any) -> Spec:
-        return self._compare("<=", bound)
-
-    def lt(self, bound: Any) -> Spec:
-        return self._compare("<", bound)
-
-    def ge(self, bound: Any) -> Spec:
-        return self._compare(">=", bound)
-
-    def gt(self, bound: Any) -> Spec:
-        return self._compare(">", bound)
-
-    def _compare(self, op: str, bound: Any) -> Spec:
-        shown = format_value(bound)
-        # None (axis unknown) never satisfies a bound instead of raising TypeError.
-        test = "({v} is not None and {v} " + op + " {c})"
-        return self._clause(f"{self.name}{op}{shown}", test, (bound,), f"{op} {shown}")
-
-
-def axis(name: str) -> Axis:
-    """Start a clause over ``name``: ``axis("dtype").in_(torch.bfloat16) & axis("kv_len").ge(1024)``."""
-    return Axis(name)
+__all__ = ["Axis", "ClauseCheck", "Spec", "axis", "prologue"]
