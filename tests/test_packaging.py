@@ -202,7 +202,9 @@ def test_the_wheel_installs_slim_and_the_engine_and_cli_work_without_the_ui(tmp_
     with zipfile.ZipFile(wheel) as archive:
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in archive.namelist())
         shipped = sorted(n for n in archive.namelist() if n.startswith("inspector/notebooks/"))
-        assert shipped == sorted(f"inspector/notebooks/{p.name}" for p in (ROOT / "notebooks").glob("*.ipynb"))
+        notebook_files = [*(ROOT / "notebooks").glob("*.ipynb"), *(ROOT / "notebooks").glob("*.md")]
+        assert "inspector/notebooks/glossary.md" in shipped
+        assert shipped == sorted(f"inspector/notebooks/{p.name}" for p in notebook_files)
 
     venv = tmp_path / "fresh"
     run(sys.executable, "-m", "venv", "--without-pip", venv)
@@ -260,6 +262,7 @@ def test_the_wheel_installs_slim_and_the_engine_and_cli_work_without_the_ui(tmp_
                             timeout=120)
     assert copied.returncode == 0, copied.stderr
     assert (outside / copied.stdout.strip() / "00_tour.ipynb").is_file()  # the installed notebooks, copied once
+    assert (outside / copied.stdout.strip() / "glossary.md").is_file()  # with the glossary the tour links
     report = run(inspector, "report", tmp_path / "r.html", check=False)
     assert report.returncode == 2 and len(report.stderr.splitlines()) == 1
     assert "needs the [ui] extra" in report.stderr and not (tmp_path / "r.html").exists()

@@ -83,7 +83,7 @@ def _default_folder() -> Path:
     working = Path(WORKING_COPY)
     if not (working / "00_tour.ipynb").exists():
         working.mkdir(exist_ok=True)
-        for notebook in sorted(installed.glob("*.ipynb")):
+        for notebook in sorted([*installed.glob("*.ipynb"), *installed.glob("*.md")]):  # the glossary too
             if not (working / notebook.name).exists():
                 shutil.copy2(notebook, working / notebook.name)
         print(f"inspector lab: copied the notebooks into {working.resolve()}", file=sys.stderr)
