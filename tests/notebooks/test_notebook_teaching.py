@@ -105,3 +105,15 @@ def test_the_tour_links_the_glossary_before_any_term_is_used() -> None:
 
 def test_the_readme_links_the_glossary() -> None:
     assert "(notebooks/glossary.md)" in (ROOT / "README.md").read_text(encoding="utf-8")
+
+
+def test_the_backends_notebook_lists_every_demo_backend() -> None:
+    from inspector.backends import BackendRegistry
+    from inspector.examples.data_backends import install
+
+    demos = install(BackendRegistry(discover_plugins=False)).snapshot()
+    names = {info.name for info in demos.backends} | {failure.name for failure in demos.import_errors}
+    nb = nbformat.read(ROOT / "notebooks" / "02_data_backends.ipynb", as_version=4)
+    (_, cells), *_ = _sections(nb)
+    listed = set(re.findall(r"^- `(\w+)`", cells[0].source, re.MULTILINE))
+    assert len(names) == 4 and listed == names, f"section 1 lists {sorted(listed)}; the demos are {sorted(names)}"
