@@ -117,3 +117,17 @@ def test_the_backends_notebook_lists_every_demo_backend() -> None:
     (_, cells), *_ = _sections(nb)
     listed = set(re.findall(r"^- `(\w+)`", cells[0].source, re.MULTILINE))
     assert len(names) == 4 and listed == names, f"section 1 lists {sorted(listed)}; the demos are {sorted(names)}"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_every_notebook_links_the_glossary_in_its_introduction(path: Path) -> None:
+    intro = nbformat.read(path, as_version=4).cells[0]
+    assert intro.cell_type == "markdown" and GLOSSARY_LINK.search(intro.source), f"{path.name}: link glossary.md"
+
+
+def test_the_loader_chart_is_read_from_the_learners_own_numbers() -> None:
+    nb = nbformat.read(ROOT / "notebooks" / "03_loader_profiling.ipynb", as_version=4)
+    (at,) = [i for i, cell in enumerate(nb.cells) if cell.source.startswith("**Reading the chart.**")]
+    reading = nb.cells[at + 1]
+    assert reading.cell_type == "code" and "interpretation" in reading.metadata.get("tags", [])
+    assert "read_the_chart(rows)" in reading.source  # the rows measured a few cells above, in this run

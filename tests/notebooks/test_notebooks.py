@@ -23,6 +23,10 @@ def _plain_ipython_dir(tmp_path: Path) -> Path:
     return tmp_path / "ipython"
 
 
+def _printed(cell: nbformat.NotebookNode) -> str:
+    return "".join(output["text"] for output in cell.get("outputs", []) if output.get("output_type") == "stream")
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(BUDGET_S)
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
@@ -53,6 +57,12 @@ def test_notebook_runs_headless(path: Path, tmp_path: Path, monkeypatch: pytest.
         and "image/png" not in output.get("data", {})
     ]
     assert undrawn == [], f"{path.name}: figures shown as text in cells {undrawn} (add %matplotlib inline)"
+    silent = [
+        index
+        for index, cell in enumerate(nb.cells)
+        if "interpretation" in cell.metadata.get("tags", []) and not any(char.isdigit() for char in _printed(cell))
+    ]
+    assert silent == [], f"{path.name}: cells {silent} must print what this run's numbers show"
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
