@@ -202,7 +202,7 @@ def _from_csv(path: str, text: str) -> list[Any]:
             raise UsageError(f"{where} is not a loader benchmark CSV: no {', '.join(missing)} column"
                              f"{'s' if len(missing) > 1 else ''} (its header: {shown or 'none'}){hint}; "
                              f"{NEXT_STEP}")  # fmt: skip
-        rows = []
+        rows: list[Any] = []
         for number, record in enumerate(reader, start=2):
             if len(rows) >= MAX_ROWS:
                 raise UsageError(f"{where} has more than {MAX_ROWS} rows; a loader benchmark writes a few dozen")

@@ -47,12 +47,13 @@ def run(args: argparse.Namespace) -> int:
     states = _file_states(args)  # files before imports: a typo in a path costs nothing
 
     import_modules(args.imports)  # the user's families and backends first
+    call = _checked_call(args) if args.family is not None else None  # the engine alone: a typo fails fast
     from inspector.panels.app import load_demos
     from inspector.report import build_report, write_report
 
     load_demos(None)  # the demos only where the user registered nothing of their own
-    if args.family is not None:
-        states["dispatch"] = _dispatch_state(args)
+    if call is not None:
+        states["dispatch"] = _dispatch_state(call)
     text = build_report(states)
     try:
         path = write_report(out, text)
@@ -72,19 +73,26 @@ def _file_states(args: argparse.Namespace) -> dict[str, Any]:
         states["rpc"] = current_state(read_plan(args.plan, "--plan "))
     if args.loader_results is not None:
         from inspector.cli._loader_results import read_loader_results
+
+        results = read_loader_results(args.loader_results)  # before the view's imports: a bad file fails fast
         from inspector.views.loader import LoaderState
 
-        results = read_loader_results(args.loader_results)
         states["loader"] = LoaderState(results.rows, history=results.history)
     return states
 
 
-def _dispatch_state(args: argparse.Namespace) -> Any:
-    """The Dispatch page for the described call: the same context, and the same checks, as ``inspector explain``."""
+def _checked_call(args: argparse.Namespace) -> Any:
+    """The described call, refused as ``inspector explain`` refuses it (NOTE [ One described call ])."""
     from inspector.cli._explain import checked_trace, described_call
+
+    ctx = described_call(args)
+    checked_trace(ctx)
+    return ctx
+
+
+def _dispatch_state(ctx: Any) -> Any:
+    """The Dispatch page for the described call, with what a report shows by default (every what-if grid)."""
     from inspector.report import DEFAULT_STATE_OPTIONS
     from inspector.views.dispatch import current_state
 
-    ctx = described_call(args)
-    checked_trace(ctx)  # a call the family refuses is refused here as explain refuses it
     return current_state(ctx.family, ctx, **DEFAULT_STATE_OPTIONS.get("dispatch", {}))
