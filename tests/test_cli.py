@@ -41,7 +41,7 @@ def test_explain_json_is_the_structured_trace() -> None:
     assert {"clause", "axis", "required", "actual", "passed"} <= set(payload["rows"][0]["checks"][0])
 
 
-@pytest.mark.parametrize("verb", ["lab", "explain"])
+@pytest.mark.parametrize("verb", ["lab", "app", "explain"])
 def test_every_verb_has_help(verb: str) -> None:
     result = run(verb, "--help")
     assert result.returncode == 0 and "usage: inspector" in result.stdout
@@ -148,3 +148,19 @@ def test_lab_serves_jupyterlab_on_the_tour(tmp_path) -> None:
     with serve("inspector lab", command, tmp_path, f"http://127.0.0.1:{port}/api/status",
                cwd=Path(__file__).resolve().parents[1]):
         pass  # serve() returns once the server answered (a 403 without the token counts)
+
+
+def test_the_app_notebook_is_the_inspector_alone_in_app_wording() -> None:
+    import nbformat
+
+    from inspector.cli._app import voila_command, voila_folder
+
+    notebook = nbformat.read(voila_folder() / "app.ipynb", as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert [cell.source for cell in code] == ["import inspector\n\ninspector.show()"] and code[0].outputs == []
+    prose = " ".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown").lower()
+    assert "cell" not in prose and "notebook" not in prose
+    template = (voila_folder() / "voila" / "templates" / "inspector" / "index.html.j2").read_text()
+    assert "https://" not in template  # the template links nothing outside the machine
+    command = voila_command(voila_folder() / "app.ipynb", 8870, no_browser=True, dark=True)
+    assert "--template=inspector" in command and "--theme=dark" in command and "--port=8870" in command

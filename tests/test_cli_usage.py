@@ -27,6 +27,11 @@ BAD_INVOCATIONS: list[tuple[list[str], str]] = [
     (["Explain"], "invalid choice: 'Explain'"),
     (["--nope"], "inspector: the following arguments are required: verb"),
     (["-x", "explain", "attention"], "unrecognized arguments: -x"),
+    # app
+    (["app", "--port", "abc"], "argument --port: invalid port 'abc'"),
+    (["app", "app.ipynb"], "inspector app: unrecognized arguments: app.ipynb"),
+    (["app", "--no-browser", "--import", "no_such_module_for_inspector"],
+     "--import no_such_module_for_inspector: no such module here"),
     # explain: argparse's part
     (["explain"], "inspector explain: the following arguments are required: family"),
     (["explain", "attention", "--dtype", "int8"], "argument --dtype: unknown dtype 'int8'"),

@@ -203,6 +203,8 @@ def test_the_wheel_installs_slim_and_the_engine_and_cli_work_without_the_ui(tmp_
         assert any(n.endswith(".dist-info/licenses/LICENSE") for n in archive.namelist())
         shipped = sorted(n for n in archive.namelist() if n.startswith("inspector/notebooks/"))
         assert shipped == sorted(f"inspector/notebooks/{p.name}" for p in (ROOT / "notebooks").glob("*.ipynb"))
+        assert {"inspector/_voila/app.ipynb", "inspector/_voila/voila/templates/inspector/index.html.j2",
+                "inspector/_voila/voila/templates/inspector/conf.json"} <= set(archive.namelist())  # inspector app
 
     venv = tmp_path / "fresh"
     run(sys.executable, "-m", "venv", "--without-pip", venv)
