@@ -57,7 +57,7 @@ def environment_section(env: Mapping[str, Any]) -> str:
 
     gpu = env.get("gpu")
     rows = [
-        ("inspector", env.get("inspector") or "not installed (run from a checkout)"),
+        ("inspector", env.get("inspector") or "not installed (running from a source tree)"),
         ("commit", env.get("commit") or "not a git checkout of inspector"),
         ("Python", env.get("python")),
         ("torch", env.get("torch")),

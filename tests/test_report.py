@@ -68,7 +68,7 @@ def test_the_report_opens_with_the_environment_it_was_written_in() -> None:
            "platform": "Linux", "cpu": "<b>Xeon</b>", "cores": 16, "gpu": "NVIDIA H200", "gpus": 2}
     text = build_report({"loader": LoaderState(tuple(rows()))}, env=env)
     assert text.index("<h2>Environment</h2>") < text.index("<h2>Operator dispatch</h2>")
-    for shown in ("not installed (run from a checkout)", "not a git checkout of inspector", "<td>2.13.0</td>",
+    for shown in ("not installed (running from a source tree)", "not a git checkout of inspector", "<td>2.13.0</td>",
                   "&lt;b&gt;Xeon&lt;/b&gt; (16 cores)", "NVIDIA H200 (x2)"):
         assert shown in text
     assert "none (torch sees no CUDA device)" in environment_section({**env, "gpu": None})
