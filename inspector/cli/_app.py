@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from inspector.cli._common import UsageError
-from inspector.cli._lab import _port, user_modules_env
+from inspector.cli._lab import port_number, user_modules_env
 
 TEMPLATE = "inspector"
 
@@ -28,7 +28,7 @@ def voila_folder() -> Path:
 
 def add_parser(verbs: Any) -> None:
     app = verbs.add_parser("app", help="serve the Inspector alone as a Voila app (no notebook, no code)")
-    app.add_argument("--port", type=_port, default=None, help="port for Voila (default: 8866)")
+    app.add_argument("--port", type=port_number, default=None, help="port for Voila (default: 8866)")
     app.add_argument("--no-browser", action="store_true", help="do not open a browser window")
     app.add_argument("--dark", action="store_true", help="the dark theme")
     app.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",

@@ -18,7 +18,8 @@ from inspector.cli._common import UsageError
 WORKING_COPY = "inspector-notebooks"
 
 
-def _port(text: str) -> int:
+def port_number(text: str) -> int:
+    """argparse type for ``--port``: a TCP port from 1 to 65535."""
     try:
         port = int(text)
     except ValueError:
@@ -30,7 +31,7 @@ def _port(text: str) -> int:
 
 def add_parser(verbs: Any) -> None:
     lab = verbs.add_parser("lab", help="open JupyterLab on the tour notebook")
-    lab.add_argument("--port", type=_port, default=None, help="port for JupyterLab (default: its own choice)")
+    lab.add_argument("--port", type=port_number, default=None, help="port for JupyterLab (default: its own choice)")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser window")
     lab.add_argument("--notebooks", default=None, metavar="DIR",
                      help="folder holding 00_tour.ipynb (default: notebooks/ of a checkout, else a copy of the "
