@@ -1,9 +1,10 @@
 """One self-contained HTML report: no CDN, no network, images inline.
 
-The report is every engine part's page (``views/<part>.py: page(state)``, the same page the
-panel shows), from states it is given or read from the engine now. It never reaches into an
-app: ``Inspector.to_html(path)`` hands over its panels' states, ``inspector.to_html(path)``
-reports the engine as it is.
+The report opens with where it was written (versions, CPU, GPU, commit: ``inspector._environment``,
+the same description the loader keeps with each benchmark run), then every engine part's page
+(``views/<part>.py: page(state)``, the same page the panel shows), from states it is given or
+read from the engine now. It never reaches into an app: ``Inspector.to_html(path)`` hands over
+its panels' states, ``inspector.to_html(path)`` reports the engine as it is.
 """
 
 from __future__ import annotations
@@ -48,9 +49,37 @@ def part_section(part: Part, state: Any = None) -> str:
 DEFAULT_STATE_OPTIONS: dict[str, dict[str, Any]] = {"dispatch": {"what_if_all": True}}
 
 
-def build_report(states: Mapping[str, Any] | None = None, *, title: str = "inspector report") -> str:
-    """The report as one HTML string: every part's page (``inspector.parts``), from ``states`` where
-    given (part name -> that part's state, e.g. a panel's ``state()``), else from the engine now.
+def environment_section(env: Mapping[str, Any]) -> str:
+    """Where the report was written, as a two-column table (``env``: ``inspector._environment.environment()``)."""
+    import pandas as pd
+
+    from inspector.views.page import Page, section, table
+
+    gpu = env.get("gpu")
+    rows = [
+        ("inspector", env.get("inspector") or "not installed (running from a source tree)"),
+        ("commit", env.get("commit") or "not a git checkout of inspector"),
+        ("Python", env.get("python")),
+        ("torch", env.get("torch")),
+        ("numpy", env.get("numpy")),
+        ("platform", env.get("platform")),
+        ("CPU", f"{env.get('cpu')} ({env.get('cores')} cores)"),
+        ("GPU", f"{gpu} (x{env.get('gpus')})" if gpu else "none (torch sees no CUDA device)"),
+    ]
+    frame = pd.DataFrame([(what, "" if value is None else str(value)) for what, value in rows],
+                         columns=["item", "value"])
+    return Page("Environment", (section("environment", "", [table(frame)]),)).to_html()
+
+
+def build_report(
+    states: Mapping[str, Any] | None = None,
+    *,
+    title: str = "inspector report",
+    env: Mapping[str, Any] | None = None,
+) -> str:
+    """The report as one HTML string: the environment (``env``, else read now), then every part's page
+    (``inspector.parts``), from ``states`` where given (part name -> that part's state, e.g. a panel's
+    ``state()``), else from the engine now.
 
     A part that fails says why in its section; the rest still renders.
     """
@@ -65,6 +94,11 @@ def build_report(states: Mapping[str, Any] | None = None, *, title: str = "inspe
         except Exception as exc:  # one broken part must not cost the whole report
             sections.append(f"<section><h2>{html.escape(part.title)}</h2><p class='note'>"
                             f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</p></section>")
+    if env is None:  # read after the parts: torch is loaded by then, so the GPU is known
+        from inspector._environment import environment
+
+        env = environment()
+    sections.insert(0, environment_section(env))
     stamp = time.strftime("%Y-%m-%d %H:%M:%S")
     return (
         "<!DOCTYPE html><html><head><meta charset='utf-8'>"

@@ -41,7 +41,7 @@ def test_explain_json_is_the_structured_trace() -> None:
     assert {"clause", "axis", "required", "actual", "passed"} <= set(payload["rows"][0]["checks"][0])
 
 
-@pytest.mark.parametrize("verb", ["lab", "explain"])
+@pytest.mark.parametrize("verb", ["lab", "app", "explain"])
 def test_every_verb_has_help(verb: str) -> None:
     result = run(verb, "--help")
     assert result.returncode == 0 and "usage: inspector" in result.stdout
@@ -100,12 +100,35 @@ def test_bench_loader_runs_a_small_grid(tmp_path) -> None:
     assert run("bench", "loader", "--sizes", "x").returncode == 2
 
 
-def test_report_writes_a_self_contained_file(tmp_path) -> None:
-    result = run("report", str(tmp_path / "out.html"))
-    assert result.returncode == 0 and "wrote" in result.stdout
+def test_report_writes_a_self_contained_file_with_what_the_command_line_gives(tmp_path) -> None:
+    """The environment, a plan, a described call and loader results from another process, in one report."""
+    import torch
+
+    from inspector.cli._loader_results import csv_text
+    from inspector.loader.bench import BenchRow
+    from inspector.rpc import TopologyPlan
+
+    plan = TopologyPlan.build(2, {"worker0": 2, "worker1": 1}, {"worker0": {"worker1": {"cuda:1": "cuda:1"}}})
+    (tmp_path / "plan.json").write_text(plan.to_json())
+    rows = [BenchRow("steps", 4.0, 2, "cpu", method, mb_s, mb_s, mb_s, 3, 8, 4, 0)
+            for method, mb_s in [("ours", 4321.0), ("sync", 2000.0), ("mp_queue", 300.0), ("dataloader", 500.0),
+                                 ("memcpy", 9000.0)]]  # fmt: skip
+    (tmp_path / "r.csv").write_text(csv_text(row.as_dict() for row in rows))
+    result = run("report", str(tmp_path / "out.html"), "--plan", str(tmp_path / "plan.json"),
+                 "--loader-results", str(tmp_path / "r.csv"), "--family", "attention", "--dtype", "bf16",
+                 "--head-dim", "64", "--no-grad", "--extra", "kv_len=4096")  # fmt: skip
+    assert result.returncode == 0 and "wrote" in result.stdout, result.stderr
     text = (tmp_path / "out.html").read_text()
     assert "Operator dispatch" in text and "Data backends" in text and "RPC device maps" in text
     assert "data:image/png;base64," in text
+    environment = text[text.index("<h2>Environment</h2>"):text.index("<h2>Operator dispatch</h2>")]
+    for item in ("inspector", "commit", "Python", "numpy", "CPU", "GPU", torch.__version__):
+        assert f"<td>{item}</td>" in environment
+    assert "attention: chunked (origin=chain)" in text  # the call described by the flags, as explain decides it
+    assert "dtype=bfloat16 ndim=4 head_dim=64" in text
+    assert "has target devices with invalid indices" in text  # the plan, checked
+    assert "4321.00" in text and "No benchmark has run" not in text  # the loader results measured elsewhere
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.html", "plan.json", "r.csv"]
 
 
 @pytest.mark.parametrize("verb", [["bench", "--help"], ["rpc", "check", "--help"], ["report", "--help"]])
@@ -125,3 +148,19 @@ def test_lab_serves_jupyterlab_on_the_tour(tmp_path) -> None:
     with serve("inspector lab", command, tmp_path, f"http://127.0.0.1:{port}/api/status",
                cwd=Path(__file__).resolve().parents[1]):
         pass  # serve() returns once the server answered (a 403 without the token counts)
+
+
+def test_the_app_notebook_is_the_inspector_alone_in_app_wording() -> None:
+    import nbformat
+
+    from inspector.cli._app import voila_command, voila_folder
+
+    notebook = nbformat.read(voila_folder() / "app.ipynb", as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert [cell.source for cell in code] == ["import inspector\n\ninspector.show()"] and code[0].outputs == []
+    prose = " ".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown").lower()
+    assert "cell" not in prose and "notebook" not in prose
+    template = (voila_folder() / "voila" / "templates" / "inspector" / "index.html.j2").read_text()
+    assert "https://" not in template  # the template links nothing outside the machine
+    command = voila_command(voila_folder() / "app.ipynb", 8870, no_browser=True, dark=True)
+    assert "--template=inspector" in command and "--theme=dark" in command and "--port=8870" in command

@@ -27,6 +27,11 @@ BAD_INVOCATIONS: list[tuple[list[str], str]] = [
     (["Explain"], "invalid choice: 'Explain'"),
     (["--nope"], "inspector: the following arguments are required: verb"),
     (["-x", "explain", "attention"], "unrecognized arguments: -x"),
+    # app
+    (["app", "--port", "abc"], "argument --port: invalid port 'abc'"),
+    (["app", "app.ipynb"], "inspector app: unrecognized arguments: app.ipynb"),
+    (["app", "--no-browser", "--import", "no_such_module_for_inspector"],
+     "--import no_such_module_for_inspector: no such module here"),
     # explain: argparse's part
     (["explain"], "inspector explain: the following arguments are required: family"),
     (["explain", "attention", "--dtype", "int8"], "argument --dtype: unknown dtype 'int8'"),
@@ -70,6 +75,13 @@ BAD_INVOCATIONS: list[tuple[list[str], str]] = [
     (["report", "/proc/inspector-report.html"], "cannot create files in /proc"),
     (["report", "/dev/null"], "/dev/null exists and is not a regular file"),
     (["report", "{tmp}/fifo"], "{tmp}/fifo exists and is not a regular file"),
+    (["report", "r.html", "--plan"], "argument --plan: expected one argument"),
+    (["report", "r.html", "--family", "attention", "--dtype", "int8"], "argument --dtype: unknown dtype 'int8'"),
+    (["report", "r.html", "--head-dim", "64"], "--head-dim describes a call to an op family: add --family"),
+    (["report", "r.html", "--loader-results", "{tmp}/missing.csv"], "cannot read --loader-results {tmp}/missing.csv"),
+    (["report", "r.html", "--loader-results", "{tmp}/fifo"], "--loader-results {tmp}/fifo is not a regular file"),
+    (["report", "r.html", "--loader-results", "{tmp}/file"], "is not a loader benchmark CSV"),
+    (["report", "r.html", "--plan", "{tmp}/file"], "cannot read --plan {tmp}/file"),
     # what the verbs check themselves, beyond argparse
     (["explain", "atention"], "no op family 'atention'. Did you mean 'attention'?"),
     (["explain", "attention", "--select", "mth"], "attention has no row 'mth'. Did you mean 'math'?"),

@@ -205,6 +205,8 @@ def test_the_wheel_installs_slim_and_the_engine_and_cli_work_without_the_ui(tmp_
         notebook_files = [*(ROOT / "notebooks").glob("*.ipynb"), *(ROOT / "notebooks").glob("*.md")]
         assert "inspector/notebooks/glossary.md" in shipped
         assert shipped == sorted(f"inspector/notebooks/{p.name}" for p in notebook_files)
+        assert {"inspector/_voila/app.ipynb", "inspector/_voila/voila/templates/inspector/index.html.j2",
+                "inspector/_voila/voila/templates/inspector/conf.json"} <= set(archive.namelist())  # inspector app
 
     venv = tmp_path / "fresh"
     run(sys.executable, "-m", "venv", "--without-pip", venv)

@@ -9,7 +9,7 @@ import pytest
 import inspector
 import inspector.examples  # registers the families and data backends the report shows
 from inspector.loader.bench import BenchRow
-from inspector.report import build_report, to_html
+from inspector.report import build_report, environment_section, to_html
 from inspector.rpc import TopologyPlan
 from inspector.views.loader import LoaderState
 
@@ -61,3 +61,29 @@ def test_the_module_level_report_reads_the_engine_not_an_app(tmp_path) -> None:
     inspector.show().panels["Dispatch"].select("attention", "math")
     text = to_html(tmp_path / "plain.html").read_text()
     assert "attention: sdpa (origin=chain)" in text
+
+
+def test_the_report_opens_with_the_environment_it_was_written_in() -> None:
+    env = {"inspector": None, "commit": None, "python": "3.11.7", "torch": "2.13.0", "numpy": "2.4.6",
+           "platform": "Linux", "cpu": "<b>Xeon</b>", "cores": 16, "gpu": "NVIDIA H200", "gpus": 2}
+    text = build_report({"loader": LoaderState(tuple(rows()))}, env=env)
+    assert text.index("<h2>Environment</h2>") < text.index("<h2>Operator dispatch</h2>")
+    for shown in ("not installed (running from a source tree)", "not a git checkout of inspector", "<td>2.13.0</td>",
+                  "&lt;b&gt;Xeon&lt;/b&gt; (16 cores)", "NVIDIA H200 (x2)"):
+        assert shown in text
+    assert "none (torch sees no CUDA device)" in environment_section({**env, "gpu": None})
+
+
+def test_the_command_line_report_shows_a_kept_history_and_refuses_an_unknown_family(tmp_path, capsys) -> None:
+    from inspector import cli
+    from inspector.loader.bench import record_run
+
+    history = tmp_path / "bench-history.jsonl"
+    record_run("loader", rows(), path=history)
+    record_run("loader", rows()[:2], path=history)
+    assert cli.main(["report", str(tmp_path / "bad.html"), "--family", "atention"]) == 2
+    assert "no op family 'atention'. Did you mean 'attention'?" in capsys.readouterr().err
+    assert cli.main(["report", str(tmp_path / "r.html"), "--loader-results", str(history)]) == 0
+    text = (tmp_path / "r.html").read_text()
+    assert "<h3>Past runs</h3>" in text and ">#1 " in text and ">#2 " in text  # both runs, side by side
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bench-history.jsonl", "r.html"]

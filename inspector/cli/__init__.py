@@ -1,9 +1,9 @@
-"""The ``inspector`` command: lab, explain, bench, rpc check and report.
+"""The ``inspector`` command: lab, app, explain, bench, rpc check and report.
 
 Exit codes scripts can use: 0 success; 1 the answer is "no" (``explain``: the decision is an
 error; ``rpc check``: torch would refuse the plan; ``bench``: a target was missed); 2 bad usage
 (unknown verb or option, a missing or ill-typed argument, an unreadable file, a path that cannot
-be written), always as one line on stderr; 130 interrupted. Only ``lab`` and ``report`` need
+be written), always as one line on stderr; 130 interrupted. Only ``lab``, ``app`` and ``report`` need
 Jupyter's libraries; ``explain`` and ``rpc check`` run in a bare training environment. Each verb
 lives in its own module with ``add_parser(verbs)`` and ``run(args) -> int``.
 
@@ -20,11 +20,11 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-from inspector.cli import _bench, _explain, _lab, _report, _rpc
+from inspector.cli import _app, _bench, _explain, _lab, _report, _rpc
 from inspector.cli._common import ArgumentParser, UsageError, one_line
 from inspector.errors import InspectorError
 
-VERBS = {"lab": _lab, "explain": _explain, "bench": _bench, "rpc": _rpc, "report": _report}
+VERBS = {"lab": _lab, "app": _app, "explain": _explain, "bench": _bench, "rpc": _rpc, "report": _report}
 
 
 def _parser() -> ArgumentParser:

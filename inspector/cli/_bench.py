@@ -70,16 +70,10 @@ def run(args: argparse.Namespace) -> int:
     _writable(args.plot, "--plot")
     rows, measurements, note = _run_part(args)
     if args.out:
-        import csv
-        import io
-
         from inspector._files import atomic_write_text
+        from inspector.cli._loader_results import csv_text
 
-        text = io.StringIO()
-        writer = csv.DictWriter(text, fieldnames=list(rows[0]) if rows else ["empty"])
-        writer.writeheader()
-        writer.writerows(rows)
-        atomic_write_text(args.out, text.getvalue())
+        atomic_write_text(args.out, csv_text(rows))  # `inspector report --loader-results` reads it back
     if args.plot:
         from inspector.views._figures import figure_to_png
 

@@ -28,21 +28,52 @@ def dtype_name(text: str) -> str:
     return name
 
 
+# NOTE [ One described call ]
+# ``inspector explain`` and ``inspector report`` describe a call with the same flags, read the same
+# way: the options are defined once (``CONTEXT_OPTIONS``), turned into a ``CallContext`` once
+# (``described_call``) and traced once (``checked_trace``), so the report's Dispatch section shows
+# exactly what ``inspector explain`` prints for the same flags, and a typo is refused the same way.
+CONTEXT_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
+    ("--dtype", {"type": dtype_name, "default": "float32", "metavar": "DTYPE",
+                 "help": "float32 (fp32), float16 (fp16, half), bfloat16 (bf16) or float64 (fp64)"}),
+    ("--head-dim", {"type": int, "default": None, "help": "the last dimension of the query (attention heads)"}),
+    ("--ndim", {"type": int, "default": 4, "help": "the inputs' number of dimensions (default 4)"}),
+    ("--fwd", {"choices": ("prefill", "decode"), "default": None, "help": "inference mode (default: training)"}),
+    ("--cuda", {"action": "store_true", "help": "the call's tensors are on a CUDA device"}),
+    ("--mask", {"action": "store_true", "help": "the call passes an explicit mask tensor"}),
+    ("--causal", {"action": "store_true", "help": "the call is causal (is_causal=True, no mask tensor)"}),
+    ("--cache", {"action": "store_true", "help": "the call uses a KV cache"}),
+    ("--no-grad", {"action": "store_true", "help": "autograd is off"}),
+    ("--extra", {"action": "append", "default": [], "metavar": "NAME=VALUE",
+                 "help": "family-specific axis, e.g. kv_len=4096; repeatable"}),
+)  # fmt: skip
+FAMILY_HELP = "op family, e.g. torch_sdpa, attention or rotary"
+
+
+def add_context_options(parser: Any, *, family_option: bool = False) -> None:
+    """The flags that describe a call (NOTE [ One described call ]); the family is a positional
+    argument (``explain``) or ``--family`` (``report``, where describing a call is optional)."""
+    if family_option:
+        parser.add_argument("--family", default=None, help=f"{FAMILY_HELP}: the call the Dispatch section explains")
+    else:
+        parser.add_argument("family", help=FAMILY_HELP)
+    for flag, options in CONTEXT_OPTIONS:
+        parser.add_argument(flag, **options)
+
+
+def context_flags_given(args: argparse.Namespace) -> list[str]:
+    """The context flags ``args`` sets away from their defaults (``--family`` aside)."""
+    given = []
+    for flag, options in CONTEXT_OPTIONS:
+        default = False if options.get("action") == "store_true" else options.get("default")
+        if getattr(args, flag.lstrip("-").replace("-", "_")) != default:
+            given.append(flag)
+    return given
+
+
 def add_parser(verbs: Any) -> None:
     explain = verbs.add_parser("explain", help="print a family's decision for a described call")
-    explain.add_argument("family", help="op family, e.g. torch_sdpa, attention or rotary")
-    explain.add_argument("--dtype", type=dtype_name, default="float32", metavar="DTYPE",
-                         help="float32 (fp32), float16 (fp16, half), bfloat16 (bf16) or float64 (fp64)")
-    explain.add_argument("--head-dim", type=int, default=None)
-    explain.add_argument("--ndim", type=int, default=4)
-    explain.add_argument("--fwd", choices=("prefill", "decode"), default=None,
-                         help="inference mode (default: training)")
-    explain.add_argument("--cuda", action="store_true", help="the call's tensors are on a CUDA device")
-    explain.add_argument("--mask", action="store_true", help="the call passes an explicit mask tensor")
-    explain.add_argument("--causal", action="store_true", help="the call is causal (is_causal=True, no mask tensor)")
-    explain.add_argument("--cache", action="store_true", help="the call uses a KV cache")
-    explain.add_argument("--no-grad", action="store_true", help="autograd is off")
-    explain.add_argument("--extra", action="append", default=[], metavar="NAME=VALUE", help="family-specific axis")
+    add_context_options(explain)
     explain.add_argument("--select", default=None, metavar="ROW", help="explicit (strict) selection")
     explain.add_argument("--json", action="store_true", help="print the structured trace as JSON")
     add_import_option(explain)
@@ -78,22 +109,39 @@ def resolve_family(family: str) -> None:
         raise UsageError(f"no op family {family!r}.{closest(family, known)} Known: {', '.join(known)}")
 
 
-def run(args: argparse.Namespace) -> int:
+def described_call(args: argparse.Namespace) -> Any:
+    """The ``CallContext`` the flags describe (the family made available first; see NOTE [ One described call ])."""
     import torch
 
-    from inspector.dispatch import CallContext, get_family, trace
+    from inspector.dispatch import CallContext
     from inspector.dispatch.context import parse_extra
 
-    import_modules(args.imports)
     resolve_family(args.family)
     try:
         extra = parse_extra(",".join(args.extra))
     except ValueError as exc:
         raise UsageError(f"--extra: {exc}") from None
-    ctx = CallContext(
+    return CallContext(
         args.family, args.fwd, getattr(torch, args.dtype), args.cuda, args.ndim, args.head_dim, args.cache,
         args.mask, not args.no_grad, args.causal,
     ).evolve(extra=extra)
+
+
+def checked_trace(ctx: Any, explicit: str | None = None) -> Any:
+    """The family's trace for ``ctx``; a call the family refuses, or an ill-typed ``--extra``, is bad usage."""
+    from inspector.dispatch import get_family, trace
+
+    try:
+        result = trace(ctx.family, ctx, explicit=explicit)
+    except ValueError as exc:  # a family refusing the described call (e.g. torch_sdpa --cuda without a GPU)
+        raise UsageError(str(exc).splitlines()[0]) from None
+    _refuse_ill_typed_extras(result, dict(ctx.extra), get_family(ctx.family).name)
+    return result
+
+
+def run(args: argparse.Namespace) -> int:
+    import_modules(args.imports)
+    ctx = described_call(args)
     if args.select is not None:
         names = _row_names(args.family)
         if args.select not in names:
@@ -101,11 +149,7 @@ def run(args: argparse.Namespace) -> int:
                 f"--select {args.select}: {args.family} has no row {args.select!r}.{closest(args.select, names)} "
                 f"Rows: {', '.join(names)}"
             )
-    try:
-        result = trace(args.family, ctx, explicit=args.select)
-    except ValueError as exc:  # a family refusing the described call (e.g. torch_sdpa --cuda without a GPU)
-        raise UsageError(str(exc).splitlines()[0]) from None
-    _refuse_ill_typed_extras(result, extra, get_family(args.family).name)
+    result = checked_trace(ctx, args.select)
     if args.json:
         payload = jsonable(result)
         payload["context"] = {

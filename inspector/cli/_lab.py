@@ -18,7 +18,8 @@ from inspector.cli._common import UsageError
 WORKING_COPY = "inspector-notebooks"
 
 
-def _port(text: str) -> int:
+def port_number(text: str) -> int:
+    """argparse type for ``--port``: a TCP port from 1 to 65535."""
     try:
         port = int(text)
     except ValueError:
@@ -30,7 +31,7 @@ def _port(text: str) -> int:
 
 def add_parser(verbs: Any) -> None:
     lab = verbs.add_parser("lab", help="open JupyterLab on the tour notebook")
-    lab.add_argument("--port", type=_port, default=None, help="port for JupyterLab (default: its own choice)")
+    lab.add_argument("--port", type=port_number, default=None, help="port for JupyterLab (default: its own choice)")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser window")
     lab.add_argument("--notebooks", default=None, metavar="DIR",
                      help="folder holding 00_tour.ipynb (default: notebooks/ of a checkout, else a copy of the "
@@ -53,14 +54,7 @@ def run(args: argparse.Namespace) -> int:
     if not tour.is_file():
         raise UsageError(f"no {tour}; next step = pass --notebooks with a folder holding 00_tour.ipynb")
     require_extra("lab", "inspector lab")
-    env = dict(os.environ)
-    if args.imports:
-        sys.path.insert(0, "")
-        missing = [name for name in args.imports if _find(name) is None]
-        if missing:
-            raise UsageError(f"--import {missing[0]}: no such module here (is it on PYTHONPATH?)")
-        env[IMPORT_ENV] = ",".join([*filter(None, env.get(IMPORT_ENV, "").split(",")), *args.imports])
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
+    env = user_modules_env(args.imports, dict(os.environ))
     command = [sys.executable, "-m", "jupyterlab", str(tour)]
     if args.port:
         command.append(f"--port={args.port}")
@@ -69,6 +63,18 @@ def run(args: argparse.Namespace) -> int:
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         command.append("--allow-root")
     return subprocess.call(command, env=env)
+
+
+def user_modules_env(imports: list[str], env: dict[str, str]) -> dict[str, str]:
+    """``env`` for a server whose kernels import ``imports`` in ``inspector.show()`` (each checked here first)."""
+    if imports:
+        sys.path.insert(0, "")
+        missing = [name for name in imports if _find(name) is None]
+        if missing:
+            raise UsageError(f"--import {missing[0]}: no such module here (is it on PYTHONPATH?)")
+        env[IMPORT_ENV] = ",".join([*filter(None, env.get(IMPORT_ENV, "").split(",")), *imports])
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
+    return env
 
 
 def _default_folder() -> Path:

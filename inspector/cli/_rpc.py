@@ -25,23 +25,25 @@ def add_parser(verbs: Any) -> None:
     )
 
 
-def _read(path: str) -> Any:
+def read_plan(path: str, option: str = "") -> Any:
+    """The plan in ``path``, or a :class:`UsageError` saying why it cannot be one (``option``: how it was given)."""
     from inspector.rpc import PlanError, RpcError, TopologyPlan
 
+    where = f"{option}{path}"
     try:
         return TopologyPlan.from_file(path)
     except PlanError as exc:
-        raise UsageError(f"cannot read {path}: {exc.one_line}") from exc
+        raise UsageError(f"cannot read {where}: {exc.one_line}") from exc
     except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror or exc}") from exc
+        raise UsageError(f"cannot read {where}: {exc.strerror or exc}") from exc
     except (RpcError, ValueError, TypeError) as exc:
-        raise UsageError(f"cannot read {path}: {str(exc).partition(chr(10))[0]}") from exc
+        raise UsageError(f"cannot read {where}: {str(exc).partition(chr(10))[0]}") from exc
 
 
 def run(args: argparse.Namespace) -> int:
     from inspector.rpc import predict_init_error
 
-    plan = _read(args.plan)
+    plan = read_plan(args.plan)
     problems, warnings = plan.check(), plan.preflight()
     for problem in problems:
         print(f"{problem.category}: {problem.message}")

@@ -18,6 +18,9 @@ PANEL_CSS = """
 .inspector-status { font-size: 0.9em; opacity: 0.85; }
 .inspector-error-box { border-left: 3px solid #d62728; padding: 4px 8px; margin: 4px 0; }
 .inspector-pre { font-size: 0.85em; line-height: 1.3; white-space: pre; overflow-x: auto; }
+/* Output areas make their <pre> inherit the page font (Voila: sans-serif); a trace stays monospace. */
+pre.inspector-pre, .jp-OutputArea-output pre.inspector-pre {
+  font-family: var(--jp-code-font-family, ui-monospace, "DejaVu Sans Mono", monospace); }
 </style>
 """
 

@@ -374,8 +374,10 @@ def page(state: LoaderState) -> Page:
         ]))
     else:
         sections.append(section("results", "Benchmark", [note(
-            "No benchmark has run in this process yet: press Run in the Loader tab, or call "
-            "inspector.loader.bench.run(); the command line keeps its runs (inspector bench loader --compare).")]))
+            "No benchmark has run here yet. In the app: press Run in the Loader tab. In Python: "
+            "inspector.loader.bench.run(), then write the report from that same process. From a shell: "
+            "`inspector bench loader --out results.csv`, then "
+            "`inspector report report.html --loader-results results.csv`.")]))
     if state.history is not None:
         blocks = [note("No past runs yet: each Run is kept (also from `inspector bench loader`).")]
         if state.history:

@@ -92,16 +92,14 @@ class Voila:
 
 
 @pytest.fixture(scope="module")
-def voila_tour() -> Iterator[Voila]:
-    """Voila serving the tour as an app (code hidden), on 127.0.0.1."""
+def voila_app() -> Iterator[Voila]:
+    """``inspector app``: the Inspector alone, served by Voila on 127.0.0.1."""
     home = Path(tempfile.mkdtemp(prefix="inspector-voila-"))
-    shutil.copytree(REPO / "notebooks", home / "notebooks")
     port = free_port()
-    command = [sys.executable, "-m", "voila", "00_tour.ipynb", "--no-browser", f"--port={port}",
-               "--Voila.ip=127.0.0.1", "--Voila.port_retries=0", "--show_tracebacks=True"]
+    command = [sys.executable, "-m", "inspector", "app", "--no-browser", f"--port={port}"]
     base = f"http://127.0.0.1:{port}"
     try:
-        with serve("Voila", command, home, f"{base}/voila/static/index.css", cwd=home / "notebooks"):
+        with serve("Voila", command, home, f"{base}/voila/static/index.css", cwd=home):
             yield Voila(base)
     finally:
         shutil.rmtree(home, ignore_errors=True)

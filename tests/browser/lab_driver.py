@@ -47,12 +47,29 @@ def wait_for_idle_kernel(page) -> None:  # type: ignore[no-untyped-def]
     )
 
 
+README_SCREENSHOTS = ("tour.png", "backends_tab.png", "loader_tab.png", "rpc_tab.png")  # the ones README shows
+
+
 def save_screenshot(page, name: str, tmp_path: Path) -> Path:  # type: ignore[no-untyped-def]
-    """Screenshot into tmp_path; also into docs/images when INSPECTOR_UPDATE_SCREENSHOTS=1."""
+    """Screenshot of the app alone into tmp_path; also into docs/images when INSPECTOR_UPDATE_SCREENSHOTS=1
+    (for the images README shows).
+
+    The left side bar is collapsed for the shot (and opened again after), so the file browser with
+    the tests' notebook copies never appears in a screenshot.
+    """
+    opened = page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab.lm-mod-current")
+    collapsed = opened.count() > 0
+    if collapsed:
+        opened.first.click()  # clicking the open side bar's tab collapses it
+        page.locator("#jp-left-stack").wait_for(state="hidden")
+        page.mouse.move(5, 5)
     page.evaluate("() => new Promise(r => requestAnimationFrame(() => requestAnimationFrame(r)))")
     target = tmp_path / name
     page.screenshot(path=str(target))
-    if os.environ.get("INSPECTOR_UPDATE_SCREENSHOTS") == "1":
+    if collapsed:
+        page.locator(".jp-SideBar.jp-mod-left .lm-TabBar-tab").first.click()
+        page.locator("#jp-left-stack").wait_for(state="visible")
+    if os.environ.get("INSPECTOR_UPDATE_SCREENSHOTS") == "1" and name in README_SCREENSHOTS:
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copy(target, SCREENSHOTS / name)
     return target

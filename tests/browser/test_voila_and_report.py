@@ -1,8 +1,10 @@
-"""The tour as a Voila app, and the HTML report opened with the network off."""
+"""The Inspector as a Voila app (``inspector app``), and the HTML report opened with the network off."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -14,18 +16,40 @@ pytestmark = [pytest.mark.browser, pytest.mark.slow]
 PANEL = ".inspector-dispatch-panel"
 
 
-def test_the_tour_renders_as_a_voila_app_and_its_toggle_works(page, voila_tour) -> None:
-    page.goto(voila_tour.base_url + "/")
+# What must never reach a user of the app: notebook instructions and bare reprs of Python objects.
+NOT_APP_TEXT = re.compile(r"run the cells?|run all cells|shift\+enter|object at 0x|\bOutput\(|"
+                          r"\b(?:VBox|HBox|Tab|HTML|Button|Dropdown|Layout)\((?:children|value|layout)=", re.I)
+
+
+def _is_local(url: str) -> bool:
+    parts = urlsplit(url)
+    return parts.scheme in ("data", "blob", "about") or parts.hostname in ("127.0.0.1", "localhost", "::1")
+
+
+def test_the_app_renders_under_voila_offline_in_app_wording(page, voila_app) -> None:
+    requests: list[str] = []
+    page.on("request", lambda request: requests.append(request.url))
+    page.goto(voila_app.base_url + "/")
     status = page.locator(f"{PANEL} .inspector-status")
     status.filter(has_text="attention: sdpa (origin=chain)").wait_for()
     shown_code = page.locator(".jp-CodeCell .jp-InputArea, .cm-editor, .jp-CodeMirrorEditor").evaluate_all(
         "areas => areas.filter(a => a.offsetParent !== null).length")
     assert shown_code == 0  # the app view hides the code
-    assert page.locator(".widget-tab").count() >= 1  # the whole Inspector is there
+    trace = page.locator(f"{PANEL} pre.inspector-pre").first
+    assert "monospace" in trace.evaluate("pre => getComputedStyle(pre).fontFamily")
     page.locator(f"{PANEL} .inspector-toggle-attention").get_by_role("button", name="math", exact=True).click()
     status.filter(has_text="attention: math (origin=context)").wait_for()
     starred = page.locator(f"{PANEL} table.inspector-decision-table tbody tr", has_text="★")
     assert (starred.locator("td").first.text_content() or "").strip() == "math"
+    tabs = page.locator(".widget-tab .lm-TabBar-tab")
+    assert tabs.count() == 4  # the whole Inspector is there
+    for i in range(tabs.count()):  # every tab built and shown, so its text is read as a user sees it
+        tabs.nth(i).click()
+        page.wait_for_function("() => !document.body.innerText.includes('Opening ')")
+        text = page.locator("body").inner_text()
+        assert NOT_APP_TEXT.search(text) is None, NOT_APP_TEXT.search(text)
+    assert any(url.startswith(voila_app.base_url) for url in requests)  # the requests were seen
+    assert [url for url in requests if not _is_local(url)] == []  # nothing from a CDN: the app works offline
 
 
 def test_the_report_renders_offline_with_its_tables_and_images(browser_context, tmp_path: Path) -> None:
@@ -45,7 +69,7 @@ def test_the_report_renders_offline_with_its_tables_and_images(browser_context, 
     try:
         page.goto(path.as_uri())
         assert page.locator("h2").all_text_contents() == [
-            "Operator dispatch", "Data backends", "Shared-memory loader", "RPC device maps"]
+            "Environment", "Operator dispatch", "Data backends", "Shared-memory loader", "RPC device maps"]
         assert page.locator("table").count() >= 5
         images = page.locator("img")
         assert images.count() >= 3

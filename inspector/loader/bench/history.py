@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from inspector.loader.bench.environment import environment
+from inspector._environment import environment
 
 FILE_NAME = "bench-history.jsonl"
 

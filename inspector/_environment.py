@@ -1,4 +1,9 @@
-"""Where a benchmark ran: versions, CPU, GPU and commit, kept with every result in the history."""
+"""Where something ran: versions, CPU, GPU and commit.
+
+One description of the machine and software, shared by the loader's benchmark history (kept with
+every run) and the HTML report (its Environment section). Standard library only; torch is asked
+about the GPU only when it is already imported.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +14,8 @@ import subprocess
 import sys
 from pathlib import Path
 from typing import Any
+
+DISTRIBUTION = "dispatch-inspector"
 
 
 def _version(package: str) -> str | None:
@@ -41,15 +48,37 @@ def gpu_name() -> str | None:
         return None
 
 
-def commit() -> str | None:
-    """The git commit of the ``inspector`` checkout this code runs from, or None outside a checkout."""
+def gpu_count() -> int:
+    """How many CUDA devices torch sees (0 without torch loaded, without CUDA, or with a broken driver)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return 0
+    try:
+        return int(torch.cuda.device_count()) if torch.cuda.is_available() else 0
+    except Exception:
+        return 0
+
+
+def _git(*args: str) -> str | None:
     here = Path(__file__).resolve().parent
     try:
-        done = subprocess.run(["git", "-C", str(here), "rev-parse", "--short", "HEAD"], capture_output=True,
-                              text=True, timeout=5, check=False)  # fmt: skip
+        done = subprocess.run(["git", "-C", str(here), *args], capture_output=True, text=True, timeout=5,
+                              check=False)  # fmt: skip
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None
+
+
+def commit() -> str | None:
+    """The git commit of the ``inspector`` checkout this code runs from, or None outside one.
+
+    Only a checkout *of inspector* counts: a copy installed into a virtualenv that lives inside
+    some other repository must not report that repository's commit.
+    """
+    top = _git("rev-parse", "--show-toplevel")
+    if top is None or Path(top).resolve() != Path(__file__).resolve().parent.parent:
+        return None
+    return _git("rev-parse", "--short", "HEAD")
 
 
 def environment() -> dict[str, Any]:
@@ -62,11 +91,12 @@ def environment() -> dict[str, Any]:
         "python": platform.python_version(),
         "torch": _version("torch"),
         "numpy": _version("numpy"),
-        "inspector": _version("dispatch-inspector"),
+        "inspector": _version(DISTRIBUTION),
         "commit": commit(),
         "platform": platform.platform(),
         "cpu": cpu_model(),
         "cores": os.cpu_count(),
         "gpu": gpu_name(),
+        "gpus": gpu_count(),
         "load_average": load,
     }
