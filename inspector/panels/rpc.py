@@ -67,7 +67,7 @@ class RpcPanel(Panel[RpcState]):
         narrow = {"description_width": "initial"}
         self.workers = widgets.BoundedIntText(value=2, min=1, max=MAX_WORKERS, description="workers",
                                               layout=widgets.Layout(width="170px"),
-                                              tooltip="Number of RPC workers (named worker0, worker1, ...)")  # fmt: skip
+                                              tooltip="Number of RPC workers (worker0, worker1, ...)")  # fmt: skip
         self.gpus = widgets.Text(value="2", description="GPUs per worker", placeholder="8, or 8,8,4,4", style=narrow,
                                  layout=widgets.Layout(width="260px"),
                                  tooltip="One GPU count for every worker, or one per worker, comma-separated")
