@@ -73,7 +73,8 @@ def test_tour_runs_and_the_attention_toggle_changes_the_decision(page, lab, tmp_
     watch_disabled(draw)
     draw.click()
     grid.locator("img").first.wait_for()
-    assert was_disabled(draw) and draw.is_enabled()
+    grid.locator("button:not([disabled])", has_text="Draw what-if grid").wait_for()
+    assert was_disabled(draw)
     assert truncated_texts(page.locator(".inspector-app").first) == []
 
     # PyTorch's own family: select it, force math, and the table follows.
