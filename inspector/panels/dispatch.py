@@ -65,7 +65,7 @@ class DispatchPanel(Panel[DispatchState]):
                                        tooltip="The op family whose decision table is shown")  # fmt: skip
         self.editor = ContextEditor(self.guard(self.refresh))
         self.toggles = {name: self._toggle(name) for name in names}
-        self.refusals = {name: widgets.HTML() for name in names}
+        self.refusals = {name: widgets.HTML(layout=widgets.Layout(width="auto", flex="1 1 auto")) for name in names}
         self.snippet = widgets.HTML()
         apply_button = widgets.Button(description="Use process-wide (set_op)", icon="globe",
                                       layout=widgets.Layout(width="auto"),
@@ -119,7 +119,7 @@ class DispatchPanel(Panel[DispatchState]):
         render_into(self.ran_out, RawHTML("<i>Nothing shown yet: press <b>Show what ran</b>.</i>"))
         self.results = StaleMark(self.table_out, details)
         self.family.observe(self.guard(lambda _c: self.refresh()), names="value")
-        toggle_rows = [widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="90px")), toggle,
+        toggle_rows = [widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="100px")), toggle,
                                      self.refusals[name]]) for name, toggle in self.toggles.items()]  # fmt: skip
         self.widget = widgets.VBox([
             widgets.HTML(PANEL_CSS + "<b>Operator dispatch</b>: which implementation runs, and why"),
@@ -164,7 +164,8 @@ class DispatchPanel(Panel[DispatchState]):
         toggle = widgets.ToggleButtons(options=[AUTO, *[r.name for r in rows(family)]], value=AUTO,
                                        tooltip=f"Force a row of {family} for the panel's decisions (op_backend); "
                                                "a marked row cannot serve the context",
-                                       style={"button_width": "auto"})  # fmt: skip
+                                       style={"button_width": "auto"},
+                                       layout=widgets.Layout(width="auto", flex="0 0 auto"))  # fmt: skip
         toggle.add_class(f"inspector-toggle-{family}")
         toggle.observe(self.guard(lambda _c: self.refresh()), names="value")
         return toggle
