@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from typing import Any, Generic, TypeVar
 
 import ipywidgets as widgets
@@ -13,6 +14,10 @@ from inspector.panels._guard import ErrorLine, guarded
 F = TypeVar("F", bound=Callable[..., Any])
 S = TypeVar("S")  # the panel's state: its part's page state
 
+# NOTE [ Labels are never cut ]
+# ipywidgets gives description labels and buttons a fixed width and cuts what does not fit with
+# an ellipsis ("Run and comp…"). In a panel, labels and buttons are at least as wide as their
+# text; the widths panels set are the usual size, not a limit.
 PANEL_CSS = """
 <style>
 .inspector-status { font-size: 0.9em; opacity: 0.85; }
@@ -21,8 +26,27 @@ PANEL_CSS = """
 /* Output areas make their <pre> inherit the page font (Voila: sans-serif); a trace stays monospace. */
 pre.inspector-pre, .jp-OutputArea-output pre.inspector-pre {
   font-family: var(--jp-code-font-family, ui-monospace, "DejaVu Sans Mono", monospace); }
+.inspector-panel .widget-label, .inspector-panel .jupyter-button { min-width: max-content; }
+.inspector-panel .widget-toggle-buttons .widget-toggle-button { min-width: max-content; }
+.inspector-stale > :not(.inspector-stale-note) { opacity: 0.4; }
+.inspector-stale-note { color: #d62728; font-size: 0.9em; }
+.inspector-row-refusal { color: #d62728; font-size: 0.85em; margin-left: 6px; }
+.inspector-dispatch-panel .inspector-decision-table caption { display: none; }
 </style>
 """
+PANEL_CLASS = "inspector-panel"
+
+
+@contextmanager
+def busy(*buttons: widgets.Button) -> Iterator[None]:
+    """Disable ``buttons`` while the work they started runs in the callback, whatever its outcome."""
+    for button in buttons:
+        button.disabled = True
+    try:
+        yield
+    finally:
+        for button in buttons:
+            button.disabled = False
 
 
 class Panel(Generic[S]):
@@ -31,7 +55,7 @@ class Panel(Generic[S]):
     title = "Panel"
 
     def __init__(self) -> None:
-        self.errors = ErrorLine()
+        self.errors = ErrorLine()  # failures no single control caused; the others show beside their control
         self.status = widgets.HTML(value="")
         self.status.add_class("inspector-status")
         self._guard = guarded(self.errors)
@@ -40,6 +64,10 @@ class Panel(Generic[S]):
     def guard(self, fn: F) -> F:
         """Wrap a callback so a failure shows up in the panel instead of killing it."""
         return self._guard(fn)
+
+    def guard_into(self, line: ErrorLine, fn: F) -> F:
+        """Like ``guard``, but the failure shows in ``line``: the error line beside the control that acted."""
+        return guarded(line)(fn)
 
     def set_status(self, text: str) -> None:
         self.status.value = html.escape(text)

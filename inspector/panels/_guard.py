@@ -29,16 +29,23 @@ def error_html(exc: BaseException) -> str:
 
 
 class ErrorLine:
-    """The panel area where a failed callback explains itself."""
+    """The panel area where a failed callback explains itself (placed beside the control it is about)."""
 
-    def __init__(self) -> None:
+    def __init__(self, name: str = "") -> None:
         self.widget = widgets.HTML(value="")
         self.widget.add_class("inspector-error")
+        if name:
+            self.widget.add_class(f"inspector-error-{name}")
         self.last: BaseException | None = None
 
     def show(self, exc: BaseException) -> None:
         self.last = exc
         self.widget.value = error_html(exc)
+
+    def show_text(self, message: str) -> None:
+        """Show a problem that arrived as text (a trace's error), not as an exception."""
+        self.last = None
+        self.widget.value = f'<div class="inspector-error-box">{html.escape(message)}</div>'
 
     def clear(self) -> None:
         self.last = None
@@ -63,3 +70,33 @@ def guarded(error_line: ErrorLine) -> Callable[[F], F]:
         return wrapper  # type: ignore[return-value]
 
     return decorate
+
+
+STALE = "inspector-stale"
+
+
+class StaleMark:
+    """Results that a failed edit invalidated: dimmed, under a note that says why and what to do.
+
+    ``widget`` is a box holding the note and ``children``; ``mark`` dims them, ``clear`` restores them.
+    """
+
+    def __init__(self, *children: widgets.Widget) -> None:
+        self.note = widgets.HTML(value="", layout=widgets.Layout(display="none"))
+        self.note.add_class("inspector-stale-note")
+        self.widget = widgets.VBox([self.note, *children])
+        self.widget.add_class("inspector-results")
+
+    @property
+    def stale(self) -> bool:
+        return STALE in self.widget._dom_classes
+
+    def mark(self, why: str) -> None:
+        self.note.value = f"<b>stale</b>: {html.escape(why)}"
+        self.note.layout.display = None
+        self.widget.add_class(STALE)
+
+    def clear(self) -> None:
+        self.note.value = ""
+        self.note.layout.display = "none"
+        self.widget.remove_class(STALE)

@@ -67,7 +67,7 @@ class Inspector:
 
         self.notes = (*import_user_modules(), *load_demos(demos))
         self.panels: dict[str, Panel[Any]] = {}
-        self.status = widgets.HTML(value="")
+        self.status = widgets.HTML(value="")  # the app's notes; each tab's status line is in the tab
         self.status.add_class("inspector-app-status")
         placeholders = [widgets.HTML(value=f"<i>Opening {html.escape(t.title)}…</i>") for t in self.tabs]
         self.tab = widgets.Tab(children=placeholders)
@@ -75,6 +75,7 @@ class Inspector:
         self.tab.observe(self._on_select, names="selected_index")
         self.widget = widgets.VBox([widgets.HTML(PANEL_CSS), self.tab, self.status])
         self.widget.add_class("inspector-app")
+        self._show_status()
         if self.tabs:
             self.tab.selected_index = 0
             self.open(self.tabs[0].title)
@@ -95,8 +96,6 @@ class Inspector:
         children[index] = panel.widget
         self.tab.children = children
         self.tab.titles = tuple(t.title for t in self.tabs)
-        panel.status.observe(lambda _change: self._show_status(), names="value")
-        self._show_status()
         return panel
 
     @property
@@ -106,11 +105,9 @@ class Inspector:
         return None if index is None else self.panels.get(self.tabs[index].title)
 
     def _show_status(self) -> None:
-        """One status line for the app: the selected tab's own status."""
-        panel = self.current
-        if panel is not None:
-            notes = "".join(f"<br><i>{html.escape(note)}</i>" for note in self.notes)
-            self.status.value = f"<b>{html.escape(panel.title)}</b>: {panel.status.value or 'ready'}{notes}"
+        """The app's own line holds only what no tab says (which demos and modules loaded): each tab's
+        status shows once, in the tab, beside the controls it reports on."""
+        self.status.value = "<br>".join(f"<i>{html.escape(note)}</i>" for note in self.notes)
 
     def states(self) -> dict[str, Any]:
         """The state of every built panel, by engine part (what the report shows of this app)."""

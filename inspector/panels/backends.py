@@ -28,8 +28,8 @@ from inspector.backends import (
 )
 from inspector.errors import Cancelled
 from inspector.panels._background import BackgroundJob
-from inspector.panels._base import PANEL_CSS, Panel
-from inspector.panels._guard import error_html
+from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
+from inspector.panels._guard import ErrorLine, error_html
 from inspector.panels._render import pre, render_into, render_section
 from inspector.views.backends import (
     BackendsState,
@@ -75,22 +75,32 @@ class BackendsPanel(Panel[BackendsState]):
         self._syncing = False
 
         self.matrix_out = widgets.Output()
-        self.backend = widgets.Dropdown(description="backend", layout=widgets.Layout(width="240px"))
-        self.verb = widgets.Dropdown(description="verb", layout=widgets.Layout(width="300px"))
+        self.backend = widgets.Dropdown(description="backend", layout=widgets.Layout(width="240px"),
+                                        tooltip="The backend whose verb, docs and sample config are shown below")
+        self.verb = widgets.Dropdown(description="verb", layout=widgets.Layout(width="300px"),
+                                     tooltip="A verb: its signature and docstring, or the error code would raise")
         self.verb_html = widgets.HTML()
         self.verb_html.add_class("inspector-backend-verb")
-        refresh_button = widgets.Button(description="Refresh", icon="refresh", layout=widgets.Layout(width="110px"))
+        refresh_button = widgets.Button(description="Refresh", icon="refresh", layout=widgets.Layout(width="auto"),
+                                        tooltip="Re-read the registry (backends registered since, the active one)")
         refresh_button.on_click(self.guard(lambda _b: self.refresh()))
-        self.config_text = widgets.Textarea(description="config", layout=widgets.Layout(width="560px", height="150px"))
-        self.build_button = widgets.Button(description="Build sample", icon="play")
-        self.build_button.on_click(self.guard(lambda _b: self.build_sample()))
-        self.job = BackgroundJob("Building")
+        self.config_text = widgets.Textarea(description="config", layout=widgets.Layout(width="560px", height="150px"),
+                                            tooltip="The YAML config Build sample builds (it is not made active)")
+        self.config_errors = ErrorLine("config")
+        self.build_button = widgets.Button(description="Build sample", icon="play", layout=widgets.Layout(width="auto"),
+                                           tooltip="Build this config's DataLoaders and show the first batch")
+        self.build_button.on_click(self.guard_into(self.config_errors, lambda _b: self.build_sample()))
+        self.job = BackgroundJob("Building", triggers=[self.build_button])
         self.build_out = widgets.Output()
         self.build_html = widgets.HTML()
         self.details_out = widgets.Output()
         details = widgets.Accordion(children=[self.details_out])
         details.titles = ("Import errors and plugins",)
 
+        # The config, its error and the build button share one box: an error shows where you typed.
+        self.config_box = widgets.VBox([self.config_text, self.config_errors.widget,
+                                        widgets.HBox([self.build_button, self.job.widget])])
+        self.config_box.add_class("inspector-backends-config")
         self.backend.observe(self.guard(self._on_backend), names="value")
         self.verb.observe(self.guard(self._on_verb), names="value")
         self.widget = widgets.VBox(
@@ -101,14 +111,14 @@ class BackendsPanel(Panel[BackendsState]):
                 self.matrix_out,
                 widgets.HBox([self.backend, self.verb]),
                 self.verb_html,
-                self.config_text,
-                widgets.HBox([self.build_button, self.job.widget]),
+                self.config_box,
                 self.build_html,
                 self.build_out,
                 details,
             ]
         )
         self.widget.add_class("inspector-backends-panel")
+        self.widget.add_class(PANEL_CLASS)
         self.refresh()
 
     # -- the matrix and the verb details -------------------------------------------------------
@@ -194,11 +204,15 @@ class BackendsPanel(Panel[BackendsState]):
             raise RuntimeError("A sample is still being built; wait for it, or press Cancel, then build again.")
         text = self.config_text.value if config_text is None else config_text
         try:
-            mapping = yaml.safe_load(text)
-        except yaml.YAMLError as exc:
-            raise ConfigError(f"The config box is not valid YAML: {str(exc).splitlines()[0]}") from exc
-        cfg = self.registry.load_config(mapping if mapping is not None else {}, activate=False)
-        backend = self.registry.backend_for(cfg.data.dataset_type)
+            try:
+                mapping = yaml.safe_load(text)
+            except yaml.YAMLError as exc:
+                raise ConfigError(f"The config box is not valid YAML: {str(exc).splitlines()[0]}") from exc
+            cfg = self.registry.load_config(mapping if mapping is not None else {}, activate=False)
+            backend = self.registry.backend_for(cfg.data.dataset_type)
+        except Exception:
+            self._clear_build()  # the batch shown was built from a config this one replaces
+            raise
 
         def job(report: Progress, cancelled: threading.Event) -> tuple[Any, tuple[FieldInfo, ...]]:
             report(0, 2, "building")
@@ -209,11 +223,16 @@ class BackendsPanel(Panel[BackendsState]):
             batch = next(iter(bundle.train_loader))
             return bundle, describe_batch(batch)
 
-        self.build_html.value = ""
-        render_into(self.build_out)
+        self._clear_build()
         self.job.start(job, self.guard(self._built), self.guard(self._build_failed))
         if wait:
             self.job.wait()
+
+    def _clear_build(self) -> None:
+        self.last_batch = None
+        self.build_html.value = ""
+        render_into(self.build_out)
+        self.job.reset()
 
     def _built(self, result: tuple[Any, tuple[FieldInfo, ...]]) -> None:
         bundle, fields = result

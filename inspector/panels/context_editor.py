@@ -10,6 +10,7 @@ import torch
 
 from inspector.dispatch import CallContext
 from inspector.dispatch.context import parse_extra
+from inspector.panels._guard import ErrorLine
 
 DTYPES = {"float32": torch.float32, "float16": torch.float16, "bfloat16": torch.bfloat16, "float64": torch.float64}
 FWD_MODES = {"training (fwd=None)": None, "prefill": "prefill", "decode": "decode"}
@@ -17,8 +18,26 @@ SMALL = widgets.Layout(width="160px")
 SHORT_LABEL = {"description_width": "64px"}
 
 
+TOOLTIPS = {
+    "dtype": "The inputs' dtype",
+    "device": "Where the inputs live (cuda is what-if editing on a machine without a GPU)",
+    "fwd": "Training (no fwd mode), or an inference pass: prefill or decode",
+    "ndim": "Number of dimensions of the query tensor",
+    "head_dim": "Size of the last dimension of the query (the head dimension)",
+    "extra": "More axes as name=value pairs, comma-separated (kv_len=2048, window=8)",
+    "has_cache": "A KV cache is passed",
+    "has_mask": "An attention mask is passed",
+    "causal": "Causal attention (is_causal=True)",
+    "grad_enabled": "Autograd is on (torch.is_grad_enabled())",
+}
+
+
 class ContextEditor:
-    """One widget per axis; ``context(family)`` reads them, ``load(ctx)`` writes them."""
+    """One widget per axis; ``context(family)`` reads them, ``load(ctx)`` writes them.
+
+    ``errors`` sits in the editor's own box: a context that cannot be read (a bad ``extra``)
+    is explained right under the fields.
+    """
 
     def __init__(self, on_change: Callable[[], None]) -> None:
         self.dtype = widgets.Dropdown(options=list(DTYPES), value="float32", description="dtype", layout=SMALL,
@@ -40,6 +59,9 @@ class ContextEditor:
         self.grad = widgets.Checkbox(value=True, description="grad", indent=False, layout=tight)
         self.controls = (self.dtype, self.device, self.fwd, self.ndim, self.head_dim, self.extra,
                          self.has_cache, self.has_mask, self.causal, self.grad)
+        for control, tip in zip(self.controls, TOOLTIPS.values(), strict=True):
+            control.tooltip = tip
+        self.errors = ErrorLine("context")
         self._on_change = on_change
         self._holding = False
         for control in self.controls:
@@ -47,7 +69,9 @@ class ContextEditor:
         self.widget = widgets.VBox([
             widgets.HBox([self.dtype, self.device, self.fwd, self.ndim, self.head_dim]),
             widgets.HBox([self.extra, self.has_cache, self.has_mask, self.causal, self.grad]),
+            self.errors.widget,
         ])
+        self.widget.add_class("inspector-context-editor")
 
     def _changed(self, _change: dict[str, Any]) -> None:
         if not self._holding:

@@ -29,9 +29,11 @@ from inspector.dispatch import (
     what_if,
 )
 from inspector.dispatch.torch_sdpa import ensure_registered
-from inspector.panels._base import PANEL_CSS, Panel
+from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel, busy
+from inspector.panels._guard import ErrorLine, StaleMark
 from inspector.panels._render import RawHTML, render_into, render_section
 from inspector.panels.context_editor import DTYPES, ContextEditor
+from inspector.panels.dispatch_feedback import env_problems, env_problems_html, refusal_html, toggle_marks
 from inspector.views.dispatch import (
     DispatchState,
     comparison_table,
@@ -59,26 +61,40 @@ class DispatchPanel(Panel[DispatchState]):
                 "No operator family is registered; register one, or `import inspector.examples` for the demos"
             )
         self.family = widgets.Dropdown(options=names, value=family or names[0], description="family",
-                                       layout=widgets.Layout(width="220px"))
+                                       layout=widgets.Layout(width="220px"),
+                                       tooltip="The op family whose decision table is shown")  # fmt: skip
         self.editor = ContextEditor(self.guard(self.refresh))
         self.toggles = {name: self._toggle(name) for name in names}
+        self.refusals = {name: widgets.HTML(layout=widgets.Layout(width="auto", flex="1 1 auto")) for name in names}
         self.snippet = widgets.HTML()
         apply_button = widgets.Button(description="Use process-wide (set_op)", icon="globe",
-                                      layout=widgets.Layout(width="230px"))
+                                      layout=widgets.Layout(width="auto"),
+                                      tooltip="Make the toggles' selection process-wide with set_op (soft)")
         clear_button = widgets.Button(description="Clear process-wide", icon="eraser",
-                                      layout=widgets.Layout(width="170px"))
+                                      layout=widgets.Layout(width="auto"),
+                                      tooltip="Clear every family's process-wide selection")
         apply_button.on_click(self.guard(lambda _b: self.apply_process_wide()))
         clear_button.on_click(self.guard(lambda _b: self.clear_process_wide()))
-        self.env_text = widgets.Text(value=os.environ.get(ENV_VAR, ""), description=ENV_VAR,
+        self._env_applied = os.environ.get(ENV_VAR, "")  # what the process tier was last read from
+        self.env_text = widgets.Text(value=self._env_applied, description=ENV_VAR,
                                      placeholder="attention=sdpa,profile=reference",
+                                     tooltip="family=row pairs, comma-separated, and profile=reference",
                                      style={"description_width": "initial"}, layout=widgets.Layout(width="420px"))
         env_button = widgets.Button(description="Apply and reload_env()", icon="refresh",
-                                    layout=widgets.Layout(width="200px"))
-        env_button.on_click(self.guard(lambda _b: self.apply_env(self.env_text.value)))
+                                    layout=widgets.Layout(width="auto"),
+                                    tooltip=f"Set {ENV_VAR} in this process and re-read it (replaces set_op edits)")
+        self.env_errors = ErrorLine("env")
+        env_button.on_click(self.guard_into(self.env_errors, lambda _b: self.apply_env(self.env_text.value)))
         self.profile = widgets.Dropdown(options=list(PROFILE_OPTIONS), value="none", description="profile",
-                                        layout=widgets.Layout(width="190px"))
-        self.profile.observe(self.guard(lambda _c: self.set_profile(PROFILE_OPTIONS[self.profile.value])),
-                             names="value")
+                                        layout=widgets.Layout(width="190px"),
+                                        tooltip="profile=reference: every family without a selection uses its "
+                                                "reference row")  # fmt: skip
+        self.profile.observe(self.guard_into(self.env_errors, lambda _c: self.set_profile(
+            PROFILE_OPTIONS[self.profile.value])), names="value")  # fmt: skip
+        self.env_problems = widgets.HTML()
+        self.env_box = widgets.VBox([widgets.HBox([self.env_text, env_button, self.profile]), self.env_problems,
+                                     self.env_errors.widget])  # fmt: skip
+        self.env_box.add_class("inspector-env-box")
         self.process_label = widgets.HTML()
         self.table_out = widgets.Output()
         self.trace_html = widgets.HTML()
@@ -86,40 +102,39 @@ class DispatchPanel(Panel[DispatchState]):
         self.what_if_out = widgets.Output()
         self.compare_out = widgets.Output()
         self.ran_out = widgets.Output()
-        ran_button = widgets.Button(description="Show what ran", icon="history", layout=widgets.Layout(width="160px"),
-                                    tooltip="The calls of the last `with torch_sdpa.watch():` block, and decisions "
-                                            "of any running record_decisions()")
-        ran_button.on_click(self.guard(lambda _b: self.show_what_ran()))
-        what_if_button = widgets.Button(description="Draw what-if grid", icon="th")
-        what_if_button.on_click(self.guard(lambda _b: self.draw_what_if()))
-        compare_button = widgets.Button(description="Run and compare rows", icon="play")
-        compare_button.on_click(self.guard(lambda _b: self.run_and_compare()))
         details = widgets.Accordion(children=[
             self.trace_html,
             self.plan_out,
-            widgets.VBox([what_if_button, self.what_if_out]),
-            widgets.VBox([compare_button, self.compare_out]),
-            widgets.VBox([ran_button, self.ran_out]),
-        ])
+            self._action_box("Draw what-if grid", "th", "Heatmap of the winning row over dtype x head_dim x mask "
+                             "x grad, under the toggles", self.draw_what_if, self.what_if_out),
+            self._action_box("Run and compare rows", "play", "Run every capable row on random inputs of this "
+                             "context and compare it with the reference", self.run_and_compare, self.compare_out),
+            self._action_box("Show what ran", "history", "The calls of the last `with torch_sdpa.watch():` block, "
+                             "and decisions of any running record_decisions()", self.show_what_ran, self.ran_out),
+        ])  # fmt: skip
         details.titles = ("Trace", "Plan (all families)", "What-if grid", "Run and compare", "What ran")
         details.selected_index = 0
+        render_into(self.what_if_out, RawHTML("<i>No grid yet: press <b>Draw what-if grid</b>.</i>"))
+        render_into(self.compare_out, RawHTML("<i>No comparison yet: press <b>Run and compare rows</b>.</i>"))
+        render_into(self.ran_out, RawHTML("<i>Nothing shown yet: press <b>Show what ran</b>.</i>"))
+        self.results = StaleMark(self.table_out, details)
         self.family.observe(self.guard(lambda _c: self.refresh()), names="value")
-        toggle_rows = [widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="80px")), toggle])
-                       for name, toggle in self.toggles.items()]
+        toggle_rows = [widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="100px")), toggle,
+                                     self.refusals[name]]) for name, toggle in self.toggles.items()]  # fmt: skip
         self.widget = widgets.VBox([
             widgets.HTML(PANEL_CSS + "<b>Operator dispatch</b>: which implementation runs, and why"),
             widgets.HBox([self.family]),
             self.editor.widget,
             *toggle_rows,
             widgets.HBox([apply_button, clear_button, self.snippet]),
-            widgets.HBox([self.env_text, env_button, self.profile]),
+            self.env_box,
             self.process_label,
             self.status,
             self.errors.widget,
-            self.table_out,
-            details,
+            self.results.widget,
         ])
         self.widget.add_class("inspector-dispatch-panel")
+        self.widget.add_class(PANEL_CLASS)
         self.last_trace: Trace | None = None
         self.last_table: pd.DataFrame | None = None
         self.last_what_if: Any = None
@@ -133,9 +148,24 @@ class DispatchPanel(Panel[DispatchState]):
             self.editor.load(context)
         self.refresh()
 
+    def _action_box(self, label: str, icon: str, tooltip: str, action: Any, out: widgets.Output) -> widgets.VBox:
+        """A button, its own error line and its output; the button is disabled while its work runs."""
+        button = widgets.Button(description=label, icon=icon, tooltip=tooltip, layout=widgets.Layout(width="auto"))
+        errors = ErrorLine()
+
+        def run(_button: Any) -> None:
+            with busy(button):
+                action()
+
+        button.on_click(self.guard_into(errors, run))
+        return widgets.VBox([button, errors.widget, out])
+
     def _toggle(self, family: str) -> widgets.ToggleButtons:
         toggle = widgets.ToggleButtons(options=[AUTO, *[r.name for r in rows(family)]], value=AUTO,
-                                       style={"button_width": "86px"})
+                                       tooltip=f"Force a row of {family} for the panel's decisions (op_backend); "
+                                               "a marked row cannot serve the context",
+                                       style={"button_width": "auto"},
+                                       layout=widgets.Layout(width="auto", flex="0 0 auto"))  # fmt: skip
         toggle.add_class(f"inspector-toggle-{family}")
         toggle.observe(self.guard(lambda _c: self.refresh()), names="value")
         return toggle
@@ -170,6 +200,7 @@ class DispatchPanel(Panel[DispatchState]):
     def apply_env(self, text: str) -> None:
         """Set ``INSPECTOR_OPS`` in this process and re-read it (replaces ``set_op`` edits)."""
         os.environ[ENV_VAR] = text
+        self._env_applied = text
         reload_env()
         profile = process_selection().get("profile")
         self.profile.value = "reference" if profile == "reference" else "none"
@@ -185,11 +216,26 @@ class DispatchPanel(Panel[DispatchState]):
         return self.editor.context(self.family.value)
 
     def refresh(self) -> None:
-        """Re-trace every family under the toggles and redraw the page."""
-        ctx = self.context
+        """Re-trace every family under the toggles and redraw the page.
+
+        A context that cannot be read is explained in the editor, and what it invalidates (the
+        decision, the trace, the grids) is marked stale until it is fixed.
+        """
+        try:
+            ctx = self.context
+        except ValueError as exc:
+            self.editor.errors.show(exc)
+            self.results.mark("the decision below is for the last context that could be read; fix the context "
+                              "above")  # fmt: skip
+            self.set_status(f"{self.family.value}: the context cannot be read (see above)")
+            return
+        self.editor.errors.clear()
+        self.results.clear()
         with self.selection():
             self._plan = tuple(trace_or_failure(name, ctx._replace(family=name)) for name in self.toggles)
         self._render()
+        self._mark_toggles()
+        self.env_problems.value = env_problems_html(env_problems(self._env_applied, self._plan))
         snippet = ", ".join(f"{k}={v!r}" for k, v in self.selected.items())
         self.snippet.value = f"<code>with op_backend({html.escape(snippet)}):</code>" if snippet else ""
         current = dict(process_selection())
@@ -200,6 +246,22 @@ class DispatchPanel(Panel[DispatchState]):
             self.set_status(f"{t.family}: {t.chosen} (origin={t.origin})")
         else:
             self.set_status(f"{t.family}: ERROR: {(t.error or '').splitlines()[0]}")
+            if not t.rows:  # the family refused the context itself (an axis it does not know)
+                self.editor.errors.show_text((t.error or "").splitlines()[0])
+
+    def _mark_toggles(self) -> None:
+        """Mark, on each toggle, the rows that cannot serve the context, with the refusal beside it."""
+        for item in self._plan:
+            toggle = self.toggles.get(item.family)
+            if toggle is None:
+                continue
+            icons, tips = toggle_marks(item, list(toggle.options))
+            if list(toggle.icons) != icons:
+                toggle.icons = icons
+            if list(toggle.tooltips) != tips:
+                toggle.tooltips = tips
+            selected = None if toggle.value == AUTO else toggle.value
+            self.refusals[item.family].value = refusal_html(item, selected)
 
     def state(self) -> DispatchState:
         """What this panel shows now, as the page's state (the report takes it as it is)."""

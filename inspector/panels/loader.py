@@ -31,14 +31,15 @@ from inspector.loader.bench import (
     run,
 )
 from inspector.panels._background import BackgroundJob
-from inspector.panels._base import PANEL_CSS, Panel
-from inspector.panels._guard import error_html
-from inspector.panels._render import render_into, render_section
+from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
+from inspector.panels._guard import ErrorLine, error_html
+from inspector.panels._render import RawHTML, render_into, render_section
 from inspector.views.loader import LoaderState, page
 
 SIZE_CHOICES = (0.25, 1, 4, 16, 64, 256)
 WORKER_CHOICES = (1, 2, 3, 4)
 STATUS_INTERVAL_S = 0.5  # how often the worker table refreshes while a benchmark runs
+NO_RESULT_YET = "<i>No result yet: pick sizes and workers, then press <b>Run</b>.</i>"
 
 
 def cuda_available() -> bool:
@@ -70,28 +71,41 @@ class LoaderPanel(Panel[LoaderState]):
         self.last_error: BaseException | None = None
         self._rows_lock = threading.Lock()
         wide = widgets.Layout(width="220px")
+        several = " (shift- or ctrl-click to pick several)"
         self.sizes = widgets.SelectMultiple(options=SIZE_CHOICES, value=tuple(sizes_mb), description="sizes (MiB)",
-                                            rows=len(SIZE_CHOICES), layout=wide)  # fmt: skip
+                                            rows=len(SIZE_CHOICES), layout=wide,
+                                            tooltip="Trajectory sizes to load, in MiB" + several)  # fmt: skip
         self.workers = widgets.SelectMultiple(options=WORKER_CHOICES, value=tuple(workers), description="workers",
-                                              rows=len(WORKER_CHOICES), layout=wide)  # fmt: skip
+                                              rows=len(WORKER_CHOICES), layout=wide,
+                                              tooltip="Worker process counts to compare" + several)  # fmt: skip
         self.layouts = widgets.SelectMultiple(options=("steps", "columnar"), value=tuple(layouts),
-                                              description="layouts", rows=2, layout=wide)  # fmt: skip
+                                              description="layouts", rows=2, layout=wide,
+                                              tooltip="steps: a list of per-step dicts; columnar: one array per "
+                                                      "key" + several)  # fmt: skip
         self.methods = widgets.SelectMultiple(
             options=[(METHOD_LABELS[m], m) for m in METHODS], value=tuple(methods), description="methods",
             rows=len(METHODS), layout=widgets.Layout(width="300px"),
+            tooltip="The loaders to time; memcpy is the ceiling" + several,
         )  # fmt: skip
         devices = [("CPU", "cpu")] + ([("CUDA", "cuda")] if cuda_available() else [])
-        self.device = widgets.Dropdown(options=devices, value="cpu", description="device", layout=wide)
-        self.repeats = widgets.IntSlider(value=repeats, min=1, max=5, description="repeats", layout=wide)
-        self.run_button = widgets.Button(description="Run", icon="play", button_style="primary")
-        self.run_button.on_click(self.guard(lambda _b: self.run()))
-        refresh = widgets.Button(description="Refresh workers", icon="refresh", layout=widgets.Layout(width="150px"))
+        self.device = widgets.Dropdown(options=devices, value="cpu", description="device", layout=wide,
+                                       tooltip="Where each batch is delivered")
+        self.repeats = widgets.IntSlider(value=repeats, min=1, max=5, description="repeats", layout=wide,
+                                         tooltip="Timed repeats per cell (the median is shown)")
+        self.run_button = widgets.Button(description="Run", icon="play", button_style="primary",
+                                         layout=widgets.Layout(width="auto"),
+                                         tooltip="Run the benchmark with these choices (worker start-up is excluded)")
+        self.run_errors = ErrorLine("run")
+        self.run_button.on_click(self.guard_into(self.run_errors, lambda _b: self.run()))
+        refresh = widgets.Button(description="Refresh workers", icon="refresh", layout=widgets.Layout(width="auto"),
+                                 tooltip="Redraw the table of loaders alive in this kernel")
         refresh.on_click(self.guard(lambda _b: self.refresh_status()))
-        self.job = BackgroundJob("Benchmark")
+        self.job = BackgroundJob("Benchmark", triggers=[self.run_button])
         self.run_html = widgets.HTML()
         self.targets_out = widgets.Output()
         self.history_out = widgets.Output()
-        history = widgets.Button(description="Show history", icon="history", layout=widgets.Layout(width="150px"))
+        history = widgets.Button(description="Show history", icon="history", layout=widgets.Layout(width="auto"),
+                                 tooltip="The last five benchmark runs side by side (kept under your cache)")
         history.on_click(self.guard(lambda _b: self.show_history()))
         self.profile_job = BackgroundJob("Profile")
         self.profile_html = widgets.HTML()
@@ -101,15 +115,21 @@ class LoaderPanel(Panel[LoaderState]):
         self.stage_out = widgets.Output()
         self.table_out = widgets.Output()
         self.status_out = widgets.Output()
+        # The choices, the Run button and their error line share one box.
+        self.run_box = widgets.VBox([
+            widgets.HBox([widgets.VBox([self.sizes, self.workers]), widgets.VBox([self.layouts, self.device,
+                          self.repeats]), self.methods]),
+            widgets.HBox([self.run_button, self.job.widget]),
+            self.run_errors.widget,
+        ])  # fmt: skip
+        self.run_box.add_class("inspector-loader-run")
         charts = widgets.Tab(children=[self.chart_out, self.workers_chart_out, self.stage_out])
         charts.titles = ("By size", "By workers", "Stages")
         self.widget = widgets.VBox([
             widgets.HTML(PANEL_CSS + "<b>Shared-memory loader</b>: throughput against the usual alternatives"),
             self.status,
             self.errors.widget,
-            widgets.HBox([widgets.VBox([self.sizes, self.workers]), widgets.VBox([self.layouts, self.device,
-                          self.repeats]), self.methods]),
-            widgets.HBox([self.run_button, self.job.widget]),
+            self.run_box,
             self.run_html,
             charts,
             self.targets_out,
@@ -126,6 +146,7 @@ class LoaderPanel(Panel[LoaderState]):
             self.status_out,
         ])  # fmt: skip
         self.widget.add_class("inspector-loader-panel")
+        self.widget.add_class(PANEL_CLASS)
         self._render_results()
         self.refresh_status()
         self.set_status("Pick sizes and workers, then Run (start-up of workers is excluded from the numbers).")
@@ -225,8 +246,10 @@ class LoaderPanel(Panel[LoaderState]):
                          ("stages", self.stage_out), ("targets", self.targets_out), ("results", self.table_out)):
             if key in keys:
                 render_section(out, current.section(key))
+            elif out is self.targets_out:
+                render_into(out)
             else:
-                render_into(out)  # nothing measured yet: no empty chart
+                render_into(out, RawHTML(NO_RESULT_YET))  # nothing measured yet: a note, not an empty chart
 
     # -- past runs -------------------------------------------------------------------------------
     def show_history(self, last: int = 5) -> None:

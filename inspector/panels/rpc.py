@@ -20,8 +20,8 @@ from typing import Any
 import ipywidgets as widgets
 
 from inspector.panels._background import BackgroundJob
-from inspector.panels._base import PANEL_CSS, Panel
-from inspector.panels._guard import error_html
+from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
+from inspector.panels._guard import ErrorLine, StaleMark, error_html
 from inspector.panels._render import render_into, render_section
 from inspector.panels.rpc_launch import (
     MAX_LOCAL_WORKERS,
@@ -66,42 +66,58 @@ class RpcPanel(Panel[RpcState]):
 
         narrow = {"description_width": "initial"}
         self.workers = widgets.BoundedIntText(value=2, min=1, max=MAX_WORKERS, description="workers",
-                                              layout=widgets.Layout(width="170px"))  # fmt: skip
+                                              layout=widgets.Layout(width="170px"),
+                                              tooltip="Number of RPC workers (worker0, worker1, ...)")  # fmt: skip
         self.gpus = widgets.Text(value="2", description="GPUs per worker", placeholder="8, or 8,8,4,4", style=narrow,
-                                 layout=widgets.Layout(width="260px"))  # fmt: skip
+                                 layout=widgets.Layout(width="260px"),
+                                 tooltip="One GPU count for every worker, or one per worker, comma-separated")
         self.group = widgets.ToggleButtons(
-            options=["static", "dynamic"], value="static", tooltips=["world_size given", "workers join later"]
+            options=["static", "dynamic"], value="static", tooltips=["world_size given", "workers join later"],
+            tooltip="static: init_rpc is given world_size; dynamic: workers join later",
         )
         self.devices = widgets.Textarea(description="devices", placeholder="worker0: cuda:0, cuda:1   (optional)",
-                                        layout=widgets.Layout(width="520px", height="52px"))  # fmt: skip
-        self.templates = TemplatePicker(self.guard(self.load_plan))
+                                        layout=widgets.Layout(width="520px", height="52px"),
+                                        tooltip="Optional: each worker's devices list, one worker per line")
+        self.templates = TemplatePicker(self.load_plan)
         from_job = widgets.Button(
             description="Show this job's plan",
             icon="share-alt",
             tooltip="the topology of the RPC job this kernel runs in (TopologyPlan.from_job)",
             layout=widgets.Layout(width="auto"),
         )
-        from_job.on_click(self.guard(lambda _b: self.load_job_plan()))  # fmt: skip
+        from_job.on_click(self.guard_into(self.templates.errors, lambda _b: self.load_job_plan()))  # fmt: skip
+        self.plan_errors, self.rows_errors = ErrorLine("plan"), ErrorLine("rows")
         self.rows_box = widgets.VBox([])
-        add_button = widgets.Button(description="Add map row", icon="plus")
+        add_button = widgets.Button(description="Add map row", icon="plus", layout=widgets.Layout(width="auto"),
+                                    tooltip="Append an empty row: caller, callee, source device, target device")
         add_button.on_click(self.guard(lambda _b: self.add_row()))
         self.init_html = widgets.HTML()
         self.problems_out, self.graph_out, self.derived_out = widgets.Output(), widgets.Output(), widgets.Output()
-        self.json_text = widgets.Textarea(placeholder="plan JSON", layout=widgets.Layout(width="620px", height="160px"))
+        self.json_text = widgets.Textarea(placeholder="plan JSON", layout=widgets.Layout(width="620px", height="160px"),
+                                          tooltip="The plan as JSON: Export fills it, Import reads it")
         self.download = widgets.HTML()
         self._linked: TopologyPlan | None = None
-        export_button = widgets.Button(description="Export plan", icon="download")
-        export_button.on_click(self.guard(lambda _b: self.export_json()))
-        import_button = widgets.Button(description="Import plan", icon="upload")
-        import_button.on_click(self.guard(lambda _b: self.import_json()))
+        json_errors = ErrorLine("json")
+        export_button = widgets.Button(description="Export plan", icon="download", layout=widgets.Layout(width="auto"),
+                                       tooltip="Put the plan's JSON in the box below")
+        export_button.on_click(self.guard_into(json_errors, lambda _b: self.export_json()))
+        import_button = widgets.Button(description="Import plan", icon="upload", layout=widgets.Layout(width="auto"),
+                                       tooltip="Load the plan from the JSON in the box below")
+        import_button.on_click(self.guard_into(json_errors, lambda _b: self.import_json()))
         self.rtt_count = widgets.BoundedIntText(value=50, min=1, max=10_000, description="RTT samples", style=narrow,
-                                                layout=widgets.Layout(width="170px"))  # fmt: skip
+                                                layout=widgets.Layout(width="170px"),
+                                                tooltip="Round trips timed for every ordered pair of workers")
         self.mebibytes = widgets.BoundedFloatText(value=16.0, min=0.001, max=1024.0, description="largest message MiB",
-                                                  style=narrow, layout=widgets.Layout(width="230px"))  # fmt: skip
-        self.launch_button = widgets.Button(description="Launch local world", icon="rocket")
-        self.launch_button.on_click(self.guard(lambda _b: self.launch()))
+                                                  style=narrow, layout=widgets.Layout(width="230px"),
+                                                  tooltip="The largest bandwidth message (two smaller sizes too)")
+        self.launch_button = widgets.Button(description="Launch local world", icon="rocket",
+                                            layout=widgets.Layout(width="auto"),
+                                            tooltip="Start real workers for this plan on this machine, measure "
+                                                    "RTT and bandwidth, then shut them down")  # fmt: skip
+        self.launch_errors = ErrorLine("launch")
+        self.launch_button.on_click(self.guard_into(self.launch_errors, lambda _b: self.launch()))
         self.confirmation = LaunchConfirmation()
-        self.job = BackgroundJob("Local world")
+        self.job = BackgroundJob("Local world", triggers=[self.launch_button])
         self.world_html, self.world_out, self.backends_out = widgets.HTML(), widgets.Output(), widgets.Output()
 
         for control in (self.workers, self.gpus, self.group, self.devices):
@@ -109,13 +125,14 @@ class RpcPanel(Panel[RpcState]):
         launch_box = widgets.VBox(
             [
                 widgets.HBox([self.rtt_count, self.mebibytes, self.launch_button]),
+                self.launch_errors.widget,
                 self.confirmation.widget,
                 self.job.widget,
                 self.world_html,
                 self.world_out,
             ]
         )
-        plan_json = widgets.VBox([widgets.HBox([export_button, import_button]), self.json_text])
+        plan_json = widgets.VBox([widgets.HBox([export_button, import_button]), json_errors.widget, self.json_text])
         details = widgets.Accordion(children=[self.graph_out, self.derived_out, plan_json, launch_box,
                                               self.backends_out])  # fmt: skip
         details.titles = ("Topology graph", "Reverse maps and device lists", "Plan JSON", "Launch a local world",
@@ -124,12 +141,19 @@ class RpcPanel(Panel[RpcState]):
         header = PANEL_CSS + ROWS_CSS + "<b>RPC device maps</b>: plan a topology and see what init_rpc would say"
         rows_help = ("<small>Each row: the caller's <i>source</i> device → the callee's <i>target</i> device "
                      "(<code>set_device_map(callee, {source: target})</code> on the caller)</small>")  # fmt: skip
+        # Each error shows in the box of the fields that caused it; what it invalidates is marked stale.
+        plan_box = widgets.VBox([widgets.HBox([self.workers, self.gpus, self.group]), self.devices,
+                                 self.plan_errors.widget])  # fmt: skip
+        plan_box.add_class("inspector-rpc-plan-box")
+        rows_area = widgets.VBox([widgets.HTML(rows_help), self.rows_box, add_button, self.rows_errors.widget])
+        rows_area.add_class("inspector-rpc-rows-box")
+        self.results = StaleMark(self.init_html, self.problems_out, details)
         self.widget = widgets.VBox([
             widgets.HTML(header), widgets.HBox([self.templates.widget, from_job, self.download]),
-            widgets.HBox([self.workers, self.gpus, self.group]), self.devices, widgets.HTML(rows_help),
-            self.rows_box, add_button, self.status, self.errors.widget, self.init_html, self.problems_out, details,
+            plan_box, rows_area, self.status, self.errors.widget, self.results.widget,
         ])  # fmt: skip
         self.widget.add_class("inspector-rpc-panel")
+        self.widget.add_class(PANEL_CLASS)
         for control, name in ((self.workers, "workers"), (self.gpus, "gpus"), (self.group, "group"),
                               (self.launch_button, "launch"), (self.world_html, "world"), (self.graph_out, "graph"),
                               (self.init_html, "init"), (self.download, "download-box")):  # fmt: skip
@@ -219,6 +243,8 @@ class RpcPanel(Panel[RpcState]):
         self.refresh()
 
     def _row(self, values: tuple[str, ...] = ()) -> MapRow:
+        # Not guarded into rows_errors: refresh writes a plan error there itself, and a guard
+        # clears its line when the callback returns.
         return MapRow(self._names, self.guard(self._on_edit), self.guard(self.remove_row), values)
 
     def add_row(self, caller: str = "", callee: str = "", source: str = "", target: str = "") -> MapRow:
@@ -242,8 +268,24 @@ class RpcPanel(Panel[RpcState]):
 
     # -- validation ------------------------------------------------------------------------------
     def refresh(self) -> None:
-        """Rebuild the plan and show every problem, warnings, what init_rpc would raise, graph and devices."""
-        plan = self.plan
+        """Rebuild the plan and show every problem, warnings, what init_rpc would raise, graph and devices.
+
+        A plan the fields cannot describe is explained beside those fields (the worker fields, or the
+        map rows), and the results below are marked stale until it is fixed.
+        """
+        try:
+            plan = self.plan
+        except PlanError as exc:
+            in_rows = "device_maps" in exc.path or exc.path == "map rows"
+            (self.rows_errors if in_rows else self.plan_errors).show(exc)
+            (self.plan_errors if in_rows else self.rows_errors).clear()
+            self.results.mark("the results below are for the last plan that could be read; fix the "
+                              + ("map rows" if in_rows else "fields") + " above")  # fmt: skip
+            self.set_status("the plan cannot be read (see above)")
+            return
+        self.plan_errors.clear()
+        self.rows_errors.clear()
+        self.results.clear()
         problems, predicted = plan.check(), predict_init_error(plan)
         self.last_plan = plan
         current = page(RpcState(plan))
@@ -307,7 +349,7 @@ class RpcPanel(Panel[RpcState]):
         self.world_html.value = html.escape(note) + "starting…"
         render_into(self.world_out)
         # Guarded: a failure while showing the result appears in the panel's error line.
-        self.job.start(job, self.guard(self._launched), self.guard(self._launch_failed))
+        self.job.start(job, self.guard_into(self.launch_errors, self._launched), self.guard(self._launch_failed))
         if wait:
             self.job.wait()
 

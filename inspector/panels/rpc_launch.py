@@ -69,8 +69,11 @@ class LaunchConfirmation:
 
     def __init__(self) -> None:
         self.message = widgets.HTML()
-        self.launch_anyway = widgets.Button(description="Launch anyway", button_style="danger", icon="warning")
-        self.cancel = widgets.Button(description="Cancel", icon="times")
+        self.launch_anyway = widgets.Button(description="Launch anyway", button_style="danger", icon="warning",
+                                            layout=widgets.Layout(width="auto"),
+                                            tooltip="Start the world although init_rpc would refuse the plan")
+        self.cancel = widgets.Button(description="Cancel", icon="times", layout=widgets.Layout(width="auto"),
+                                     tooltip="Launch nothing; fix the rows marked in red first")
         self.cancel.add_class("inspector-rpc-launch-cancel")
         self.widget = widgets.VBox([self.message, widgets.HBox([self.launch_anyway, self.cancel])],
                                    layout=widgets.Layout(display="none"))  # fmt: skip

@@ -82,3 +82,33 @@ def open_tour_tab(page: Any, lab: Any, title: str) -> None:
     page.locator(".jp-OutputArea .widget-tab").first.wait_for()
     wait_for_idle_kernel(page)
     page.locator(".widget-tab .lm-TabBar-tab", has_text=title).first.click()
+
+
+def watch_disabled(button: Any) -> None:
+    """Start noting whether ``button`` (a locator) is ever disabled, however briefly; read with ``was_disabled``."""
+    button.evaluate(
+        """b => { b.__inspectorWasDisabled = b.disabled;
+                 new MutationObserver(() => { if (b.disabled) b.__inspectorWasDisabled = true; })
+                     .observe(b, {attributes: true}); }"""
+    )
+
+
+def was_disabled(button: Any) -> bool:
+    return bool(button.evaluate("b => b.__inspectorWasDisabled"))
+
+
+def truncated_texts(root: Any) -> list[str]:
+    """Visible buttons, labels and tab titles under ``root`` (a locator) whose text is wider than the element."""
+    return list(root.evaluate(
+        """root => [...root.querySelectorAll(
+                'button, .widget-label, .widget-label-basic, .lm-TabBar-tabLabel, .jupyter-widget-Collapse-header')]
+            .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
+            .map(e => `${e.textContent.trim()} (${e.scrollWidth} > ${e.clientWidth})`)"""
+    ))
+
+
+def error_beside(panel: Any, box: str, error: str, control: str, text: str) -> None:
+    """Wait until the error ``text`` shows in ``box``, and check ``box`` also holds the control that caused it."""
+    container = panel.locator(box).first
+    container.locator(error, has_text=text).first.wait_for()
+    assert container.locator(control).count() >= 1, f"{control} is not in {box} with its error"

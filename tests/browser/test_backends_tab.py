@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lab_driver import open_tour_tab, save_screenshot
+from lab_driver import error_beside, open_tour_tab, save_screenshot, truncated_texts, was_disabled, watch_disabled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -29,8 +29,12 @@ def test_backends_tab_shows_the_matrix_explains_a_missing_verb_and_builds_a_samp
 
     panel.locator(".widget-dropdown", has_text="backend").locator("select").select_option("synthetic")
     verb.filter(has_text="Mean and standard deviation").wait_for()
-    panel.get_by_role("button", name="Build sample").click()
+    build = panel.get_by_role("button", name="Build sample")
+    watch_disabled(build)
+    build.click()
     panel.get_by_text("SyntheticTrajectories of").wait_for()
+    assert was_disabled(build) and build.is_enabled()
+    assert panel.locator(".widget-progress:visible").count() == 0  # no idle progress bar
     batch = panel.locator("table", has_text="episode_index")
     batch.wait_for()
     assert "(4, 2, 4)" in batch.inner_text() and "float32" in batch.inner_text()
@@ -39,5 +43,14 @@ def test_backends_tab_shows_the_matrix_explains_a_missing_verb_and_builds_a_samp
     page.mouse.move(5, 5)
     shot = save_screenshot(page, "backends_tab.png", tmp_path)
     assert shot.read_bytes().startswith(b"\x89PNG")
+    assert truncated_texts(page.locator(".inspector-app").first) == []
+
+    # a config error shows under the config box, and the batch built from the previous config goes
+    config = panel.locator(".inspector-backends-config textarea")
+    config.fill(config.input_value().replace("batch_size: 4", "batch_size: 0"))
+    build.click()
+    error_beside(panel, ".inspector-backends-config", ".inspector-error-config", "textarea", "batch_size")
+    batch.wait_for(state="detached")
+    assert panel.get_by_text("SyntheticTrajectories of").count() == 0
     widget_errors = [e for e in page.console_errors if "widget" in e.lower() or "model" in e.lower()]
     assert widget_errors == []

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from lab_driver import open_tour_tab, save_screenshot
+from lab_driver import error_beside, open_tour_tab, save_screenshot, truncated_texts, was_disabled, watch_disabled
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -20,6 +20,16 @@ def test_rpc_tab_validates_as_you_type_and_launches_a_local_world(page, lab, tmp
     status = panel.locator(".inspector-status")
     status.filter(has_text="0 problem(s): init_rpc would start").wait_for()
     panel.locator(".inspector-rpc-graph img").first.wait_for()
+    assert truncated_texts(page.locator(".inspector-app").first) == []
+
+    # a GPU count that does not fit the workers: explained beside the worker fields, results marked stale
+    gpus = panel.locator(".inspector-rpc-gpus input")
+    gpus.fill("2,2,2")
+    error_beside(panel, ".inspector-rpc-plan-box", ".inspector-error-plan", ".inspector-rpc-gpus", "comma-separated")
+    panel.locator(".inspector-results.inspector-stale .inspector-stale-note", has_text="stale").wait_for()
+    gpus.fill("2")
+    status.filter(has_text="0 problem(s): init_rpc would start").wait_for()
+    assert panel.locator(".inspector-results.inspector-stale").count() == 0
 
     # a template fills the rows; the graph of a 4 x 8 mesh is drawn
     templates = panel.locator(".inspector-rpc-templates")
@@ -31,7 +41,6 @@ def test_rpc_tab_validates_as_you_type_and_launches_a_local_world(page, lab, tmp
     status.filter(has_text="4 workers, 96 mapped pairs, 0 problem(s)").wait_for()
 
     # one short node: torch's first error, every offending row outlined with its next step
-    gpus = panel.locator(".inspector-rpc-gpus input")
     gpus.fill("8,8,4,8")
     status.filter(has_text="init_rpc would fail (validation)").wait_for()
     init = panel.locator(".inspector-rpc-init")
@@ -71,8 +80,12 @@ def test_rpc_tab_validates_as_you_type_and_launches_a_local_world(page, lab, tmp
     # a plan torch accepts launches at once and shows RTT percentiles and bandwidth in MiB/s
     gpus.fill("1")
     status.filter(has_text="0 problem(s): init_rpc would start").wait_for()
-    panel.locator(".inspector-rpc-launch").click()
+    launch = panel.locator(".inspector-rpc-launch")
+    watch_disabled(launch)
+    launch.click()
     panel.locator(".inspector-rpc-world", has_text="ready in").wait_for()
+    assert was_disabled(launch)
+    panel.locator(".inspector-rpc-launch:not([disabled])").wait_for()
     panel.locator("table", has_text="median MiB/s").first.wait_for()  # the results arrive just after the line above
     panel.locator("table", has_text="p99 us").first.wait_for()
 

@@ -5,7 +5,16 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from lab_driver import open_notebook, run_all_cells, save_screenshot, wait_for_idle_kernel
+from lab_driver import (
+    error_beside,
+    open_notebook,
+    run_all_cells,
+    save_screenshot,
+    truncated_texts,
+    wait_for_idle_kernel,
+    was_disabled,
+    watch_disabled,
+)
 
 pytestmark = [pytest.mark.browser, pytest.mark.slow]
 
@@ -31,13 +40,42 @@ def test_tour_runs_and_the_attention_toggle_changes_the_decision(page, lab, tmp_
     status.filter(has_text="attention: math (origin=context)").wait_for()
     assert chosen_row(page) == "math"
 
-    toggle.get_by_role("button", name="chunked", exact=True).click()
+    # a row that cannot serve the context is marked on its own button, its refusal beside the toggle
+    chunked = toggle.locator("button", has_text="chunked")
+    assert chunked.locator(".fa-ban").count() == 1 and "reject" in (chunked.get_attribute("title") or "")
+    chunked.click()
     status.filter(has_text="attention: ERROR").wait_for()
     caption = page.locator(f"{PANEL} .inspector-decision-table caption").text_content() or ""
     assert caption.startswith("attention: ERROR")
+    refusal = page.locator(f"{PANEL} .inspector-row-refusal", has_text="chunked refused")
+    refusal.wait_for()
+    assert refusal.evaluate("e => !!e.closest('.widget-hbox').querySelector('.inspector-toggle-attention')")
+    assert page.locator(".inspector-app .inspector-status:visible").count() == 1  # the status shows once
 
     toggle.get_by_role("button", name="auto", exact=True).click()
     status.filter(has_text="attention: sdpa (origin=chain)").wait_for()
+
+    # a bad extra: the error shows in the editor's box, the decision below is marked stale, then recovers
+    extra = page.locator(f"{PANEL} .inspector-context-editor .widget-text", has_text="extra").locator("input")
+    extra.fill("kv_len")
+    extra.press("Enter")
+    error_beside(page.locator(PANEL), ".inspector-context-editor", ".inspector-error-context", "input", "name=value")
+    page.locator(f"{PANEL} .inspector-results.inspector-stale .inspector-stale-note", has_text="stale").wait_for()
+    extra.fill("kv_len=128")
+    extra.press("Enter")
+    page.locator(f"{PANEL} .inspector-results:not(.inspector-stale)").wait_for()
+
+    # a button that starts work is disabled while it runs; before, a note says what to press
+    page.locator(f"{PANEL} .jupyter-widget-Collapse-header", has_text="What-if grid").click()
+    grid = page.locator(f"{PANEL} .widget-vbox", has=page.get_by_role("button", name="Draw what-if grid")).last
+    grid.get_by_text("No grid yet: press").wait_for()
+    draw = grid.get_by_role("button", name="Draw what-if grid")
+    watch_disabled(draw)
+    draw.click()
+    grid.locator("img").first.wait_for()
+    grid.locator("button:not([disabled])", has_text="Draw what-if grid").wait_for()
+    assert was_disabled(draw)
+    assert truncated_texts(page.locator(".inspector-app").first) == []
 
     # PyTorch's own family: select it, force math, and the table follows.
     page.locator(f"{PANEL} select").first.select_option("torch_sdpa")

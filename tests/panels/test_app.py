@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import html
+
 import inspector
 from inspector.panels.app import TABS, Inspector, TabSpec
 from inspector.panels.dispatch import DispatchPanel
@@ -47,13 +49,16 @@ def test_opening_the_app_builds_only_the_first_tab_and_starts_nothing() -> None:
     assert state == {"modules": [], "children": 0, "built": ["Dispatch"]}
 
 
-def test_the_status_line_follows_the_selected_tab() -> None:
+def test_each_tab_shows_its_status_line_once() -> None:
     app = inspector.show()
-    assert app.status.value == "<b>Dispatch</b>: attention: sdpa (origin=chain)"
-    app.panels["Dispatch"].select("attention", "math")
-    assert app.status.value == "<b>Dispatch</b>: attention: math (origin=context)"
+    panel = app.panels["Dispatch"]
+    assert panel.status.value == "attention: sdpa (origin=chain)"
+    assert "origin=chain" not in app.status.value  # the app's line holds only its notes
+    assert all(html.escape(note) in app.status.value for note in app.notes)
+    panel.select("attention", "math")
+    assert panel.status.value == "attention: math (origin=context)" and "origin=context" not in app.status.value
     app.tab.selected_index = app.tab.titles.index("RPC")
-    assert app.status.value.startswith("<b>RPC</b>: ")
+    assert "init_rpc" in app.panels["RPC"].status.value and "init_rpc" not in app.status.value
 
 
 def test_every_tab_has_a_static_html_form_with_its_tables_and_figures() -> None:

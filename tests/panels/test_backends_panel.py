@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -99,19 +100,50 @@ def test_a_failing_build_is_shown_as_a_readable_message(panel: BackendsPanel) ->
     assert panel.last_batch is None
 
 
-def test_bad_config_text_is_reported_in_the_panel(panel: BackendsPanel) -> None:
+def test_bad_config_text_is_reported_beside_the_config_box(panel: BackendsPanel) -> None:
     panel.config_text.value = "data: [unclosed"
     panel.build_button.click()
-    assert "ConfigError" in panel.errors.widget.value and "not valid YAML" in panel.errors.widget.value
+    assert "ConfigError" in panel.config_errors.widget.value and "not valid YAML" in panel.config_errors.widget.value
+    assert panel.config_errors.widget in panel.config_box.children and panel.config_text in panel.config_box.children
+    assert panel.errors.widget.value == ""
     panel.config_text.value = "data:\n  dataset_type: synthetc\n"
     panel.build_button.click()
-    assert "Unknown dataset_type &#x27;synthetc&#x27;. Did you mean &#x27;synthetic&#x27;?" in panel.errors.widget.value
+    assert "Unknown dataset_type &#x27;synthetc&#x27;. Did you mean &#x27;synthetic&#x27;?" in (
+        panel.config_errors.widget.value)
+
+
+def test_a_config_error_clears_the_batch_built_before_it(panel: BackendsPanel) -> None:
+    panel.select("synthetic")
+    panel.build_sample(wait=True)
+    assert panel.last_batch is not None and panel.job.label.value == "done" and panel.build_out.outputs
+    panel.config_text.value = panel.config_text.value.replace("batch_size: 4", "batch_size: 0")
+    panel.build_button.click()
+    assert "batch_size" in panel.config_errors.widget.value
+    assert panel.last_batch is None and panel.job.label.value == "" and panel.build_out.outputs == ()
+    assert panel.build_html.value == "" and "Sample batch" not in panel.static_html()
+    panel.config_text.value = panel.config_text.value.replace("batch_size: 0", "batch_size: 4")
+    panel.build_button.click()
+    assert panel.job.wait(60) and panel.last_batch is not None and panel.config_errors.widget.value == ""
 
 
 def test_building_a_backend_that_failed_to_import_explains_the_fix(panel: BackendsPanel) -> None:
     panel.select("parquet")
     panel.build_button.click()
-    assert "BackendImportError" in panel.errors.widget.value and "pip install pyarrow" in panel.errors.widget.value
+    assert "BackendImportError" in panel.config_errors.widget.value
+    assert "pip install pyarrow" in panel.config_errors.widget.value
+
+
+def test_the_build_button_is_disabled_while_a_sample_builds(panel: BackendsPanel) -> None:
+    assert not panel.build_button.disabled and panel.job.progress.layout.display == "none"
+    release = threading.Event()
+    panel.job.start(lambda report, cancelled: release.wait(10), lambda _r: None, lambda _e: None)
+    assert panel.build_button.disabled and panel.job.progress.layout.display is None
+    release.set()
+    assert panel.job.wait(10)
+    assert not panel.build_button.disabled and panel.job.progress.layout.display == "none"
+    panel.select("npz")  # a build that fails re-enables the button too
+    panel.build_sample(wait=True)
+    assert panel.last_build_error is not None and not panel.build_button.disabled
 
 
 def test_refresh_picks_up_registrations_and_the_active_backend(panel: BackendsPanel, registry) -> None:
@@ -169,7 +201,7 @@ def test_a_second_build_while_one_runs_is_refused_and_keeps_the_first(tmp_path) 
     panel.job.start(lambda report, cancelled: release.wait(10), lambda _r: None, lambda _e: None)
     panel.build_html.value = "first build"
     panel.guard(panel.build_sample)()
-    assert "still being built" in panel.errors.widget.value
+    assert "still being built" in panel.errors.widget.value  # called outside the button's box
     assert panel.build_html.value == "first build"
     release.set()
     assert panel.job.wait(10)

@@ -60,11 +60,90 @@ def test_strict_selection_error_is_a_readable_message_not_a_traceback(panel: Dis
     assert "Traceback" not in panel.trace_html.value and "capable rows" in panel.trace_html.value
 
 
-def test_bad_input_lands_in_the_error_line(panel: DispatchPanel) -> None:
+def test_a_bad_extra_is_explained_beside_the_editor_and_marks_the_decision_stale(panel: DispatchPanel) -> None:
     panel.editor.extra.value = "kv_len"
-    assert "ValueError" in panel.errors.widget.value and "name=value" in panel.errors.widget.value
+    errors = panel.editor.errors.widget
+    assert "ValueError" in errors.value and "name=value" in errors.value
+    assert errors in panel.editor.widget.children and panel.errors.widget.value == ""
+    assert panel.results.stale and "stale" in panel.results.note.value
+    assert "context cannot be read" in panel.status.value
+    panel.toggles["attention"].value = "math"  # any other edit keeps the mark while the context is bad
+    assert panel.results.stale
     panel.editor.extra.value = "kv_len=16"
-    assert panel.errors.widget.value == ""
+    assert errors.value == "" and not panel.results.stale and chosen_row(panel) == "math"
+
+
+def test_a_context_the_family_refuses_is_explained_beside_the_editor(panel: DispatchPanel) -> None:
+    panel.family.value = "torch_sdpa"
+    panel.editor.extra.value = "window=8"  # PyTorch's attention has no 'window' axis
+    assert "no axis &#x27;window&#x27;" in panel.editor.errors.widget.value
+    assert panel.status.value.startswith("torch_sdpa: ERROR")
+    panel.editor.extra.value = "kv_len=16"
+    assert panel.editor.errors.widget.value == ""
+
+
+def test_rows_that_cannot_serve_the_context_are_marked_on_their_toggle(panel: DispatchPanel) -> None:
+    toggle = panel.toggles["attention"]
+    marks = dict(zip(toggle.options, toggle.icons, strict=True))
+    assert marks["chunked"] == "ban" and marks["flash"] == "ban"  # grad is on; no GPU here
+    assert marks["sdpa"] == "" and marks["math"] == "" and marks["auto"] == ""
+    tips = dict(zip(toggle.options, toggle.tooltips, strict=True))
+    assert tips["chunked"].startswith("chunked: reject (grad_enabled: required False, got True")
+    refusals = panel.refusals["attention"].value
+    assert "chunked: grad_enabled: required False, got True (+1 more)" in refusals
+    assert "flash: not on this machine" in refusals
+    panel.editor.grad.value = False
+    panel.editor.extra.value = "kv_len=4096"
+    assert dict(zip(toggle.options, toggle.icons, strict=True))["chunked"] == ""
+    assert "chunked" not in panel.refusals["attention"].value
+
+
+def test_a_selected_row_that_refuses_says_so_beside_its_toggle(panel: DispatchPanel) -> None:
+    panel.select("attention", "chunked")
+    refusals = panel.refusals["attention"].value
+    assert "chunked refused" in refusals and "inspector-row-refusal" in refusals
+    panel.select("attention", None)
+    assert "refused" not in panel.refusals["attention"].value
+
+
+def test_inspector_ops_problems_show_beside_the_variable(panel: DispatchPanel,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("INSPECTOR_OPS", "")
+    panel.apply_env("atention=sdpa, attention=sdpa2, rotary, profile=fast")
+    problems = panel.env_problems.value
+    assert "unknown operator family &#x27;atention&#x27;" in problems
+    assert "attention=&#x27;sdpa2&#x27; is not a row of attention" in problems
+    assert "malformed entry &#x27;rotary&#x27;" in problems and "unknown profile &#x27;fast&#x27;" in problems
+    assert panel.env_problems in panel.env_box.children and panel.env_text in panel.env_box.children[0].children
+    panel.apply_env("attention=chunked")  # a row that cannot serve this context: the chain decides
+    assert "process selection attention=&#x27;chunked&#x27; could not be used here" in panel.env_problems.value
+    panel.apply_env("attention=math")
+    assert panel.env_problems.value == "" and panel.status.value == "attention: math (origin=env)"
+    panel.apply_env("")
+
+
+def test_a_typo_already_in_the_environment_shows_when_the_panel_opens(monkeypatch: pytest.MonkeyPatch) -> None:
+    from inspector.dispatch import reload_env
+
+    monkeypatch.setenv("INSPECTOR_OPS", "attention=smda")
+    reload_env()
+    try:
+        panel = DispatchPanel(family="attention")
+        assert "attention=&#x27;smda&#x27; is not a row of attention" in panel.env_problems.value
+    finally:
+        monkeypatch.setenv("INSPECTOR_OPS", "")
+        reload_env()
+
+
+def test_the_work_buttons_are_disabled_while_they_run_and_say_what_to_press_before(panel: DispatchPanel) -> None:
+    assert "No grid yet: press" in html_of(panel.what_if_out)
+    assert "No comparison yet: press" in html_of(panel.compare_out)
+    box = panel.results.widget.children[2].children[2]  # the what-if box of the accordion
+    button = box.children[0]
+    seen: list[bool] = []
+    button.observe(lambda change: seen.append(change["new"]), names="disabled")
+    button.click()
+    assert seen == [True, False] and "image/png" in panel.what_if_out.outputs[0]["data"]
 
 
 def test_selection_carries_the_toggles_into_user_code(panel: DispatchPanel) -> None:

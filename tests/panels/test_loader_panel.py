@@ -36,7 +36,10 @@ def test_the_panel_opens_with_defaults_and_no_empty_chart() -> None:
     panel = LoaderPanel()
     assert panel.sizes.value == (1, 16) and panel.workers.value == (2,) and panel.repeats.value == 2
     assert set(panel.methods.value) == {"ours", "sync", "mp_queue", "dataloader", "memcpy"}
-    assert panel.chart_out.outputs == ()  # no placeholder axes before any result
+    for out in (panel.chart_out, panel.workers_chart_out, panel.stage_out):  # no placeholder axes before a result
+        assert "No result yet: pick sizes and workers, then press <b>Run</b>" in html_of(out)
+        assert all("image/png" not in o["data"] for o in out.outputs)
+    assert panel.job.progress.layout.display == "none" and panel.job.cancel_button.layout.display == "none"
     assert "No benchmark has run" in str(panel.table_out.outputs)
     assert "Run" in panel.status.value
 
@@ -82,13 +85,17 @@ def test_cancel_stops_the_run_and_says_so() -> None:
     assert isinstance(panel.last_error, Cancelled)
     assert panel.job.label.value == "cancelled" and "cancelled after 1 results" in panel.status.value
     assert len(panel.rows) == 1
+    assert "memcpy (ceiling)" in html_of(panel.table_out)  # what it measured stays on screen
+    assert any("image/png" in o["data"] for o in panel.chart_out.outputs)
+    assert not panel.run_button.disabled
 
 
 def test_running_with_nothing_selected_explains_itself() -> None:
     panel = LoaderPanel()
     panel.sizes.value = ()
     panel.run_button.click()
-    assert "Pick at least one of sizes" in panel.errors.widget.value
+    assert "Pick at least one of sizes" in panel.run_errors.widget.value  # beside the choices and the button
+    assert panel.run_errors.widget in panel.run_box.children and panel.errors.widget.value == ""
 
 
 def test_the_worker_table_shows_live_loaders(tmp_path: Path) -> None:
@@ -115,14 +122,16 @@ def test_run_while_a_benchmark_runs_is_refused_and_leaves_its_results_alone() ->
     try:
         assert arrived.wait(60)
         rows, table = panel.rows, html_of(panel.table_out)
-        panel.run_button.click()
-        assert "A benchmark is already running" in panel.errors.widget.value
-        assert "press Cancel" in panel.errors.widget.value
+        assert panel.run_button.disabled and panel.job.progress.layout.display is None
+        panel.run_button.click()  # a click the browser would not even send
+        assert "A benchmark is already running" in panel.run_errors.widget.value
+        assert "press Cancel" in panel.run_errors.widget.value
         assert panel.rows is rows and len(rows) == 1 and html_of(panel.table_out) == table
     finally:
         release.set()
         panel.job.wait(60)
     assert [r.method for r in panel.rows] == ["memcpy", "sync"]  # the running job finished into the same list
+    assert not panel.run_button.disabled and panel.job.progress.layout.display == "none"
 
 
 def test_a_failure_in_the_completion_callback_shows_in_the_panel() -> None:

@@ -93,3 +93,42 @@ def test_a_failing_completion_callback_is_reported_not_lost(caplog: pytest.LogCa
         assert job.wait(10)
     assert job.label.value.startswith("failed while showing the result")
     assert any("completion callback failed" in r.message for r in caplog.records)
+
+
+@pytest.mark.parametrize("outcome", ["done", "failed", "cancelled"])
+def test_a_jobs_buttons_are_disabled_while_it_runs_and_come_back_whatever_the_outcome(outcome: str) -> None:
+    button = widgets.Button(description="Go")
+    job = BackgroundJob("Test", triggers=[button])
+    assert job.progress.layout.display == "none" and job.cancel_button.layout.display == "none"  # idle: no bar
+    release = threading.Event()
+    seen_while_running: list[bool] = []
+
+    def work(report, cancelled: threading.Event) -> int:
+        seen_while_running.append(button.disabled and job.progress.layout.display is None)
+        release.wait(10)
+        if outcome == "failed":
+            raise ValueError("broken")
+        if outcome == "cancelled":
+            raise Cancelled("stopped")
+        return 1
+
+    ended: list[object] = []
+    job.start(work, ended.append, ended.append)
+    assert button.disabled and not job.cancel_button.disabled
+    release.set()
+    assert job.wait(10)
+    assert seen_while_running == [True] and len(ended) == 1 and job.label.value == outcome
+    assert not button.disabled and job.progress.layout.display == "none" and job.cancel_button.disabled
+
+
+def test_a_stale_mark_dims_the_results_under_a_note_and_clears() -> None:
+    from inspector.panels._guard import StaleMark
+
+    results = widgets.Output()
+    mark = StaleMark(results)
+    assert not mark.stale and mark.note.layout.display == "none" and results in mark.widget.children
+    mark.mark("fix the <field> above")
+    assert mark.stale and "inspector-stale" in mark.widget._dom_classes
+    assert mark.note.value == "<b>stale</b>: fix the &lt;field&gt; above" and mark.note.layout.display is None
+    mark.clear()
+    assert not mark.stale and mark.note.value == ""

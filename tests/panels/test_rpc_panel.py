@@ -89,15 +89,20 @@ def test_more_workers_and_per_worker_counts(panel: RpcPanel) -> None:
 
 def test_a_mistyped_device_is_a_readable_message_not_a_traceback(panel: RpcPanel) -> None:
     panel.rows[0].source.value = "gpu:0"
-    assert "Invalid plan at worker &#x27;worker0&#x27;.device_maps[&#x27;worker1&#x27;]" in panel.errors.widget.value
-    assert "unknown device type" in panel.errors.widget.value and "Traceback" not in panel.errors.widget.value
+    shown = panel.rows_errors.widget.value  # under the map rows, where the typo is
+    assert "Invalid plan at worker &#x27;worker0&#x27;.device_maps[&#x27;worker1&#x27;]" in shown
+    assert "unknown device type" in shown and "Traceback" not in shown
+    assert panel.results.stale and panel.status.value == "the plan cannot be read (see above)"
     panel.rows[0].source.value = "cuda:0"
-    assert panel.errors.widget.value == ""
+    assert panel.rows_errors.widget.value == "" and not panel.results.stale
 
 
 def test_a_bad_gpu_count_names_what_is_expected(panel: RpcPanel) -> None:
     panel.gpus.value = "2,2,2"
-    assert "one count for all workers, or 2 comma-separated counts" in panel.errors.widget.value
+    assert "one count for all workers, or 2 comma-separated counts" in panel.plan_errors.widget.value
+    assert panel.results.stale and "stale" in panel.results.note.value and panel.errors.widget.value == ""
+    panel.gpus.value = "2"
+    assert panel.plan_errors.widget.value == "" and not panel.results.stale
 
 
 def test_explicit_devices_are_parsed_per_worker(panel: RpcPanel) -> None:
@@ -195,7 +200,7 @@ def test_a_failure_while_showing_a_launch_result_appears_in_the_panel(
     panel.rtt_count.value = 2
     panel.mebibytes.value = 0.01
     panel.launch(wait=True)
-    assert "ValueError</b>: cannot tabulate these workers" in panel.errors.widget.value
+    assert "ValueError</b>: cannot tabulate these workers" in panel.launch_errors.widget.value
     assert new_processes() == []
 
 
@@ -226,6 +231,8 @@ def test_the_jobs_plan_is_shown_or_the_panel_says_there_is_no_job(
     monkeypatch.setattr(_job, "_last_plan", [])
     panel.guard(panel.load_job_plan)()
     assert "No RPC job in this process" in panel.errors.widget.value
+    panel.widget.children[1].children[1].click()  # the button shows it beside the templates
+    assert "No RPC job in this process" in panel.templates.errors.widget.value
     job = TopologyPlan.ring(3, 1)
     monkeypatch.setattr(_job, "_last_plan", [job])
     assert panel.load_job_plan() == job and panel.plan == job
@@ -287,5 +294,18 @@ def test_a_plan_too_large_to_edit_row_by_row_is_refused_with_the_limit(panel: Rp
     panel.templates.workers.value = 64
     panel.templates.gpus.value = 8
     panel.templates.apply_button.click()
-    assert "too many to edit row by row here" in panel.errors.widget.value
-    assert "limit = 2,048" in panel.errors.widget.value and len(panel.rows) == 2  # the plan shown is untouched
+    shown = panel.templates.errors.widget.value
+    assert "too many to edit row by row here" in shown
+    assert "limit = 2,048" in shown and len(panel.rows) == 2  # the plan shown is untouched
+
+
+def test_the_launch_button_is_disabled_while_a_world_runs(panel: RpcPanel) -> None:
+    release = threading.Event()
+    assert not panel.launch_button.disabled and panel.job.progress.layout.display == "none"
+    panel.job.start(lambda _report, _cancelled: release.wait(30), lambda _result: None, lambda _exc: None)
+    try:
+        assert panel.launch_button.disabled and panel.job.cancel_button.layout.display is None
+    finally:
+        release.set()
+        assert panel.job.wait(30)
+    assert not panel.launch_button.disabled and panel.job.progress.layout.display == "none"
