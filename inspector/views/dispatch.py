@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
-from matplotlib.colors import ListedColormap
+from matplotlib.colors import to_rgba
 from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 from pandas.io.formats.style import Styler
@@ -20,21 +21,20 @@ from inspector.dispatch import (
     WhatIfCell,
     families,
     op_backend,
+    rows,
     trace,
     what_if,
 )
 from inspector.dispatch.context import format_value
 from inspector.dispatch.torch_sdpa.watch import WatchTable
-from inspector.views._figures import NEUTRAL_INK, new_figure, style_axes
-from inspector.views.page import Page, figure, pre, section, table
+from inspector.views._figures import MAX_HEIGHT_IN, key_above, new_figure, style_axes
+from inspector.views._palette import NO_ROW_GREY, colour_of, row_colours
+from inspector.views.page import Page, figure, pre, section, table, trusted_html
 
 DECISION_COLUMNS = ["row", "priority", "available", "faithful", "verdict", "failing", "chosen", "origin"]
 CHOSEN_STYLE = "background-color: rgba(44, 160, 44, 0.25); font-weight: bold"
 REJECT_STYLE = "color: #d62728"
 SKIP_STYLE = "opacity: 0.6"
-# Qualitative colours, distinguishable on light and dark backgrounds.
-ROW_COLOURS = ["#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22"]
-NO_ROW_COLOUR = "#7f7f7f"
 
 
 def decision_table(trace: Trace) -> pd.DataFrame:
@@ -150,35 +150,92 @@ def what_if_pivot(cells: Sequence[WhatIfCell], index: Sequence[str] | None = Non
     return frame.pivot_table(index=rows_axes, columns=column_axes, values="winner", aggfunc="first", sort=False)
 
 
-def what_if_heatmap(cells: Sequence[WhatIfCell], index: Sequence[str] | None = None, title: str = "") -> Figure:
-    """The grid as a heatmap, one colour per winning row, the row name written in each cell."""
-    pivot = what_if_pivot(cells, index)
-    winners = sorted({w for w in pivot.to_numpy().ravel() if isinstance(w, str) and w != "—"})
-    colour_of = {name: ROW_COLOURS[i % len(ROW_COLOURS)] for i, name in enumerate(winners)}
-    codes = pivot.apply(lambda col: col.map(lambda w: winners.index(w) + 1 if w in colour_of else 0))
-    palette = ListedColormap([NO_ROW_COLOUR] + [colour_of[w] for w in winners])
+def family_of(winners: Iterable[str]) -> str | None:
+    """The registered family whose table holds every one of ``winners`` (the first, by name), if any."""
+    wanted = set(winners)
+    for name in families():
+        try:
+            if wanted <= {r.name for r in rows(name)}:
+                return name
+        except KeyError:  # unregistered meanwhile
+            continue
+    return None
 
-    height = max(2.5, 0.45 * len(pivot.index) + 1.5)
-    width = max(4.5, 1.1 * len(pivot.columns) + 3.0)
-    fig = new_figure(width, height)
+
+def what_if_colours(cells: Sequence[WhatIfCell], family: str | None = None) -> dict[str, str]:
+    """Each winning row of a grid and its colour: the row's own colour in its family (NOTE [ Stable colours ])."""
+    winners = [c.row for c in cells if c.row]
+    fixed = row_colours(family or family_of(winners) or "")
+    order = {name: i for i, name in enumerate(fixed)}
+    ordered = sorted(dict.fromkeys(winners), key=lambda name: (order.get(name, len(order)), name))
+    return {name: colour_of(name, fixed) for name in ordered}
+
+
+def what_if_key_html(cells: Sequence[WhatIfCell], family: str | None = None) -> str:
+    """The grid's colour key as HTML (one swatch per winning row), for a page to show above the figure."""
+    colours = what_if_colours(cells, family)
+    items = [(name, colour) for name, colour in colours.items()]
+    if any(c.row is None for c in cells):
+        items.append(("no row (error)", NO_ROW_GREY))
+    spans = "".join(
+        f"<span class='inspector-key-item' data-row='{html.escape(name, quote=True)}' data-colour='{colour}' "
+        f"style='margin-right: 1.2em; white-space: nowrap'><span class='inspector-swatch' style='display: "
+        f"inline-block; width: 0.9em; height: 0.9em; margin-right: 0.3em; vertical-align: middle; "
+        f"background: {colour}'></span>{html.escape(name)}</span>"
+        for name, colour in items
+    )
+    return f"<div class='inspector-key'><small>winning row:</small> {spans}</div>"
+
+
+def what_if_heatmap(
+    cells: Sequence[WhatIfCell], index: Sequence[str] | None = None, title: str = "", *,
+    family: str | None = None, key: bool = True,
+) -> Figure:
+    """The grid as a heatmap, one colour per winning row, the row name written in each cell.
+
+    A row keeps its colour from grid to grid (its family's, see NOTE [ Stable colours ]; the family
+    is found from the winners unless given). The columns' axis sits at the top, the key above it
+    (``key=False`` leaves the key to the page, which shows it as HTML); the figure fits a notebook.
+    """
+    pivot = what_if_pivot(cells, index)
+    colours = what_if_colours(cells, family)
+    n_rows, n_cols = len(pivot.index), max(len(pivot.columns), 1)
+    # NOTE [ Figure sizes ]: rows shrink (and their text with them) before the figure outgrows the page.
+    header_in = 1.3 + (0.3 if title else 0.0) + (0.3 if key else 0.0)
+    row_in = max(0.16, min(0.32, (MAX_HEIGHT_IN - header_in) / max(n_rows, 1)))
+    fontsize = 8 if row_in >= 0.28 else 7 if row_in >= 0.21 else 6
+    longest = max([len(w) for w in colours] + [1])
+    column_in = max(0.8, 0.012 * fontsize * longest + 0.25)
+    label_in = 0.6 + 0.07 * max([len(_label(i)) for i in pivot.index] + [1])
+    fig = new_figure(label_in + column_in * n_cols, header_in + row_in * n_rows)
     ax = fig.add_subplot()
-    ax.imshow(codes.to_numpy(dtype=float), cmap=palette, vmin=0, vmax=max(len(winners), 1), aspect="auto")
+    rgba = [[to_rgba(colours.get(_winner(pivot.iat[i, j]), NO_ROW_GREY)) for j in range(len(pivot.columns))]
+            for i in range(n_rows)]  # fmt: skip
+    ax.imshow(rgba, aspect="auto", interpolation="nearest")
     for (i, j), winner in _cells(pivot):
-        ax.text(j, i, winner, ha="center", va="center", fontsize=8, color="white")
-    ax.set_xticks(range(len(pivot.columns)), [_label(c) for c in pivot.columns], rotation=30, ha="right", fontsize=8)
-    ax.set_yticks(range(len(pivot.index)), [_label(i) for i in pivot.index], fontsize=8)
+        ax.text(j, i, winner, ha="center", va="center", fontsize=fontsize, color="white")
+    column_labels = [_label(c) for c in pivot.columns]
+    rotate = max([len(label) for label in column_labels] + [0]) * 0.07 > column_in
+    ax.xaxis.tick_top()
+    ax.xaxis.set_label_position("top")
+    ax.set_xticks(range(len(pivot.columns)), column_labels, rotation=30 if rotate else 0,
+                  ha="left" if rotate else "center", fontsize=fontsize)  # fmt: skip
+    ax.set_yticks(range(n_rows), [_label(i) for i in pivot.index], fontsize=fontsize)
     ax.set_xlabel(" / ".join(str(n) for n in (pivot.columns.names or [])), fontsize=9)
     ax.set_ylabel(" / ".join(str(n) for n in (pivot.index.names or [])), fontsize=9)
     if title:
         ax.set_title(title, fontsize=10)
     style_axes(ax)
-    handles = [Patch(color=colour_of[w], label=w) for w in winners]
-    if (codes.to_numpy() == 0).any():
-        handles.append(Patch(color=NO_ROW_COLOUR, label="no row (error)"))
-    legend = ax.legend(handles=handles, loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
-    for text in legend.get_texts():
-        text.set_color(NEUTRAL_INK)
+    if key:
+        handles = [Patch(color=colour, label=name) for name, colour in colours.items()]
+        if any(c.row is None for c in cells):
+            handles.append(Patch(color=NO_ROW_GREY, label="no row (error)"))
+        key_above(fig, handles, columns=6)
     return fig
+
+
+def _winner(value: Any) -> str:
+    return value if isinstance(value, str) else "—"
 
 
 def _cells(pivot: pd.DataFrame) -> Iterable[tuple[tuple[int, int], str]]:
@@ -316,9 +373,9 @@ def page(state: DispatchState) -> Page:
     for family, cells in state.what_if.items():
         swept = {name for cell in cells[:1] for name, _ in cell.axes}
         index = [name for name in ("dtype", "head_dim") if name in swept] or None
-        heatmap = what_if_heatmap(cells, index=index, title=f"{family}: winning row")
-        sections.append(section(f"what_if:{family}", f"What-if grid: {family}",
-                                [figure(heatmap, f"{family} what-if grid")]))
+        heatmap = what_if_heatmap(cells, index=index, title=f"{family}: winning row", family=family, key=False)
+        sections.append(section(f"what_if:{family}", f"What-if grid: {family}", [
+            trusted_html(what_if_key_html(cells, family)), figure(heatmap, f"{family} what-if grid")]))
     if state.comparison is not None:
         sections.append(section("compare", "Run and compare", [table(comparison_table(state.comparison))]))
     if state.what_ran is not None or state.decisions is not None:
