@@ -38,7 +38,7 @@ def progress(done: int, total: int, message: str) -> None:
 def table(rows: list, dram: float) -> list[str]:
     by = {(r.layout, r.size_mb, r.method): r for r in rows}
     lines = [
-        f"{'layout':<9} {'MiB':>4} {'leaves':>6} {'ours MB/s':>10} {'spread':>13} {'/memcpy':>8} {'/DRAM':>6} "
+        f"{'layout':<9} {'MiB':>4} {'leaves':>6} {'ours MiB/s':>10} {'spread':>13} {'/memcpy':>8} {'/DRAM':>6} "
         f"{'x sync':>7} {'x mpQueue':>9} {'x DataLoader':>12}  stages ms (read/handoff/build)",
     ]
     for layout in LAYOUTS:
@@ -55,7 +55,7 @@ def table(rows: list, dram: float) -> list[str]:
                 f"  {stages}"
             )
     lines.append("")
-    lines.append("baselines, MB/s (median):")
+    lines.append("baselines, MiB/s (median):")
     for layout in LAYOUTS:
         for size in SIZES:
             cells = [by.get((layout, size, m)) for m in ("sync", "mp_queue", "dataloader", "memcpy")]
@@ -89,7 +89,7 @@ def main() -> int:
     dram_rows = [r for r in rows if r.method == "memcpy" and r.size_mb == max(SIZES)]
     dram = max(r.mb_s for r in dram_rows)
     print(f"shared-memory loader, {WORKERS} workers, page cache hot (MB = 2**20 bytes; median of the timed repeats)")
-    print(f"DRAM memcpy reference ({max(SIZES):g} MiB, single thread, warm): {dram:.0f} MB/s\n")
+    print(f"DRAM memcpy reference ({max(SIZES):g} MiB, single thread, warm): {dram:.0f} MiB/s\n")
     for line in table(rows, dram):
         print(line)
     print(f"\nsmall load ({latency.payload_bytes} B) round trip: {latency.loader_us} µs; "

@@ -157,7 +157,7 @@ def _compare(args: argparse.Namespace) -> int:
     for record in table:
         cells = "".join(f" {record[n]:>9,.0f}" if record[n] is not None else f" {'-':>9}" for n in names)
         print(f"{record['layout']:<9} {record['size_mb']:>6g} {record['workers']:>2} {record['method']:<11}{cells}")
-    print("\nMB/s (median of each run's timed repeats); each run is one column, oldest first")
+    print("\nMiB/s (median of each run's timed repeats); each run is one column, oldest first")
     return 0
 
 

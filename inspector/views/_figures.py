@@ -79,4 +79,5 @@ def figure_to_png(fig: Figure, dpi: int = DPI) -> bytes:
 def figure_to_html(fig: Figure, dpi: int = DPI, alt: str = "figure") -> str:
     """A self-contained ``<img>`` tag (base64 PNG) for static reports, never wider than its page."""
     encoded = base64.b64encode(figure_to_png(fig, dpi=dpi)).decode("ascii")
-    return f'<img alt="{html.escape(alt)}" style="max-width: 100%; height: auto" src="data:image/png;base64,{encoded}"/>'
+    style = "max-width: 100%; height: auto"
+    return f'<img alt="{html.escape(alt)}" style="{style}" src="data:image/png;base64,{encoded}"/>'

@@ -20,6 +20,23 @@ PROBLEM_RED = "#d62728"
 NO_ROW_GREY = "#7f7f7f"
 
 
+# A loader benchmark's methods (and a profiled loader named after one): ours blue, the ceilings grey/brown.
+METHOD_COLOURS = {
+    "ours": "#1f77b4",
+    "sync": "#2ca02c",
+    "mp_queue": "#9467bd",
+    "dataloader": "#ff7f0e",
+    "memcpy": NO_ROW_GREY,
+    "h2d": "#8c564b",
+}
+
+
+def method_colour(name: str) -> str:
+    """A loader method's fixed colour (by key, or by a label such as ``DataLoader``), else its hashed one."""
+    key = name.lower().replace(" ", "_")
+    return METHOD_COLOURS.get(key) or hashed_colour(name)
+
+
 def hashed_colour(name: str) -> str:
     """A palette colour chosen by the name's text alone (crc32, so the same in every process)."""
     return PALETTE[zlib.crc32(name.encode("utf-8")) % len(PALETTE)]

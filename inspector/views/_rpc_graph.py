@@ -202,8 +202,8 @@ def topology_figure(
     """
     pos = _positions(plan.names)
     n = len(pos)
-    scale = min(2.5, 1.0 + 0.08 * max(0, n - 4))
-    fig = new_figure(6.4 * scale, 5.2 * scale)
+    scale = min(1.4, 1.0 + 0.05 * max(0, n - 4))  # new_figure keeps it within the notebook (800 x 600 px)
+    fig = new_figure(5.6 * scale, 4.8 * scale)
     fig.set_layout_engine("none")  # the axes stay where they are put (see NOTE [ Graph labels ])
     ax = fig.add_axes((0.02, 0.02, 0.96, 0.86))
     per_pair = plan.pair_count <= max_labelled_edges

@@ -11,6 +11,7 @@ import pandas as pd
 from pandas.io.formats.style import Styler
 
 from inspector.backends import FieldInfo, RegistrySnapshot
+from inspector.views._tables import styled
 from inspector.views.page import Page, pre, section, table
 
 SUPPORTED = "supported"
@@ -74,7 +75,7 @@ def style_verb_matrix(frame: pd.DataFrame) -> Styler:
     else:
         caption = f"Active backend: {active} (set by {frame.attrs.get('active_set_by')})"
     return (
-        frame.style.format(escape="html")
+        styled(frame, index=True)
         .apply(row, axis=1)
         .map(cell, subset=verbs)
         .set_caption(html.escape(caption))

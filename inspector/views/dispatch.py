@@ -29,6 +29,7 @@ from inspector.dispatch.context import format_value
 from inspector.dispatch.torch_sdpa.watch import WatchTable
 from inspector.views._figures import MAX_HEIGHT_IN, key_above, new_figure, style_axes
 from inspector.views._palette import NO_ROW_GREY, colour_of, row_colours
+from inspector.views._tables import styled
 from inspector.views.page import Page, figure, pre, section, table, trusted_html
 
 DECISION_COLUMNS = ["row", "priority", "available", "faithful", "verdict", "failing", "chosen", "origin"]
@@ -96,11 +97,10 @@ def style_decision_table(frame: pd.DataFrame) -> Styler:
     else:
         caption = f"{attrs.get('family')}: {attrs.get('chosen')} (origin={attrs.get('origin')})"
     return (
-        frame.style.apply(row_style, axis=1)
+        styled(frame).apply(row_style, axis=1)
         .format({"chosen": lambda v: "★" if v else ""})
         .set_properties(subset=["row", "verdict", "failing", "origin"], **{"text-align": "left"})
-        .set_caption(caption)
-        .hide(axis="index")
+        .set_caption(html.escape(caption))
         .set_table_attributes('class="inspector-decision-table"')
     )
 

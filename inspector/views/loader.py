@@ -1,7 +1,7 @@
 """Loader views: benchmark rows, per-stage timings, pool status, your loader's profile and past runs.
 
-Throughput is MB/s with MB = 2**20 bytes. The memcpy row is the ceiling a single thread can
-copy the same bytes at; the charts draw it dashed so every other line reads as a share of it.
+Throughput is MiB/s (2**20 bytes per second; the engine's ``mb_s`` fields hold the same unit).
+The memcpy row is the ceiling a single thread can the same bytes at; the charts draw it dashed so every other line reads as a share of it.
 Rows may be ``BenchRow`` records or plain dicts with the same keys (what ``as_dict`` gives).
 """
 
@@ -17,17 +17,11 @@ from matplotlib.figure import Figure
 
 from inspector.loader import STAGE_LABELS, STAGES, LoaderProfile, LoaderStatus, LoadTiming, StorageInfo
 from inspector.loader.bench import METHOD_LABELS, MachineLoad, side_by_side
-from inspector.views._figures import NEUTRAL_INK, new_figure, style_axes
+from inspector.views._figures import NEUTRAL_INK, axes_key_above, new_figure, style_axes
+from inspector.views._palette import METHOD_COLOURS, method_colour  # noqa: F401 (re-exported)
+from inspector.views._tables import styled
 from inspector.views.page import Page, figure, note, section, table
 
-METHOD_COLOURS = {
-    "ours": "#1f77b4",
-    "sync": "#2ca02c",
-    "mp_queue": "#9467bd",
-    "dataloader": "#d62728",
-    "memcpy": NEUTRAL_INK,
-    "h2d": "#8c564b",
-}
 BASELINES = ("sync", "mp_queue", "dataloader")
 STAGE_COLOURS = dict(
     zip(STAGES, ("#c7c7c7", "#1f77b4", "#ff7f0e", "#bcbd22", "#2ca02c", "#9467bd", "#8c564b"), strict=True)
@@ -88,7 +82,7 @@ def _method_order(methods: Iterable[str]) -> list[str]:
 
 
 def throughput_by_size_figure(rows: Iterable[Any], workers: int | None = None) -> Figure:
-    """MB/s against payload size, a line per method (spread as error bars), memcpy dashed; one panel per layout."""
+    """MiB/s against payload size, a line per method (spread as error bars), memcpy dashed; one panel per layout."""
     frame = bench_table(rows)
     layouts = sorted(frame["layout"].unique()) if not frame.empty else ["(no results yet)"]
     fig = new_figure(width=5.2 * len(layouts), height=3.8)
@@ -109,7 +103,7 @@ def throughput_by_size_figure(rows: Iterable[Any], workers: int | None = None) -
             errors = [line["mb_s"] - line["mb_s_min"], line["mb_s_max"] - line["mb_s"]]
             dashed = method in ("memcpy", "h2d")
             ax.errorbar(line["size_mb"], line["mb_s"], yerr=errors, marker="o", capsize=3,
-                        linestyle="--" if dashed else "-", color=METHOD_COLOURS.get(method),
+                        linestyle="--" if dashed else "-", color=method_colour(method),
                         label=METHOD_LABELS.get(method, method))  # fmt: skip
         ax.set_xscale("log", base=2)
         sizes = sorted(part["size_mb"].unique())
@@ -118,19 +112,18 @@ def throughput_by_size_figure(rows: Iterable[Any], workers: int | None = None) -
             ax.minorticks_off()
         ax.set_yscale("log")
         ax.set_xlabel("payload size (MiB)")
-        ax.set_ylabel("MB/s (log)")
+        ax.set_ylabel("MiB/s (log)")
         suffix = f", {chosen} worker{'s' if chosen != 1 else ''}" if chosen is not None else ""
         ax.set_title(f"{layout}{suffix}")
         style_axes(ax)
-        if not part.empty:
-            ax.legend(fontsize=7, frameon=False, labelcolor=NEUTRAL_INK)
+    axes_key_above(fig, axes)
     return fig
 
 
 def throughput_by_workers_figure(
     rows: Iterable[Any], layout: str | None = None, size_mb: float | None = None
 ) -> Figure:
-    """MB/s against the number of workers for one layout and size; workerless methods as flat lines."""
+    """MiB/s against the number of workers for one layout and size; workerless methods as flat lines."""
     frame = bench_table(rows)
     fig = new_figure(width=5.2, height=3.8)
     ax = fig.add_subplot(1, 1, 1)
@@ -142,7 +135,7 @@ def throughput_by_workers_figure(
         span = (part["workers"].min(), part["workers"].max())
         for method in _method_order(part["method"]):
             line = part[part["method"] == method].sort_values("workers")
-            colour, label = METHOD_COLOURS.get(method), METHOD_LABELS.get(method, method)
+            colour, label = method_colour(method), METHOD_LABELS.get(method, method)
             if method in ("sync", "memcpy", "h2d"):
                 level = line["mb_s"].iloc[0]
                 ax.hlines(level, span[0] - 0.2, span[1] + 0.2, linestyles="--", color=colour, label=label)
@@ -150,11 +143,11 @@ def throughput_by_workers_figure(
                 ax.plot(line["workers"], line["mb_s"], marker="o", color=colour, label=label)
         ax.set_title(f"{layout}, {size_mb:g} MiB")
         ax.set_xticks(sorted(part["workers"].unique()))
-        ax.legend(fontsize=7, frameon=False, labelcolor=NEUTRAL_INK)
     ax.set_yscale("log")
     ax.set_xlabel("workers")
-    ax.set_ylabel("MB/s (log)")
+    ax.set_ylabel("MiB/s (log)")
     style_axes(ax)
+    axes_key_above(fig, [ax])
     return fig
 
 
@@ -200,11 +193,10 @@ def stage_figure(source: Iterable[Any]) -> Figure:
             left += values
     ax.set_xlabel("median ms per load")
     ax.invert_yaxis()
-    if len(table):
-        ax.legend(fontsize=7, frameon=False, labelcolor=NEUTRAL_INK, loc="lower right")
-    else:
+    if not len(table):
         ax.set_title("no timings yet")
     style_axes(ax)
+    axes_key_above(fig, [ax])
     return fig
 
 
@@ -270,7 +262,7 @@ def targets_table(measurements: Iterable[Any]) -> pd.DataFrame:
 
 
 def history_table(runs: Sequence[Mapping[str, Any]], method: str | None = "ours") -> pd.DataFrame:
-    """Past runs side by side: one row per (layout, size, workers, method), MB/s of each run in its own column."""
+    """Past runs side by side: one row per (layout, size, workers, method), MiB/s of each run in its own column."""
     frame = pd.DataFrame.from_records(side_by_side(runs, ("layout", "size_mb", "workers", "method"), "mb_s"))
     if frame.empty:
         return pd.DataFrame(columns=["layout", "size_mb", "workers", "method"])
@@ -295,39 +287,49 @@ def _profiles(profiles: LoaderProfile | Iterable[LoaderProfile]) -> list[LoaderP
 
 
 def profile_table(profiles: LoaderProfile | Iterable[LoaderProfile]) -> pd.DataFrame:
-    """One row per profiled loader: first batch, batches/s, MB/s, ms per batch (median, min, max), H2D."""
+    """One row per profiled loader: first batch, batches/s, MiB/s, ms per batch (median, min, max), H2D."""
     return pd.DataFrame.from_records([p.summary() for p in _profiles(profiles)])
 
 
 def profile_figure(profiles: LoaderProfile | Iterable[LoaderProfile]) -> Figure:
-    """Left: milliseconds per batch, batch by batch, a line per loader. Right: MB/s of each loader."""
+    """Left: milliseconds per batch, batch by batch, a line per loader. Right: MiB/s of each loader."""
     found = _profiles(profiles)
-    fig = new_figure(width=9.6, height=3.6)
+    fig = new_figure(width=8.0, height=3.6)
     left, right = fig.subplots(1, 2, width_ratios=(2, 1))
-    colours = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd", "#8c564b")
     for i, profile in enumerate(found):
         name = profile.label or profile.name
         ms = np.asarray(profile.batch_seconds) * 1e3
-        left.plot(np.arange(1, len(ms) + 1), ms, marker=".", linewidth=1, color=colours[i % 5], label=name)
-        right.barh(i, profile.mb_per_s, color=colours[i % 5])
+        colour = method_colour(name)
+        left.plot(np.arange(1, len(ms) + 1), ms, marker=".", linewidth=1, color=colour, label=name)
+        right.barh(i, profile.mb_per_s, color=colour)
         right.text(profile.mb_per_s, i, f" {profile.mb_per_s:,.0f}", va="center", color=NEUTRAL_INK, fontsize=8)
     left.set_xlabel("batch")
     left.set_ylabel("ms per batch")
     left.set_yscale("log")
     left.set_title("time between batches (after warm-up)")
     right.set_yticks(range(len(found)), [p.label or p.name for p in found])
-    right.set_xlabel("MB/s of tensors and arrays")
+    right.set_xlabel("MiB/s of tensors and arrays")
     right.invert_yaxis()
     for ax in (left, right):
         style_axes(ax)
     if found:
-        left.legend(fontsize=7, frameon=False, labelcolor=NEUTRAL_INK)
+        axes_key_above(fig, [left])
     else:
         left.set_title("no profile yet")
     return fig
 
 
 # -- the page -------------------------------------------------------------------------------
+# Column headers as a reader sees them: the unit written out (MiB, MiB/s), not the field name.
+SHOWN_NAMES = {"size_mb": "size MiB", "mb_s": "MiB/s", "mb_s_min": "min MiB/s", "mb_s_max": "max MiB/s",
+               "ours_mb_s": "ours MiB/s", "segment_mib": "segment MiB"}  # fmt: skip
+
+
+def shown(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its unit-bearing headers written for a reader (``SHOWN_NAMES``)."""
+    return frame.rename(columns=SHOWN_NAMES)
+
+
 RESULT_COLUMNS = ["layout", "size_mb", "workers", "label", "mb_s", "mb_s_min", "mb_s_max", "share_of_memcpy",
                   "corrupt"]
 
@@ -365,12 +367,12 @@ def page(state: LoaderState) -> Page:
         ]
         checks = [note(text) for text in [machine_note(rows)] if text]
         if any(_get(r, "method") == "memcpy" for r in rows):
-            checks.append(table(targets_table(throughput_targets(rows)).style.hide(axis="index").format(precision=2)))
+            checks.append(table(styled(targets_table(throughput_targets(rows)))))
         if checks:
             sections.append(section("targets", "Targets", checks))
         sections.append(section("results", "Results", [
-            table(ratio_table(rows).style.hide(axis="index").format(precision=2), "Ratios to each baseline"),
-            table(bench_table(rows)[RESULT_COLUMNS].style.hide(axis="index").format(precision=2), "Every cell"),
+            table(styled(shown(ratio_table(rows))), "Ratios to each baseline"),
+            table(styled(shown(bench_table(rows)[RESULT_COLUMNS])), "Every cell"),
         ]))
     else:
         sections.append(section("results", "Benchmark", [note(
@@ -381,18 +383,18 @@ def page(state: LoaderState) -> Page:
     if state.history is not None:
         blocks = [note("No past runs yet: each Run is kept (also from `inspector bench loader`).")]
         if state.history:
-            blocks = [table(history_table(state.history).style.hide(axis="index").format(precision=0)),
-                      table(history_environments(state.history).style.hide(axis="index"))]
+            blocks = [table(styled(shown(history_table(state.history)))),
+                      table(styled(history_environments(state.history)))]
         sections.append(section("history", "Past runs", blocks))
     if state.profiles:
         sections.append(section("profiles", "Your loader", [
-            table(profile_table(state.profiles).style.hide(axis="index").format(precision=3)),
+            table(styled(profile_table(state.profiles))),
             figure(profile_figure(state.profiles), "your loader's profile"),
         ]))
     if state.statuses:
         sections.append(section("loaders", "Loaders in this kernel", [
-            table(loaders_table(state.statuses).style.hide(axis="index")),
-            table(workers_table(state.statuses).style.hide(axis="index")),
+            table(styled(shown(loaders_table(state.statuses)))),
+            table(styled(workers_table(state.statuses))),
         ]))
     return Page("Shared-memory loader", tuple(sections))
 

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inspector.views._figures import figure_to_html
+from inspector.views._tables import table_html
 
 TABLE, FIGURE, PRE, NOTE, HTML = "table", "figure", "pre", "note", "html"
 
@@ -28,9 +29,7 @@ class Block:
 
     def to_html(self) -> str:
         if self.kind == TABLE:
-            markup = _table_html(self.value)
-            return f"<div class='inspector-caption'>{html.escape(self.caption)}</div>{markup}" if self.caption \
-                else markup
+            return table_html(self.value, self.caption)
         if self.kind == FIGURE:
             return figure_to_html(self.value, alt=self.caption or "figure")
         if self.kind == PRE:
@@ -69,16 +68,6 @@ class Page:
     def to_html(self, level: int = 2) -> str:
         body = "".join(section.to_html(level + 1) for section in self.sections)
         return f"<section><h{level}>{html.escape(self.title)}</h{level}>{body}</section>"
-
-
-def _table_html(value: Any) -> str:
-    to_html = getattr(value, "to_html", None)
-    if to_html is None:
-        return html.escape(str(value))
-    try:
-        return str(to_html(index=False, border=0, escape=True))  # a DataFrame
-    except TypeError:
-        return str(to_html())  # a Styler
 
 
 def table(frame: Any, caption: str = "") -> Block:

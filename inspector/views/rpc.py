@@ -32,8 +32,10 @@ from inspector.rpc import (
     predict_init_error,
 )
 from inspector.rpc._records import MIB, TAIL_FACTOR
-from inspector.views._figures import NEUTRAL_INK, new_figure, style_axes
+from inspector.views._figures import NEUTRAL_INK, axes_key_above, new_figure, style_axes
+from inspector.views._palette import hashed_colour
 from inspector.views._rpc_graph import OK_COLOUR, PROBLEM_COLOUR, pair_problems, topology_figure
+from inspector.views._tables import styled
 from inspector.views.page import Page, figure, note, pre, section, table
 
 __all__ = [
@@ -75,7 +77,7 @@ def highlighted_maps(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] = 
     def paint(row: pd.Series) -> list[str]:
         return [ROW_HIGHLIGHT if row["problems"] else ""] * len(row)
 
-    return frame.style.apply(paint, axis=1).hide(axis="index")
+    return styled(frame).apply(paint, axis=1)
 
 
 def problems_table(problems: Sequence[DeviceMapProblem]) -> pd.DataFrame:
@@ -181,7 +183,9 @@ def rtt_heatmap(rtt: RttMatrix) -> Figure:
     ax = fig.add_subplot()
     values = np.array(rtt.median_matrix(), dtype=float) * 1e6
     image = ax.imshow(np.ma.masked_invalid(values), cmap="viridis")
-    ax.set_xticks(range(n), rtt.names, rotation=30, ha="right")
+    ax.xaxis.tick_top()  # the callee key sits above the cells, where it is read first
+    ax.xaxis.set_label_position("top")
+    ax.set_xticks(range(n), rtt.names, rotation=30, ha="left")
     ax.set_yticks(range(n), rtt.names)
     ax.set_xlabel("callee")
     ax.set_ylabel("caller")
@@ -217,17 +221,15 @@ def bandwidth_figure(results: Sequence[Bandwidth]) -> Figure:
         sizes = [b.nbytes / MIB for b in rows]
         median = np.array([b.mib_per_s for b in rows])
         spread = [median - [b.worst_mib_per_s for b in rows], [b.best_mib_per_s for b in rows] - median]
-        ax.errorbar(sizes, median, yerr=spread, marker="o", capsize=3, label=f"{caller} → {callee}")
+        label = f"{caller} → {callee}"
+        ax.errorbar(sizes, median, yerr=spread, marker="o", capsize=3, label=label, color=hashed_colour(label))
     ax.set_xscale("log", base=2)
     ax.set_xlabel("message size (MiB)")
     ax.set_ylabel("MiB/s (median; bars: worst .. best)")
     warmups = sorted({b.warmup for b in results})
     ax.set_title(f"rpc_sync tensor send, after {', '.join(map(str, warmups))} warm-up send(s)", fontsize=9)
-    if by_pair:
-        legend = ax.legend(fontsize=7, frameon=False)
-        for text in legend.get_texts():
-            text.set_color(NEUTRAL_INK)
     style_axes(ax)
+    axes_key_above(fig, [ax])
     return fig
 
 

@@ -101,7 +101,9 @@ def test_what_if_heatmap_is_an_object_api_figure() -> None:
     (ax,) = fig.axes
     texts = sorted(t.get_text() for t in ax.texts)
     assert texts == ["fast", "ref", "—", "—"]
-    assert [t.get_text() for t in ax.get_legend().get_texts()] == ["fast", "ref", "no row (error)"]
+    assert ax.get_legend() is None  # the key sits above the axes, for the whole figure
+    (key,) = fig.legends
+    assert [t.get_text() for t in key.get_texts()] == ["fast", "ref", "no row (error)"]
     assert figure_to_png(fig).startswith(b"\x89PNG")
 
 

@@ -59,7 +59,7 @@ def test_ratio_table_compares_ours_with_each_baseline_at_the_same_worker_count()
 def test_throughput_charts_are_figures_with_a_line_per_method() -> None:
     by_size = views.throughput_by_size_figure(ROWS)
     assert isinstance(by_size, Figure)
-    labels = {t.get_text() for t in by_size.axes[0].get_legend().get_texts()}
+    labels = {t.get_text() for t in by_size.legends[0].get_texts()}  # one key, above the axes
     assert labels == {"inspector loader", "FileStorage.load (sync)", "multiprocessing.Queue", "torch DataLoader",
                       "memcpy (ceiling)"}  # fmt: skip
     by_workers = views.throughput_by_workers_figure(ROWS, "steps", 16)

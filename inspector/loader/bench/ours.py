@@ -23,7 +23,7 @@ STAGES_MS = ("read", "handoff", "wait", "build", "h2d", "callback")
 def ours_speeds(
     files: BenchFiles, workers: int, device: Any, loads: int, repeats: int, check: Callable[[], None]
 ) -> tuple[list[float], int, dict[str, float | None]]:
-    """MB/s per timed repeat, corrupt deliveries, and the median stage times (ms) of our loader."""
+    """MiB/s per timed repeat, corrupt deliveries, and the median stage times (ms) of our loader."""
     storages = [FileStorage(p) for p in files.paths]
     with FileStorageLoader(ttl=None, worker_num=workers) as loader:
         loader.start()

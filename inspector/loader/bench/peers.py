@@ -107,7 +107,7 @@ Once = Callable[[int], int]  # load n payloads, return how many arrived corrupt
 
 
 def memcpy_speeds(nbytes: int, repeats: int) -> list[float]:
-    """The ceiling: one thread copying ``nbytes`` into memory already touched, MB/s per repeat."""
+    """The ceiling: one thread copying ``nbytes`` into memory already touched, MiB/s per repeat."""
     source = np.ones(nbytes, np.uint8)
     target = np.zeros(nbytes, np.uint8)  # touched: every page is mapped before timing
     speeds = []
@@ -119,7 +119,7 @@ def memcpy_speeds(nbytes: int, repeats: int) -> list[float]:
 
 
 def h2d_speeds(nbytes: int, device: Any, repeats: int) -> list[float]:
-    """The device ceiling: one pinned host-to-device copy of ``nbytes``, MB/s per repeat."""
+    """The device ceiling: one pinned host-to-device copy of ``nbytes``, MiB/s per repeat."""
     import torch
 
     source = torch.ones(nbytes, dtype=torch.uint8).pin_memory()

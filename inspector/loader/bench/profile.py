@@ -67,7 +67,7 @@ class LoaderProfile:
 
     @property
     def mb_per_s(self) -> float:
-        """MB (2**20 bytes) of tensors and arrays delivered per second."""
+        """MiB (2**20 bytes) of tensors and arrays delivered per second."""
         return sum(self.batch_bytes) / 2**20 / self.seconds if self.seconds > 0 else float("nan")
 
     @property
@@ -111,7 +111,7 @@ class LoaderProfile:
     def __repr__(self) -> str:
         ended = ", iterable ended early" if self.exhausted else ""
         return (f"<LoaderProfile {self.label or self.name}: {self.batches} batches, first {self.first_batch_s:.3g} s, "
-                f"{self.batches_per_s:,.1f} batches/s, {self.mb_per_s:,.1f} MB/s{ended}>")  # fmt: skip
+                f"{self.batches_per_s:,.1f} batches/s, {self.mb_per_s:,.1f} MiB/s{ended}>")  # fmt: skip
 
     def _repr_html_(self) -> str:
         summary = self.summary()
@@ -120,7 +120,7 @@ class LoaderProfile:
                                                                                  if self.exhausted else "")),
             ("first batch", f"{self.first_batch_s:.3g} s (start-up included)"),
             ("batches/s", f"{self.batches_per_s:,.1f}"),
-            ("MB/s", f"{self.mb_per_s:,.1f} ({summary['mb_per_batch']:.3g} MB per batch)"),
+            ("MiB/s", f"{self.mb_per_s:,.1f} ({summary['mb_per_batch']:.3g} MiB per batch)"),
         ]
         spread = self.per_batch
         if spread is not None:
@@ -187,7 +187,7 @@ def profile_loader(
 
     >>> from torch.utils.data import DataLoader  # doctest: +SKIP
     >>> profile_loader(DataLoader(dataset, batch_size=32, num_workers=2), batches=20)  # doctest: +SKIP
-    <LoaderProfile DataLoader: 20 batches, first 1.2 s, 410.3 batches/s, 96.1 MB/s>
+    <LoaderProfile DataLoader: 20 batches, first 1.2 s, 410.3 batches/s, 96.1 MiB/s>
     """
     if type(batches) is not int or batches < 1 or type(warmup) is not int or warmup < 0:
         raise ValueError(f"batches must be a positive int and warmup a non-negative int; got {batches!r}, {warmup!r}")

@@ -30,14 +30,14 @@ def throughput_targets(rows: Sequence[Any]) -> list[Measurement]:
             continue
         goal = 0.30 if size >= 256 else 0.20
         share = ours.mb_s / dram
-        found.append(Measurement("loader", f"{layout} {size:g} MiB throughput", ours.mb_s, "MB/s",
+        found.append(Measurement("loader", f"{layout} {size:g} MiB throughput", ours.mb_s, "MiB/s",
                                  f"memcpy ({largest:g} MiB, one thread)", dram, share, "of memcpy",
                                  f">= {goal:.2f}x", share >= goal))
         loader = by.get((layout, size, "dataloader"))
         if loader is not None:
             want = 10.0 if layout == "steps" else 1.5
             ratio = ours.mb_s / loader.mb_s
-            found.append(Measurement("loader", f"{layout} {size:g} MiB vs DataLoader", ours.mb_s, "MB/s",
+            found.append(Measurement("loader", f"{layout} {size:g} MiB vs DataLoader", ours.mb_s, "MiB/s",
                                      "torch DataLoader, same workers", loader.mb_s, ratio, "DataLoader",
                                      f">= {want:g}x", ratio >= want))
     for layout, size, method, goal, label in (("steps", 1, "sync", 1.0, "synchronous FileStorage.load"),
@@ -45,7 +45,7 @@ def throughput_targets(rows: Sequence[Any]) -> list[Measurement]:
         ours, peer = by.get((layout, size, "ours")), by.get((layout, size, method))
         if ours is not None and peer is not None:
             ratio = ours.mb_s / peer.mb_s
-            found.append(Measurement("loader", f"{layout} {size:g} MiB vs {method}", ours.mb_s, "MB/s", label,
+            found.append(Measurement("loader", f"{layout} {size:g} MiB vs {method}", ours.mb_s, "MiB/s", label,
                                      peer.mb_s, ratio, method, f">= {goal:g}x", ratio >= goal))
     corrupt = sum(r.corrupt for r in rows if r.method == "ours")
     found.append(Measurement("loader", "corrupt deliveries (ours)", corrupt, "loads", target="0", ok=corrupt == 0))

@@ -11,7 +11,7 @@ worker start-up excluded and measured separately by ``measure_startup``) with:
     memcpy      one single-thread copy of the same bytes into memory already touched (the ceiling)
     h2d         (with a device) one pinned host-to-device copy of the same bytes
 
-Each row gives the median MB/s (MB = 2**20 bytes) and its spread over the timed repeats, and
+Each row gives the median MiB/s and its spread over the timed repeats, and
 counts deliveries whose marker values did not match the file they came from (always 0 for
 ours); timings follow NOTE [ Numbers a researcher can trust ] in ``stats``. Every run, and
 every cancelled run with what it measured, is appended to the history (``history``).
@@ -233,7 +233,7 @@ def _dataloader(
 def _repeat(
     once: Once, nbytes: int, loads: int, repeats: int, check: Callable[[], None]
 ) -> tuple[list[float], int, int, bool]:
-    """Warm up, then time up to ``repeats`` repeats: (MB/s per repeat, corrupt, loads per repeat, capped).
+    """Warm up, then time up to ``repeats`` repeats: (MiB/s per repeat, corrupt, loads per repeat, capped).
 
     The warm-up moves a few payloads and sizes the repeats: a slow method moves fewer payloads per
     repeat (about ``RUN_CAP_S`` each) and stops repeating after ``CELL_BUDGET_S``.
