@@ -19,7 +19,7 @@ package raises on purpose is a :class:`BackendError` (and the builtin it would o
 
 from __future__ import annotations
 
-from inspector.backends._batch import FieldInfo, describe_batch
+from inspector.backends._batch import FieldInfo, ValueStats, describe_batch, value_stats
 from inspector.backends._bundle import BuildContext, DataBundle
 from inspector.backends._config import (
     DEFAULT_DATASET_TYPE,
@@ -92,6 +92,7 @@ __all__ = [
     "TrainConfig",
     "UnknownBackendError",
     "UnknownVerbError",
+    "ValueStats",
     "VerbInfo",
     "active_backend",
     "available_backends",
@@ -111,4 +112,5 @@ __all__ = [
     "reset_active_backend",
     "resolve_dataset_type",
     "snapshot",
+    "value_stats",
 ]

@@ -34,9 +34,17 @@ logger = logging.getLogger("inspector.backends")
 
 
 def _call_site(depth: int) -> str:
-    """``file.py:12 in caller`` for the frame ``depth`` levels above the caller of this helper."""
+    """``file.py:12 in caller`` for the frame ``depth`` levels above the caller of this helper.
+
+    A notebook cell's compiled file name is kept whole (``/tmp/ipykernel_1/2.py``,
+    ``<ipython-input-3-ab>``), so a view can name the cell it stands for.
+    """
     frame = sys._getframe(depth + 1)
-    return f"{Path(frame.f_code.co_filename).name}:{frame.f_lineno} in {frame.f_code.co_name}"
+    filename = frame.f_code.co_filename
+    path = Path(filename)
+    shown = filename if filename.startswith("<ipython-input-") or path.parent.name.startswith("ipykernel_") \
+        else path.name
+    return f"{shown}:{frame.f_lineno} in {frame.f_code.co_name}"
 
 
 def _caller_module(depth: int) -> str:

@@ -34,11 +34,11 @@ from inspector.panels._render import pre, render_into, render_section
 from inspector.views.backends import (
     BackendsState,
     as_raised,
-    batch_table,
     call_snippet,
     import_error_table,
     page,
     plugin_table,
+    verb_html,
     verb_matrix,
 )
 
@@ -71,6 +71,8 @@ class BackendsPanel(Panel[BackendsState]):
         self.last_matrix: pd.DataFrame | None = None
         self.last_batch: tuple[FieldInfo, ...] | None = None
         self.last_verb_text = ""
+        self.last_verb_doc: str | None = None
+        self.last_verb_defined_in = ""
         self.last_build_error: BaseException | None = None
         self._syncing = False
 
@@ -125,7 +127,7 @@ class BackendsPanel(Panel[BackendsState]):
     def state(self) -> BackendsState:
         """What this panel shows now, as the page's state."""
         return BackendsState(self.snapshot, self.backend.value, self.verb.value, self.last_verb_text,
-                             self.last_batch)
+                             self.last_batch, self.last_verb_doc, self.last_verb_defined_in)
 
     def refresh(self) -> None:
         """Re-read the registry: matrix, dropdowns, import errors, plugins, status line."""
@@ -180,15 +182,13 @@ class BackendsPanel(Panel[BackendsState]):
         try:
             getattr(self.registry.backend_for(backend), verb)
         except Exception as exc:  # the lookup's own error is what we show, as code would see it
-            self.last_verb_text = as_raised(call, exc)
+            self.last_verb_text, self.last_verb_doc = as_raised(call, exc), None
             self.verb_html.value = pre(self.last_verb_text)
             return
         info = self.registry.snapshot().backend(backend).verb(verb)
         self.last_verb_text = f"{call}\n\n{verb}{info.signature}\n\n{info.doc or '(no docstring)'}"
-        self.verb_html.value = (
-            f"<code>{html.escape(call)}</code> &nbsp;<small>defined in {html.escape(info.defined_in)}</small>"
-            + pre(f"{verb}{info.signature}\n\n{info.doc or '(no docstring)'}")
-        )
+        self.last_verb_doc, self.last_verb_defined_in = info.doc or "", info.defined_in
+        self.verb_html.value = verb_html(call, f"{verb}{info.signature}", info.doc, info.defined_in)
 
     # -- building a sample ---------------------------------------------------------------------
     def _load_config_template(self) -> None:
@@ -242,7 +242,7 @@ class BackendsPanel(Panel[BackendsState]):
             f"<small>{html.escape(type(bundle.dataset).__name__)} of {len(bundle.dataset)} items; "
             f"train_iters={bundle.train_iters}, val_iters={bundle.val_iters}; first batch:</small>"
         )
-        render_into(self.build_out, batch_table(fields).style.hide(axis="index"))
+        render_section(self.build_out, page(self.state()).section("batch"))
 
     def _build_failed(self, exc: BaseException) -> None:
         # Rendered here rather than in the error line: the guard clears that line when the

@@ -11,8 +11,10 @@ import pandas as pd
 from pandas.io.formats.style import Styler
 
 from inspector.backends import FieldInfo, RegistrySnapshot
+from inspector.views._cells import in_notebook_terms
+from inspector.views._docstrings import docstring_html
 from inspector.views._tables import styled
-from inspector.views.page import Page, pre, section, table
+from inspector.views.page import Page, pre, section, table, trusted_html
 
 SUPPORTED = "supported"
 MISSING = "missing"
@@ -73,7 +75,7 @@ def style_verb_matrix(frame: pd.DataFrame) -> Styler:
     if active is None:
         caption = "No active backend (load_config() sets one)"
     else:
-        caption = f"Active backend: {active} (set by {frame.attrs.get('active_set_by')})"
+        caption = f"Active backend: {active} (set by {in_notebook_terms(str(frame.attrs.get('active_set_by')))})"
     return (
         styled(frame, index=True)
         .apply(row, axis=1)
@@ -138,13 +140,29 @@ def plugin_table(snapshot: RegistrySnapshot) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=["name", "entry_point", "distribution", "status", "detail"])
 
 
+BATCH_COLUMNS = ["key", "kind", "shape", "dtype", "min", "mean", "max", "NaNs"]
+
+
 def batch_table(fields: Sequence[FieldInfo]) -> pd.DataFrame:
-    """A batch's structure: one line per leaf with its kind, shape and dtype."""
-    records = [
-        {"key": f.key, "kind": f.kind, "shape": "" if f.shape is None else str(tuple(f.shape)), "dtype": f.dtype or ""}
-        for f in fields
-    ]
-    return pd.DataFrame.from_records(records, columns=["key", "kind", "shape", "dtype"])
+    """A batch: one line per leaf with its kind, shape and dtype, and its values' min, mean, max and NaN count."""
+    records = []
+    for f in fields:
+        stats = f.stats
+        records.append({
+            "key": f.key, "kind": f.kind, "shape": "" if f.shape is None else str(tuple(f.shape)),
+            "dtype": f.dtype or "",
+            "min": stats.minimum if stats else None, "mean": stats.mean if stats else None,
+            "max": stats.maximum if stats else None, "NaNs": stats.nans if stats else None,
+        })  # fmt: skip
+    frame = pd.DataFrame.from_records(records, columns=BATCH_COLUMNS)
+    return frame.astype({"min": float, "mean": float, "max": float, "NaNs": "Int64"})
+
+
+def verb_html(call: str, signature: str, doc: str | None, defined_in: str = "") -> str:
+    """How to call a verb, its signature, and its docstring rendered (escaped; NOTE [ Rendering docstrings ])."""
+    where = f" &nbsp;<small>defined in {html.escape(defined_in)}</small>" if defined_in else ""
+    return (f"<div class='inspector-verb'><code>{html.escape(call)}</code>{where}"
+            f"<pre class='inspector-pre'>{html.escape(signature)}</pre>{docstring_html(doc)}</div>")  # fmt: skip
 
 
 def as_raised(call: str, exc: BaseException) -> str:
@@ -169,6 +187,8 @@ class BackendsState:
     verb: str | None = None
     verb_text: str = ""
     batch: tuple[FieldInfo, ...] | None = None
+    verb_doc: str | None = None  # set when the verb resolved: ``verb_text`` is then call, signature, doc
+    verb_defined_in: str = ""
 
 
 def current_state(registry: Any = None) -> BackendsState:
@@ -191,7 +211,12 @@ def page(state: BackendsState) -> Page:
     if details:
         sections.append(section("details", "Import errors and plugins", details))
     if state.backend is not None and state.verb is not None and state.verb_text:
-        sections.append(section("verb", f"{state.backend}.{state.verb}", [pre(state.verb_text)]))
+        if state.verb_doc is None:  # the error code would see, as it would print
+            shown = pre(state.verb_text)
+        else:
+            call, _, rest = state.verb_text.partition("\n\n")
+            shown = trusted_html(verb_html(call, rest.partition("\n\n")[0], state.verb_doc, state.verb_defined_in))
+        sections.append(section("verb", f"{state.backend}.{state.verb}", [shown]))
     if state.batch is not None:
         sections.append(section("batch", "Sample batch", [table(batch_table(state.batch))]))
     return Page("Data backends", tuple(sections))

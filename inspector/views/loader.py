@@ -1,7 +1,8 @@
 """Loader views: benchmark rows, per-stage timings, pool status, your loader's profile and past runs.
 
 Throughput is MiB/s (2**20 bytes per second; the engine's ``mb_s`` fields hold the same unit).
-The memcpy row is the ceiling a single thread can the same bytes at; the charts draw it dashed so every other line reads as a share of it.
+The memcpy row is the ceiling a single thread can copy the same bytes at; the charts draw it
+dashed so every other line reads as a share of it.
 Rows may be ``BenchRow`` records or plain dicts with the same keys (what ``as_dict`` gives).
 """
 
