@@ -98,7 +98,7 @@ def style_decision_table(frame: pd.DataFrame) -> Styler:
         caption = f"{attrs.get('family')}: {attrs.get('chosen')} (origin={attrs.get('origin')})"
     return (
         styled(frame).apply(row_style, axis=1)
-        .format({"chosen": lambda v: "★" if v else ""})
+        .format(lambda v: "★" if v else "", subset=["chosen"])
         .set_properties(subset=["row", "verdict", "failing", "origin"], **{"text-align": "left"})
         .set_caption(html.escape(caption))
         .set_table_attributes('class="inspector-decision-table"')

@@ -43,7 +43,7 @@ def bench_table(rows: Iterable[Any]) -> pd.DataFrame:
     if frame.empty:
         return pd.DataFrame(columns=BENCH_COLUMNS)
     frame["label"] = frame["method"].map(lambda m: METHOD_LABELS.get(m, m))
-    ceiling = frame[frame["method"] == "memcpy"].set_index(["layout", "size_mb", "device"])["mb_s"]
+    ceiling = frame[frame["method"] == "memcpy"].groupby(["layout", "size_mb", "device"])["mb_s"].median()
     keys = list(zip(frame["layout"], frame["size_mb"], frame["device"], strict=True))
     frame["share_of_memcpy"] = [row / ceiling.get(key, np.nan) for row, key in zip(frame["mb_s"], keys, strict=True)]
     extra = [c for c in frame.columns if c not in BENCH_COLUMNS]
