@@ -42,6 +42,7 @@ from inspector.views.dispatch import (
     trace_or_failure,
     watch_table,
 )
+from inspector.views.page import FIGURE
 
 AUTO = "auto"
 PROFILE_OPTIONS = {"none": None, "reference": "reference"}
@@ -317,8 +318,8 @@ class DispatchPanel(Panel[DispatchState]):
             cells = what_if(self.family.value, self.context, **sweep)
         self._what_if = (self.family.value, cells)
         self._render()
-        figure_block = page(self.state()).section(f"what_if:{self.family.value}").blocks[0]
-        self.last_what_if = figure_block.value
+        blocks = page(self.state()).section(f"what_if:{self.family.value}").blocks
+        self.last_what_if = next(block.value for block in blocks if block.kind == FIGURE)
         return cells
 
     def run_and_compare(self) -> pd.DataFrame:

@@ -99,10 +99,11 @@ TABLE_CSS = (
 def table_html(value: Any, caption: str = "") -> str:
     """A table in its scroll box, with a filter box and sortable headers (NOTE [ Table cells and sorting ])."""
     if isinstance(value, pd.DataFrame):
-        value = styled(value)
-    to_html = getattr(value, "to_html", None)
-    markup = str(to_html()) if to_html is not None else html.escape(str(value))
-    rows = len(value.data) if isinstance(value, Styler) else 0
+        markup, rows = display_frame(value).to_html(index=False, border=0, escape=True, na_rep=""), len(value)
+    elif isinstance(value, Styler):
+        markup, rows = str(value.to_html()), len(value.data)
+    else:
+        markup, rows = html.escape(str(value)), 0
     tools = (
         "<div class='inspector-table-tools'><input type='search' class='inspector-table-filter' "
         "placeholder='filter rows' title='Show only the rows that contain every word typed here' "

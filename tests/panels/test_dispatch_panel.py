@@ -6,6 +6,7 @@ import os
 
 import pytest
 import torch
+from matplotlib.figure import Figure
 
 from inspector.dispatch import CallContext, process_selection, resolve
 from inspector.panels.dispatch import DispatchPanel
@@ -182,7 +183,9 @@ def test_family_switch_and_plan(panel: DispatchPanel) -> None:
 def test_what_if_and_run_and_compare(panel: DispatchPanel) -> None:
     cells = panel.draw_what_if()
     assert len(cells) == 4 * 4 * 2 * 2
-    assert "image/png" in panel.what_if_out.outputs[0]["data"]
+    key, grid = panel.what_if_out.outputs  # the colour key (HTML, above), then the grid
+    assert "data-colour=" in key["data"]["text/html"] and "image/png" in grid["data"]
+    assert isinstance(panel.last_what_if, Figure)
     frame = panel.run_and_compare()
     assert frame.set_index("row").loc["sdpa", "within_tolerance"]
     assert "reference" in html_of(panel.compare_out)
