@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -25,6 +26,22 @@ def chosen_row(page) -> str:  # type: ignore[no-untyped-def]
     table = page.locator(f"{PANEL} table.inspector-decision-table")
     starred = table.locator("tbody tr", has_text="★")
     return (starred.locator("td").first.text_content() or "").strip()
+
+
+def what_if_key(page, without: str | None = None, draw: bool = True) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    """(Draw a what-if grid and) read its colour key: row -> colour, as the swatches are painted."""
+    if draw:
+        page.locator(PANEL).get_by_role("button", name=re.compile("what-if", re.I)).click()
+    key = page.locator(f"{PANEL} .inspector-key")
+    if without is not None:
+        key = key.filter(has_not_text=without)
+    key.wait_for()
+    items = key.locator(".inspector-key-item").evaluate_all(
+        "els => els.map(e => [e.dataset.row, e.dataset.colour,"
+        " getComputedStyle(e.querySelector('.inspector-swatch')).backgroundColor])")
+    for _row, colour, painted in items:  # the swatch is painted the colour the key names
+        assert painted == "rgb({}, {}, {})".format(*(int(colour[i:i + 2], 16) for i in (1, 3, 5)))
+    return {row: colour for row, colour, _painted in items}
 
 
 def test_tour_runs_and_the_attention_toggle_changes_the_decision(page, lab, tmp_path: Path) -> None:
@@ -76,6 +93,30 @@ def test_tour_runs_and_the_attention_toggle_changes_the_decision(page, lab, tmp_
     grid.locator("button:not([disabled])", has_text="Draw what-if grid").wait_for()
     assert was_disabled(draw)
     assert truncated_texts(page.locator(".inspector-app").first) == []
+
+    # Two successive what-if grids with different winners: a row keeps its colour in both.
+    first = what_if_key(page, draw=False)  # the grid just drawn
+    toggle.get_by_role("button", name="math", exact=True).click()
+    status.filter(has_text="attention: math (origin=context)").wait_for()
+    second = what_if_key(page, without="sdpa")
+    assert set(first) == {"sdpa", "math"} and set(second) == {"math"}
+    assert first["math"] == second["math"] and first["sdpa"] != first["math"]
+    toggle.get_by_role("button", name="auto", exact=True).click()
+    status.filter(has_text="attention: sdpa (origin=chain)").wait_for()
+
+    # The decision table sorts by a clicked header and filters by the words typed above it (inline script, no CDN).
+    box = page.locator(f"{PANEL} .inspector-table", has=page.locator("table.inspector-decision-table"))
+    rows = box.locator("tbody tr:visible td:first-child")
+    priority = box.locator("thead th", has_text="priority")
+    priority.click()
+    box.locator("thead th[data-order=asc]").wait_for()
+    ascending = [text.strip() for text in rows.all_text_contents()]
+    priority.click()
+    box.locator("thead th[data-order=desc]").wait_for()
+    assert [text.strip() for text in rows.all_text_contents()] == ascending[::-1]
+    box.locator("input.inspector-table-filter").fill("math")
+    box.locator(".inspector-table-count", has_text=f"1 of {len(ascending)} rows").wait_for()
+    assert [text.strip() for text in rows.all_text_contents()] == ["math"]
 
     # PyTorch's own family: select it, force math, and the table follows.
     page.locator(f"{PANEL} select").first.select_option("torch_sdpa")
