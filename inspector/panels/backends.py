@@ -30,7 +30,8 @@ from inspector.errors import Cancelled
 from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, error_html
-from inspector.panels._render import pre, render_into, render_section
+from inspector.panels._render import RawHTML, pre, render_into, render_section
+from inspector.views._tables import table_html
 from inspector.views.backends import (
     BackendsState,
     as_raised,
@@ -135,7 +136,8 @@ class BackendsPanel(Panel[BackendsState]):
         self.last_matrix = verb_matrix(snap)
         current = page(BackendsState(snap))
         render_section(self.matrix_out, current.section("matrix"))
-        render_into(self.details_out, import_error_table(snap), plugin_table(snap))
+        render_into(self.details_out, *(RawHTML(table_html(frame, caption)) for frame, caption in (
+            (import_error_table(snap), "Import errors"), (plugin_table(snap), "Plugins"))))
         names = list(self.last_matrix.index)
         keep_backend, keep_verb = self.backend.value, self.verb.value
         fallback = snap.active if snap.active in names else (names[0] if names else None)

@@ -22,7 +22,7 @@ import ipywidgets as widgets
 from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, StaleMark, error_html
-from inspector.panels._render import render_into, render_section
+from inspector.panels._render import RawHTML, render_into, render_section
 from inspector.panels.rpc_launch import (
     MAX_LOCAL_WORKERS,
     LaunchConfirmation,
@@ -34,6 +34,7 @@ from inspector.panels.rpc_maps import ROWS_CSS, MapRow
 from inspector.panels.rpc_templates import TemplatePicker
 from inspector.rpc import PlanError, TopologyPlan, WorldSnapshot, predict_init_error, registered_backends
 from inspector.rpc._records import MIB
+from inspector.views._tables import table_html
 from inspector.views.rpc import DEFAULT_PLAN, RpcState, backends_table, next_step, page, pair_problems
 
 __all__ = ["MAX_LOCAL_WORKERS", "MapRow", "RpcPanel"]
@@ -158,7 +159,7 @@ class RpcPanel(Panel[RpcState]):
                               (self.launch_button, "launch"), (self.world_html, "world"), (self.graph_out, "graph"),
                               (self.init_html, "init"), (self.download, "download-box")):  # fmt: skip
             control.add_class(f"inspector-rpc-{name}")
-        render_into(self.backends_out, backends_table(registered_backends()))
+        render_into(self.backends_out, RawHTML(table_html(backends_table(registered_backends()))))
         self.load_plan(plan or DEFAULT_PLAN)
 
     # -- the plan in the widgets -----------------------------------------------------------------

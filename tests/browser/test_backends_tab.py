@@ -38,6 +38,7 @@ def test_backends_tab_shows_the_matrix_explains_a_missing_verb_and_builds_a_samp
     batch = panel.locator("table", has_text="episode_index")
     batch.wait_for()
     assert "(4, 2, 4)" in batch.inner_text() and "float32" in batch.inner_text()
+    assert "NaNs" in batch.inner_text() and "mean" in batch.inner_text()  # value statistics beside the shapes
 
     panel.scroll_into_view_if_needed()
     page.mouse.move(5, 5)

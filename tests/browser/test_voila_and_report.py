@@ -41,6 +41,9 @@ def test_the_app_renders_under_voila_offline_in_app_wording(page, voila_app) -> 
     status.filter(has_text="attention: math (origin=context)").wait_for()
     starred = page.locator(f"{PANEL} table.inspector-decision-table tbody tr", has_text="★")
     assert (starred.locator("td").first.text_content() or "").strip() == "math"
+    # the tables' inline sort script runs under Voila too
+    page.locator(f"{PANEL} table.inspector-decision-table thead th", has_text="priority").click()
+    page.locator(f"{PANEL} table.inspector-decision-table thead th[data-order=asc]").wait_for()
     tabs = page.locator(".widget-tab .lm-TabBar-tab")
     assert tabs.count() == 4  # the whole Inspector is there
     for i in range(tabs.count()):  # every tab built and shown, so its text is read as a user sees it
@@ -71,6 +74,9 @@ def test_the_report_renders_offline_with_its_tables_and_images(browser_context, 
         assert page.locator("h2").all_text_contents() == [
             "Environment", "Operator dispatch", "Data backends", "Shared-memory loader", "RPC device maps"]
         assert page.locator("table").count() >= 5
+        filter_box = page.locator(".inspector-table-filter").first  # the inline script runs offline
+        filter_box.fill("no such text anywhere")
+        page.locator(".inspector-table-count", has_text="0 of").first.wait_for()
         images = page.locator("img")
         assert images.count() >= 3
         page.wait_for_function("() => [...document.images].every(i => i.complete && i.naturalWidth > 0)")
