@@ -1,4 +1,6 @@
-"""Loader views: benchmark rows, per-stage timings, pool status, your loader's profile and past runs.
+"""Loader views: benchmark rows, per-stage timings, pool status and past runs.
+
+Your own loader's profile has its own module, ``views.loader_profile``; the page shows both.
 
 Throughput is MiB/s (2**20 bytes per second; the engine's ``mb_s`` fields hold the same unit).
 The memcpy row is the ceiling a single thread can copy the same bytes at; the charts draw it
@@ -18,9 +20,10 @@ from matplotlib.figure import Figure
 
 from inspector.loader import STAGE_LABELS, STAGES, LoaderProfile, LoaderStatus, LoadTiming, StorageInfo
 from inspector.loader.bench import METHOD_LABELS, MachineLoad, side_by_side
-from inspector.views._figures import NEUTRAL_INK, axes_key_above, new_figure, style_axes
+from inspector.views._figures import axes_key_above, new_figure, style_axes
 from inspector.views._palette import METHOD_COLOURS, method_colour  # noqa: F401 (re-exported)
 from inspector.views._tables import styled
+from inspector.views.loader_profile import profile_figure, profile_table
 from inspector.views.page import Page, figure, note, section, table
 
 BASELINES = ("sync", "mp_queue", "dataloader")
@@ -281,43 +284,6 @@ def history_environments(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
         records.append({"run": f"#{i + 1}", "time": run.get("time"), "cancelled": run.get("cancelled", False),
                         **{k: env.get(k) for k in columns[2:-1]}})  # fmt: skip
     return pd.DataFrame.from_records(records, columns=columns)
-
-
-def _profiles(profiles: LoaderProfile | Iterable[LoaderProfile]) -> list[LoaderProfile]:
-    return [profiles] if isinstance(profiles, LoaderProfile) else list(profiles)
-
-
-def profile_table(profiles: LoaderProfile | Iterable[LoaderProfile]) -> pd.DataFrame:
-    """One row per profiled loader: first batch, batches/s, MiB/s, ms per batch (median, min, max), H2D."""
-    return pd.DataFrame.from_records([p.summary() for p in _profiles(profiles)])
-
-
-def profile_figure(profiles: LoaderProfile | Iterable[LoaderProfile]) -> Figure:
-    """Left: milliseconds per batch, batch by batch, a line per loader. Right: MiB/s of each loader."""
-    found = _profiles(profiles)
-    fig = new_figure(width=8.0, height=3.6)
-    left, right = fig.subplots(1, 2, width_ratios=(2, 1))
-    for i, profile in enumerate(found):
-        name = profile.label or profile.name
-        ms = np.asarray(profile.batch_seconds) * 1e3
-        colour = method_colour(name)
-        left.plot(np.arange(1, len(ms) + 1), ms, marker=".", linewidth=1, color=colour, label=name)
-        right.barh(i, profile.mb_per_s, color=colour)
-        right.text(profile.mb_per_s, i, f" {profile.mb_per_s:,.0f}", va="center", color=NEUTRAL_INK, fontsize=8)
-    left.set_xlabel("batch")
-    left.set_ylabel("ms per batch")
-    left.set_yscale("log")
-    left.set_title("time between batches (after warm-up)")
-    right.set_yticks(range(len(found)), [p.label or p.name for p in found])
-    right.set_xlabel("MiB/s of tensors and arrays")
-    right.invert_yaxis()
-    for ax in (left, right):
-        style_axes(ax)
-    if found:
-        axes_key_above(fig, [left])
-    else:
-        left.set_title("no profile yet")
-    return fig
 
 
 # -- the page -------------------------------------------------------------------------------
