@@ -25,7 +25,7 @@ from inspector.dispatch.records import ImplRecord
 from inspector.dispatch.registry import register_family
 from inspector.dispatch.resolution import decide_in
 from inspector.dispatch.spec import Spec
-from inspector.dispatch.torch_sdpa import checks, cpu_rules, cuda_rules
+from inspector.dispatch.torch_sdpa import checks, cpu_quick, cpu_rules, cuda_rules
 from inspector.dispatch.torch_sdpa.facts import (
     BACKENDS,
     CUDNN,
@@ -161,6 +161,17 @@ def predict(
     >>> predict(q, q, q, dropout_p=0.1)
     <SDPBackend.MATH: 0>
     """
+    quick = cpu_quick.choose(query, key, value, attn_mask, dropout_p, enable_gqa)
+    if quick is not None:
+        return quick
+    return predict_by_rules(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
+
+
+def predict_by_rules(
+    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
+    scale: float | None = None, enable_gqa: bool = False,
+) -> SDPBackend:
+    """``predict`` from the full facts and the ported rules alone (see NOTE [ The quick CPU path ])."""
     facts = facts_from_call(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     plan = plan_for_order(CPU_ORDER if facts.device == "cpu" else order_for(facts))
     # The rules read only ``extra``: a bare context is enough here and costs a third of a full one.

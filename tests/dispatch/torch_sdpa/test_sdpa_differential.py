@@ -18,6 +18,8 @@ from sdpa_cases import RESTRICTIONS, Case, generate, pytorch_choice
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from inspector.dispatch import torch_sdpa
+from inspector.dispatch.torch_sdpa import cpu_quick
+from inspector.dispatch.torch_sdpa.family import predict_by_rules
 
 CPU_CASES = 1500
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")  # PyTorch explains its refusals as warnings
@@ -52,6 +54,21 @@ def test_predict_equals_pytorch_on_generated_cpu_calls() -> None:
     assert {SDPBackend.FLASH_ATTENTION, SDPBackend.MATH, SDPBackend.ERROR} <= set(outcomes)
     assert min(outcomes.values()) >= 100
     assert {c.restriction for c in cases} == set(RESTRICTIONS)
+
+
+def test_quick_cpu_answer_equals_the_rules_wherever_it_answers() -> None:
+    answered = Counter()
+    for case in generate(CPU_CASES, device="cpu", seed=3):
+        q, k, v, mask, dropout, _causal = case.args
+        with _flags_of(case):
+            quick = cpu_quick.choose(q, k, v, mask, dropout, case.kwargs.get("enable_gqa", False))
+            by_rules = predict_by_rules(*case.args, **case.kwargs)
+        if quick is not None:
+            assert quick == by_rules, repr(case)
+            answered[quick] += 1
+    # The quick path answers a good share of the calls, with every outcome the CPU has.
+    assert sum(answered.values()) >= CPU_CASES // 4
+    assert set(answered) == {SDPBackend.FLASH_ATTENTION, SDPBackend.MATH, SDPBackend.ERROR}
 
 
 def test_trace_decision_equals_predict_on_generated_calls() -> None:
