@@ -17,7 +17,6 @@ DTYPE_ALIASES = {
     "bfloat16": "bfloat16", "bf16": "bfloat16",
     "float64": "float64", "fp64": "float64", "double": "float64", "f64": "float64",
 }
-DTYPE_NAMES = ("float32", "float16", "bfloat16", "float64")
 
 
 def dtype_name(text: str) -> str:

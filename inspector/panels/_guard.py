@@ -22,9 +22,6 @@ def error_html(exc: BaseException) -> str:
     parts = [f"<b>{html.escape(type(exc).__name__)}</b>: {html.escape(headline)}"]
     if details.strip():
         parts.append(f'<pre class="inspector-error-details">{html.escape(details.strip())}</pre>')
-    hint = getattr(exc, "hint", None)
-    if hint:
-        parts.append(f"<i>Next step:</i> {html.escape(str(hint))}")
     return '<div class="inspector-error-box">' + "<br>".join(parts) + "</div>"
 
 

@@ -1,7 +1,7 @@
 """The RPC backend registry: named handler pairs that build options and start an agent.
 
 NOTE [ Stable backend members ]
-torch (and the TensorPlay seed) make ``BackendType`` an ``Enum`` and rebuild it on every
+torch makes ``BackendType`` an ``Enum`` and rebuild it on every
 ``register_backend``, so a member obtained earlier (``rpc.BackendType.TENSORPIPE``, or
 ``init_rpc``'s default) is no longer a member of the new class and gets rejected; a handler
 pair equal to an existing one even collapses into an alias and is lost on the next rebuild.

@@ -68,7 +68,7 @@ def test_slow_consumers_that_keep_what_they_got_see_no_corruption(loader: FileSt
 
     def slow_keeper(marker: float) -> Any:
         def callback(obj: Any) -> None:
-            time.sleep(0.02)  # the DI-engine race: the slot would be refilled right now
+            time.sleep(0.02)  # a slow consumer: a naive pool would refill this slot now
             kept.append((marker, obj))
 
         return callback

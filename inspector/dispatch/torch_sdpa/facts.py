@@ -133,14 +133,6 @@ def cuda_facts(query: Any, key: Any, value: Any) -> CudaFacts:
     )
 
 
-def _device(tensor: Any) -> str:
-    if tensor.is_cpu:
-        return "cpu"
-    if tensor.is_cuda:
-        return "cuda"
-    return str(tensor.device.type)
-
-
 def facts_from_call(
     query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
     scale: float | None = None, enable_gqa: bool = False,
