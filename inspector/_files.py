@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import stat
 from collections.abc import Callable
 from pathlib import Path
 from typing import BinaryIO
@@ -15,8 +16,16 @@ def atomic_write(path: str | os.PathLike[str], write: Callable[[BinaryIO], objec
 
     A reader never sees half a file, and a failure (any ``BaseException``) leaves no temporary
     file behind. The parent directory must exist: a missing one is the caller's error to report.
+    An existing target that is not a regular file (a device, FIFO, socket or folder) is refused
+    with ``FileExistsError``: renaming over it would replace, say, ``/dev/null`` itself.
     """
     target = Path(path)
+    try:
+        existing = os.stat(target).st_mode
+    except FileNotFoundError:
+        existing = None
+    if existing is not None and not stat.S_ISREG(existing):
+        raise FileExistsError(f"{target} exists and is not a regular file; refusing to replace it")
     directory, name = os.path.split(os.path.abspath(target))
     temporary = os.path.join(directory, f".{name}.{os.getpid()}-{secrets.token_hex(4)}.tmp")
     fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, mode)

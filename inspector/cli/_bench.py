@@ -1,4 +1,4 @@
-"""``inspector bench loader|dispatch|rpc``: an engine part against its baselines, in one run.
+"""``inspector bench PART``: an engine part against its baselines, in one run.
 
 The loader's options are checked before anything runs (sizes, where ``--out`` and ``--plot`` go,
 the device), so a typo costs a line on stderr and exit 2, not minutes or all the memory. Loader
@@ -9,12 +9,9 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import os
-import tempfile
-from pathlib import Path
 from typing import Any
 
-from inspector.cli._common import UsageError, progress_bar
+from inspector.cli._common import UsageError, check_output_path, progress_bar
 from inspector.parts import names, part
 
 
@@ -23,10 +20,10 @@ def add_parser(verbs: Any) -> None:
     bench.add_argument("part", choices=names())
     bench.add_argument("--out", metavar="CSV", help="also write every measured row to this CSV file")
     bench.add_argument("--plot", metavar="PNG", help="also draw the results into this PNG file")
-    bench.add_argument("--sizes", default="1,16,64", help="loader: payload sizes in MiB (default 1,16,64)")
-    bench.add_argument("--workers", default="2", help="loader: worker counts (default 2)")
-    bench.add_argument("--layouts", default="steps,columnar", help="loader: steps and/or columnar")
-    bench.add_argument("--repeats", type=int, default=3, help="loader: repeats per cell (default 3)")
+    bench.add_argument("--sizes", help="loader: payload sizes in MiB (default 1,16,64)")
+    bench.add_argument("--workers", help="loader: worker counts (default 2)")
+    bench.add_argument("--layouts", help="loader: steps and/or columnar (default both)")
+    bench.add_argument("--repeats", type=int, help="loader: repeats per cell (default 3)")
     bench.add_argument("--device", default=None, help="loader: deliver to this device, e.g. cuda")
     bench.add_argument("--compare", nargs="?", type=int, const=5, default=None, metavar="N",
                        help="loader: print the last N runs (default 5) side by side instead of running")  # fmt: skip
@@ -42,32 +39,31 @@ def _numbers(text: str, kind: type, what: str) -> list[Any]:
     return values
 
 
-def _writable(path: str | None, option: str) -> None:
-    """Refuse, before any work, an output path that cannot be written."""
-    if path is None:
-        return
-    target = Path(path)
-    if target.is_dir():
-        raise UsageError(f"{option} {path!r} is a directory; next step = name a file")
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise UsageError(f"{option} {path!r}: the folder {str(folder)!r} does not exist; next step = create it")
-    try:  # try for real: permission bits say little to root, or on a read-only file system
-        if target.exists():
-            os.close(os.open(target, os.O_WRONLY | os.O_APPEND))
-        else:
-            with tempfile.NamedTemporaryFile(dir=folder, prefix=".inspector-probe-"):
-                pass
-    except OSError as exc:
-        raise UsageError(f"{option} {path!r} is not writable ({exc.strerror}); next step = choose a path you can "
-                         "write") from None
+# The loader's own options, with their defaults: other parts refuse them rather than ignore them.
+LOADER_DEFAULTS = {"sizes": "1,16,64", "workers": "2", "layouts": "steps,columnar", "repeats": 3, "device": None}
+
+
+def _check_options(args: argparse.Namespace) -> None:
+    """Refuse, before any work, options the part does not take and output paths that cannot be written."""
+    if args.part != "loader":
+        given = [name for name in LOADER_DEFAULTS if getattr(args, name) is not None]
+        if given:
+            raise UsageError(f"--{given[0]} is a loader option; inspector bench {args.part} takes only --out and "
+                             f"--plot (next step = drop --{given[0]}, or run inspector bench loader)")
+    else:
+        for name, default in LOADER_DEFAULTS.items():
+            if getattr(args, name) is None:
+                setattr(args, name, default)
+    if args.out is not None:
+        check_output_path(args.out, "--out", "bench.csv")
+    if args.plot is not None:
+        check_output_path(args.plot, "--plot", "bench.png")
 
 
 def run(args: argparse.Namespace) -> int:
     if args.compare is not None:
         return _compare(args)
-    _writable(args.out, "--out")
-    _writable(args.plot, "--plot")
+    _check_options(args)
     rows, measurements, note = _run_part(args)
     if args.out:
         from inspector._files import atomic_write_text
@@ -75,9 +71,11 @@ def run(args: argparse.Namespace) -> int:
 
         atomic_write_text(args.out, csv_text(rows))  # `inspector report --loader-results` reads it back
     if args.plot:
+        from inspector._files import atomic_write
         from inspector.views._figures import figure_to_png
 
-        Path(args.plot).write_bytes(figure_to_png(_figure(args.part, rows)))
+        png = figure_to_png(_figure(args.part, rows))
+        atomic_write(args.plot, lambda file: file.write(png), mode=0o644)
     for measurement in measurements:
         print(measurement.line())
     if note:

@@ -27,6 +27,17 @@ def dtype_name(text: str) -> str:
     return name
 
 
+def positive_int(text: str) -> int:
+    """argparse type for sizes and ranks: a whole number of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid int value: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
 # NOTE [ One described call ]
 # ``inspector explain`` and ``inspector report`` describe a call with the same flags, read the same
 # way: the options are defined once (``CONTEXT_OPTIONS``), turned into a ``CallContext`` once
@@ -35,8 +46,9 @@ def dtype_name(text: str) -> str:
 CONTEXT_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
     ("--dtype", {"type": dtype_name, "default": "float32", "metavar": "DTYPE",
                  "help": "float32 (fp32), float16 (fp16, half), bfloat16 (bf16) or float64 (fp64)"}),
-    ("--head-dim", {"type": int, "default": None, "help": "the last dimension of the query (attention heads)"}),
-    ("--ndim", {"type": int, "default": 4, "help": "the inputs' number of dimensions (default 4)"}),
+    ("--head-dim", {"type": positive_int, "default": None,
+                    "help": "the last dimension of the query (attention heads)"}),
+    ("--ndim", {"type": positive_int, "default": 4, "help": "the inputs' number of dimensions (default 4)"}),
     ("--fwd", {"choices": ("prefill", "decode"), "default": None, "help": "inference mode (default: training)"}),
     ("--cuda", {"action": "store_true", "help": "the call's tensors are on a CUDA device"}),
     ("--mask", {"action": "store_true", "help": "the call passes an explicit mask tensor"}),
@@ -116,10 +128,15 @@ def described_call(args: argparse.Namespace) -> Any:
     from inspector.dispatch.context import parse_extra
 
     resolve_family(args.family)
+    for item in args.extra:
+        name, sep, value = item.partition("=")
+        if sep and not value.strip():
+            raise UsageError(f"--extra {item}: no value after '='; write {name.strip()}=none to mean None")
     try:
         extra = parse_extra(",".join(args.extra))
     except ValueError as exc:
         raise UsageError(f"--extra: {exc}") from None
+    _refuse_unread_extras(args.family, extra)
     return CallContext(
         args.family, args.fwd, getattr(torch, args.dtype), args.cuda, args.ndim, args.head_dim, args.cache,
         args.mask, not args.no_grad, args.causal,
@@ -158,6 +175,27 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(result.explain())
     return 0 if result.ok else 1
+
+
+def _refuse_unread_extras(family: str, extra: dict[str, Any]) -> None:
+    """An ``--extra`` axis that no row of the family reads is a typo, not a described call.
+
+    A family with a completer (``torch_sdpa``) derives what its rows read from named axes and
+    checks their names itself."""
+    from inspector.dispatch.context import AXES
+    from inspector.dispatch.registry import plan_for
+
+    plan = plan_for(family)
+    if plan.completer is not None:
+        return
+    read = sorted({axis for row in plan.by_name.values() for axis in row.spec.axes} - set(AXES))
+    for name in extra:
+        if name not in read:
+            known = ", ".join(read) if read else "none"
+            raise UsageError(
+                f"--extra {name}: no row of {family} reads an axis {name!r}.{closest(name, read)} "
+                f"Extra axes its rows read: {known}"
+            )
 
 
 def _row_names(family: str) -> list[str]:

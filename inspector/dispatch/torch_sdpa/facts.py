@@ -11,6 +11,7 @@ from ``facts_from_axes``: contiguous tensors of the described shape.
 
 from __future__ import annotations
 
+import difflib
 import functools
 from collections.abc import Mapping
 from typing import Any, NamedTuple
@@ -221,18 +222,22 @@ def facts_from_axes(ctx: CallContext) -> SdpaCall:
     extra = ctx.extra
     unknown = sorted(set(extra) - set(DESCRIBED_AXES) - {FACTS, "device"})
     if unknown:
-        raise ValueError(
-            f"torch_sdpa has no axis {unknown[0]!r}. Axes in extra: {sorted(DESCRIBED_AXES)}"
-        )
+        near = difflib.get_close_matches(unknown[0], list(DESCRIBED_AXES), n=1)
+        hint = f" Did you mean {near[0]!r}?" if near else ""
+        raise ValueError(f"torch_sdpa has no axis {unknown[0]!r}.{hint} Axes in extra: {sorted(DESCRIBED_AXES)}")
     values = {name: extra.get(name, default) for name, default in DESCRIBED_AXES.items()}
-    head_dim = int(ctx.head_dim if ctx.head_dim is not None else 64)
-    heads = int(values["heads"])
-    kv_heads = int(values["kv_heads"] if values["kv_heads"] is not None else heads)
-    seq_len = int(values["seq_len"])
-    kv_len = int(values["kv_len"] if values["kv_len"] is not None else seq_len)
-    value_head_dim = int(values["value_head_dim"] if values["value_head_dim"] is not None else head_dim)
-    batch = int(values["batch"])
-    ndim = int(ctx.ndim if ctx.ndim is not None else 4)
+    head_dim = _size("head_dim", ctx.head_dim if ctx.head_dim is not None else 64)
+    heads = _size("heads", values["heads"])
+    kv_heads = _size("kv_heads", values["kv_heads"] if values["kv_heads"] is not None else heads)
+    seq_len = _size("seq_len", values["seq_len"])
+    kv_len = _size("kv_len", values["kv_len"] if values["kv_len"] is not None else seq_len)
+    value_head_dim = _size("value_head_dim", values["value_head_dim"] if values["value_head_dim"] is not None
+                           else head_dim)
+    batch = _size("batch", values["batch"])
+    ndim = _size("ndim", ctx.ndim if ctx.ndim is not None else 4)
+    dropout_p = values["dropout_p"]
+    if isinstance(dropout_p, bool) or not isinstance(dropout_p, (int, float)) or not 0.0 <= dropout_p <= 1.0:
+        raise ValueError(f"torch_sdpa axis dropout_p={dropout_p!r}: give a probability between 0 and 1")
 
     def shape(n_heads: int, length: int, last: int) -> tuple[int, ...]:
         full = (batch, n_heads, length, last)
@@ -261,9 +266,17 @@ def facts_from_axes(ctx: CallContext) -> SdpaCall:
         )
     return SdpaCall(
         device, shapes, strides, (dtype, dtype, dtype), False, requires_grad,  # type: ignore[arg-type]
-        float(values["dropout_p"]), bool(ctx.causal), bool(values["enable_gqa"]), None, mask_shape, mask_dtype,
+        float(dropout_p), bool(ctx.causal), bool(values["enable_gqa"]), None, mask_shape, mask_dtype,
         False, 1 if ctx.has_mask else None, enabled_backends(device), cuda, True, all(len(s) == 4 for s in shapes),
     )
+
+
+def _size(name: str, value: Any) -> int:
+    """A described dimension: a whole number >= 0 (``ndim`` and ``head_dim`` >= 1)."""
+    least = 1 if name in ("ndim", "head_dim") else 0
+    if isinstance(value, bool) or not isinstance(value, int) or value < least:
+        raise ValueError(f"torch_sdpa axis {name}={value!r}: give a whole number >= {least}")
+    return value
 
 
 def _contiguous_strides(shape: tuple[int, ...]) -> tuple[int, ...]:
