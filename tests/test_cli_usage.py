@@ -87,7 +87,7 @@ BAD_INVOCATIONS: list[tuple[list[str], str]] = [
     (["explain", "attention", "--select", "mth"], "attention has no row 'mth'. Did you mean 'math'?"),
     (["explain", "attention", "--extra", "kv_len=abc"], "--extra kv_len=abc"),
     (["explain", "attention", "--extra", "kv_len"], "--extra: "),
-    (["explain", "attention", "--extra", "kvlen=4096"], "no row of attention reads an axis 'kvlen'. Did you mean 'kv_len'?"),
+    (["explain", "attention", "--extra", "kvlen=4096"], "reads an axis 'kvlen'. Did you mean 'kv_len'?"),
     (["explain", "attention", "--extra", "kv_len="], "--extra kv_len=: no value after '='"),
     (["explain", "rotary", "--extra", "kv_len=abc"], "no row of rotary reads an axis 'kv_len'"),
     (["explain", "torch_sdpa", "--extra", "kv_len=abc"], "torch_sdpa axis kv_len='abc': give a whole number"),
