@@ -20,6 +20,7 @@ from inspector.dispatch import (
     families,
     family_plugins,
     get_family,
+    op_backend,
     register_family,
     resolve,
 )
@@ -129,3 +130,12 @@ def test_families_published_as_entry_points_are_discovered(tmp_path: Path, monke
     assert found["good"].status == "loaded" and found["good"].families == ("plugin_family",)
     assert found["exits"].status == "failed" and found["exits"].detail == "SystemExit: 3"
     assert found["klass"].status == "failed" and "is a class" in found["klass"].detail
+
+
+def test_op_backend_discovers_a_plugin_family_it_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    _install_distribution(tmp_path, f"[{FAMILY_ENTRY_POINT_GROUP}]\ngood = inspector_test_selected_plugin\n",
+                          {"inspector_test_selected_plugin": PLUGIN})
+    monkeypatch.syspath_prepend(str(tmp_path))
+    PLUGINS[0] = None  # as in a fresh process: nothing has looked at entry points yet
+    with op_backend(plugin_family="only"):
+        assert resolve("plugin_family", CallContext("plugin_family")).origin == "context"  # the op_backend tier

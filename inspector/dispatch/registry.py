@@ -13,6 +13,7 @@ from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import UnknownFamilyError
 from inspector.dispatch.plan import FamilyPlan
 from inspector.dispatch.records import ImplRecord
+from inspector.dispatch.spec import Spec
 from inspector.dispatch.steering import Steer
 
 Provider = Callable[[], Iterable[ImplRecord]]
@@ -140,6 +141,11 @@ def _check_row(record: Any) -> None:
         raise TypeError(
             f"ImplRecord {record.family}/{record.name}: priority must be an int (lower runs first), "
             f"got {record.priority!r}"
+        )
+    if not isinstance(record.spec, Spec):
+        raise TypeError(
+            f"ImplRecord {record.family}/{record.name}: spec must be a Spec (e.g. Spec.eq('dtype', torch.float16) "
+            f"or Spec.always()), got {type(record.spec).__name__}"
         )
     if not callable(record.obj):
         raise TypeError(

@@ -40,6 +40,14 @@ def test_register_impl_refuses_a_non_integer_priority(toy: str) -> None:
     assert resolve(toy, CallContext(toy, dtype=F32)).name == "beta"  # the family is untouched
 
 
+def test_register_impl_refuses_a_spec_that_is_not_a_spec(toy: str) -> None:
+    record = ImplRecord("toy", "odd", _impl, Spec.always(), priority=3)
+    object.__setattr__(record, "spec", "dtype == float16")  # changed after construction
+    with pytest.raises(TypeError, match="spec must be a Spec"):
+        register_impl(record)
+    assert resolve(toy, CallContext(toy, dtype=F32)).name == "beta"  # the family is untouched
+
+
 def test_impl_record_refuses_a_non_integer_priority_at_construction() -> None:
     with pytest.raises(TypeError, match="priority must be an int"):
         ImplRecord("toy", "odd", _impl, Spec.always(), priority=1.5)  # type: ignore[arg-type]
