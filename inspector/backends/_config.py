@@ -190,8 +190,13 @@ def _top_level(mapping: Mapping[Any, Any], source: str | None) -> tuple[dict[str
             continue
         try:
             value = mapping[key]
-        except Exception as exc:  # e.g. an OmegaConf '???' as a whole top-level value
-            raise ConfigError(f"Cannot read {key}: {exc}".splitlines()[0], key=key, source=source) from exc
+        except Exception as exc:  # e.g. an OmegaConf '???' or a broken ${...} as a whole top-level value
+            node = getattr(mapping, "_get_node", None)
+            if key in _TRAIN_RULES or node is None:
+                raise ConfigError(f"Cannot read {key}: {exc}".splitlines()[0], key=key, source=source) from exc
+            raw = node(key)  # not the inspector's section: kept as written ('???', '${...}'), unresolved
+            extra[key] = raw._value() if callable(getattr(raw, "_value", None)) else raw
+            continue
         if key in _TRAIN_RULES:
             own[key] = plain(value, key, source)
         else:

@@ -85,6 +85,9 @@ def load_plugins(registry: BackendRegistry, group: str = ENTRY_POINT_GROUP) -> t
     for ep in find_entry_points(group):
         dist = _distribution(ep)
         source = f"plugin {ep.name} = {ep.value}" + (f" (distribution {dist})" if dist else "")
+        if registry.origin_of(ep.name) == source:  # registered by an earlier, interrupted discovery
+            records.append(PluginInfo(ep.name, ep.value, dist, "registered"))
+            continue
         if registry.is_registered(ep.name):
             records.append(PluginInfo(ep.name, ep.value, dist, "shadowed", "name already registered"))
             logger.info("plugin backend %r ignored: the name is already registered", ep.name)

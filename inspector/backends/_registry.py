@@ -149,6 +149,11 @@ class BackendRegistry:
         """Whether ``name`` is registered now (does not trigger plugin discovery)."""
         return name in self._entries
 
+    def origin_of(self, name: str) -> str | None:
+        """Who registered backend ``name`` (``None`` when it is not registered); no discovery."""
+        entry = self._entries.get(name)
+        return None if entry is None else entry.origin
+
     def available_backends(self) -> list[str]:
         """Registered backend names, sorted; names that only failed to import are not listed."""
         self._ensure_plugins()

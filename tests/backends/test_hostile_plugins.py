@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 import os
 import subprocess
@@ -107,15 +108,23 @@ def test_an_entry_point_resolving_to_a_class_is_refused_at_discovery(hostile_sit
 
 
 def test_keyboard_interrupt_during_discovery_is_not_swallowed(tmp_path, monkeypatch):
-    site = write_distribution(tmp_path / "site", f"[{ENTRY_POINT_GROUP}]\nstop = interrupting_plugin\n")
+    site = write_distribution(
+        tmp_path / "site", f"[{ENTRY_POINT_GROUP}]\nearly = good_plugin\nstop = interrupting_plugin\n"
+    )
     monkeypatch.syspath_prepend(str(site))
     try:
         reg = BackendRegistry()
         with pytest.raises(KeyboardInterrupt):
             reg.available_backends()
         assert reg._plugins is None  # discovery did not finish, so the next lookup tries again
+        (site / "interrupting_plugin.py").write_text(SOURCES["good_plugin"])  # the user fixed it
+        importlib.invalidate_caches()
+        assert reg.available_backends() == ["early", "stop"]
+        # The plugin registered before the interrupt is its own, not shadowed by itself.
+        assert {p.name: p.status for p in reg.plugins()} == {"early": "registered", "stop": "registered"}
     finally:
         sys.modules.pop("interrupting_plugin", None)
+        sys.modules.pop("good_plugin", None)
 
 
 def test_a_process_with_an_exiting_plugin_keeps_every_lookup(hostile_site):

@@ -175,7 +175,15 @@ def test_to_dict_is_the_file_form_and_round_trips_through_dict_config(with_a, tm
     assert backends.load_config(path) == cfg
 
 
-def test_an_unreadable_top_level_value_is_a_config_error_naming_it(with_a):
-    source = OmegaConf.create({"data": {"dataset_type": "a"}, "run_dir": "???"})
-    with pytest.raises(ConfigError, match=re.escape("Cannot read run_dir: Missing mandatory value")):
+def test_an_unreadable_section_outside_data_passes_through_as_written(with_a):
+    source = OmegaConf.create({"data": {"dataset_type": "a"}, "run_dir": "???", "model": "${nowhere}"})
+    cfg = backends.load_config(source)
+    assert cfg.extra == {"run_dir": "???", "model": "${nowhere}"}  # the training code's to resolve
+    again = OmegaConf.create(cfg.to_dict())
+    assert OmegaConf.is_missing(again, "run_dir") and OmegaConf.is_interpolation(again, "model")
+
+
+def test_an_unreadable_value_of_the_inspectors_own_keys_names_it(with_a):
+    source = OmegaConf.create({"data": {"dataset_type": "a"}, "epochs": "???"})
+    with pytest.raises(ConfigError, match=re.escape("Cannot read epochs: Missing mandatory value")):
         backends.load_config(source)
