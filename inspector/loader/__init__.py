@@ -26,6 +26,7 @@ __all__ = [
     "FileStorage",
     "FileStorageLoader",
     "LeafInfo",
+    "LoadForkedError",
     "LoadTiming",
     "LoaderCrashedError",
     "LoaderError",
@@ -53,6 +54,7 @@ __all__ = [
 _HOMES = {
     "CallbackDeadlockError": "_errors",
     "CudaUnavailableError": "_errors",
+    "LoadForkedError": "_errors",
     "LoaderCrashedError": "_errors",
     "LoaderError": "_errors",
     "LoaderShutdownError": "_errors",
@@ -87,6 +89,7 @@ if TYPE_CHECKING:
         LoaderCrashedError,
         LoaderError,
         LoaderShutdownError,
+        LoadForkedError,
         SharedMemoryError,
         StorageCorruptError,
         StorageNotFoundError,

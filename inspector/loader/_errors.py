@@ -155,15 +155,32 @@ class WorkerSpawnError(LoaderError, OSError):
 
 
 class CallbackDeadlockError(LoaderError, RuntimeError):
-    """A callback waited on a load whose own callback can only run after it returns (on the same thread)."""
+    """A callback (or done-callback) waited on a load whose own callback can only run after it returns (on the same
+    thread): through ``result``, ``exception``, ``concurrent.futures.wait`` or ``as_completed``."""
 
     def __init__(self, path: str) -> None:
         self.path = path
         super().__init__(
             f"A loader callback waited on the load of {path!r}, whose callback runs on the same delivery "
             "thread after this one returns: that wait could never end\n"
-            "next step = wait outside the callback, chain with future.add_done_callback(...), "
-            "or load it without a callback (such loads complete without the delivery thread)"
+            "next step = wait outside the callback; or load it without a callback (such loads complete without "
+            "the delivery thread, so waiting on them works); or, instead of waiting, chain: "
+            "future.add_done_callback(fn) runs fn on the delivery thread once that load is done (fn must not wait "
+            "on such a load either)"
+        )
+
+
+class LoadForkedError(LoaderError, RuntimeError):
+    """In a child made by ``os.fork()``: a load the parent started before the fork, which only the parent can finish."""
+
+    def __init__(self, path: str, parent_pid: int) -> None:
+        self.path = path
+        self.parent_pid = parent_pid
+        super().__init__(
+            f"The load of {path!r} was started by the parent process (pid {parent_pid}) before this process "
+            "forked; it completes in the parent only\n"
+            "next step = load it again in this process (a load here starts this process's own workers), or wait "
+            "for it in the parent"
         )
 
 

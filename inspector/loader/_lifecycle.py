@@ -8,11 +8,16 @@ NOTE [ Loader shutdown ] in ``pool.worker_pool``).
 NOTE [ Loaders across fork ]
 A child made by ``os.fork()`` (or a ``DataLoader`` worker forked from a process that holds a
 loader) inherits the loader objects but none of their threads. Right after the fork, in the
-child, every core *abandons* its pool: the inherited descriptors are closed and nothing is
-sent, so the parent's workers keep serving the parent. The core also stops being the owner of
-anything the parent made: a private directory is the parent's to remove, and the exit hook and
-finalizers of the child touch only what the child itself created. A ``load`` in the child then
-starts the child's own workers and works as in any process.
+child, every core *abandons* its pool: it takes none of the locks it inherited (a parent
+thread may have held one at the fork, and nothing in the child would ever release it; each
+part gets fresh ones), closes the inherited descriptors and sends nothing, so the parent's
+workers keep serving the parent. Every future the child inherited still pending fails at once
+with ``LoadForkedError`` (the load belongs to the parent, which completes it there). The core
+also stops being the owner of anything the parent made: a private directory is the parent's to
+remove, and the exit hook and finalizers of the child touch only what the child itself created.
+A ``load`` in the child then starts the child's own workers and works as in any process. In
+the parent, the segments that arrays the child inherited may view are never recycled (NOTE
+[ Segment ownership ]), so what the child inherited never changes under it.
 """
 
 from __future__ import annotations

@@ -28,8 +28,8 @@ def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.Completed
         (["--sizes", ","], "is empty"),
         (["--workers", "0"], "--workers must be positive"),
         (["--out", "/nonexistent-folder/rows.csv"], "does not exist"),
-        (["--out", "/"], "is a directory"),
-        (["--out", "/proc/new.csv"], "is not writable"),
+        (["--out", "/"], "is a folder"),
+        (["--out", "/proc/new.csv"], "cannot create files in /proc"),
     ],
 )
 def test_bad_options_exit_2_with_one_line_before_running(args: list[str], fragment: str) -> None:

@@ -9,7 +9,8 @@ hop (NOTE [ Callbacks that wait ] in ``requests``).
 A callback that raises an ``Exception`` is logged with its traceback and the loader carries on;
 the load itself succeeded, so its future gets the object. Anything else a callback, ``on_error``
 or ``Storage.load`` raises (``SystemExit``, ``KeyboardInterrupt``: any ``BaseException``) goes to
-the future, which is always answered, and the thread keeps serving.
+the future, which is always answered, and the thread keeps serving. The thread also runs the
+functions given to ``future.add_done_callback`` (NOTE [ Callbacks that wait ] in ``requests``).
 """
 
 from __future__ import annotations
@@ -61,6 +62,15 @@ class InProcess:
 Item = Loaded | Failed | InProcess
 
 
+class _Stop:
+    """The last thing the delivery thread takes: run ``after``, then end."""
+
+    __slots__ = ("after",)
+
+    def __init__(self, after: Callable[[], None]) -> None:
+        self.after = after
+
+
 class Deliverer:
     """Completes loads: ``deliver_here`` on the calling thread, ``put`` on the delivery thread.
 
@@ -75,18 +85,30 @@ class Deliverer:
         staging: Any,
         token: object,
         name: str,
+        requests: dict[int, Request],
     ) -> None:
         self._segments = segments
         self._finished = finished
         self._record = record
         self._staging = staging
-        self._queue: queue.SimpleQueue[Item | Callable[[], None]] = queue.SimpleQueue()
+        self._requests = requests  # open requests by id: a request leaves once its future is answered
+        self._queue: queue.SimpleQueue[Item | _Stop | Callable[[], None]] = queue.SimpleQueue()
+        self._lock = threading.Lock()  # orders call_soon against the end of the thread
+        self._closed = False
         self.thread = threading.Thread(target=self._run, name=f"{name}-delivery", daemon=True)
         setattr(self.thread, DELIVERY_TOKEN, token)
         self.thread.start()
 
     def put(self, item: Item) -> None:
         self._queue.put(item)
+
+    def call_soon(self, fn: Callable[[], None]) -> bool:
+        """Run ``fn`` on the delivery thread after what is queued; False once the thread has ended (run it yourself)."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._queue.put(fn)
+        return True
 
     def deliver_here(self, item: Item) -> None:
         """Complete ``item`` on this thread (it runs no user code)."""
@@ -101,17 +123,31 @@ class Deliverer:
         # The books first, the future last: whoever waits on it runs as soon as it is answered.
         self._finished(request, outcome is None)
         _answer(request, obj, outcome)
+        self._requests.pop(request.id, None)
 
     def stop(self, after: Callable[[], None]) -> None:
         """End the thread once every item queued so far is delivered; then run ``after`` on it."""
-        self._queue.put(after)
+        self._queue.put(_Stop(after))
 
     def _run(self) -> None:
         while True:
             item = self._queue.get()
-            if callable(item):
-                item()
+            if type(item) is _Stop:
+                with self._lock:
+                    self._closed = True
+                while True:  # done-callbacks queued before the door closed still run
+                    try:
+                        late = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                    if callable(late):
+                        _run_guarded(late)
+                item.after()
                 return
+            if callable(item):
+                _run_guarded(item)
+                continue
+            assert not isinstance(item, _Stop)
             ok = False
             try:
                 ok = self._deliver(item)
@@ -120,6 +156,7 @@ class Deliverer:
                 _answer(item.request, None, RuntimeError("the loader could not deliver this load (see the log)"))
             finally:
                 self._finished(item.request, ok)
+                self._requests.pop(item.request.id, None)
                 del item  # holding the last item would keep its object (and segment) alive
 
     def _deliver(self, item: Item) -> bool:
@@ -181,6 +218,13 @@ def _answer(request: Request, obj: Any, error: BaseException | None) -> None:
             request.future.set_exception(error)
     except InvalidStateError:
         pass
+
+
+def _run_guarded(fn: Callable[[], None]) -> None:
+    try:
+        fn()
+    except BaseException:  # run_done_callbacks guards each callback; this is for a bug of ours
+        logger.exception("inspector.loader: running done-callbacks failed unexpectedly")
 
 
 def _call(fn: Callable[[Any], Any] | None, arg: Any, what: str, request: Request) -> BaseException | None:

@@ -57,6 +57,11 @@ class Dispatcher:
         self._pass = threading.Lock()
         self._again = False
 
+    def after_fork(self) -> None:
+        """In a forked child: a fresh pass lock (a parent thread may have held this one at the fork)."""
+        self._pass = threading.Lock()
+        self._again = False
+
     def kick(self, create: bool = False) -> None:
         """Dispatch what can be dispatched now; ``create`` only on the I/O thread (it may make segments)."""
         self._again = True
@@ -122,6 +127,7 @@ class Dispatcher:
         with self._state.lock:
             if worker is not None:
                 worker.in_flight.pop(request.id, None)
+            self._state.requests.pop(request.id, None)
             self._state.open -= 1
             if self._state.open == 0:
                 self._state.changed.notify_all()

@@ -75,6 +75,7 @@ class IOLoop:
         self._wake_lock = threading.Lock()
         self._wake_open = True
         self._wake_pending = False
+        self._epoll: select.epoll | None = None  # the thread's, kept here so a forked child can close it
         self.thread = threading.Thread(target=self._run, name=f"{config.name}-io", daemon=True)
 
     def start(self) -> None:
@@ -92,14 +93,27 @@ class IOLoop:
     def close(self) -> None:
         """Close the wake-up pipe (after the thread has stopped)."""
         with self._wake_lock:
-            if self._wake_open:
-                self._wake_open = False
-                os.close(self._wake_r)
-                os.close(self._wake_w)
+            self._close_pipe()
+
+    def abandon(self) -> None:
+        """In a forked child: close the inherited pipe and epoll descriptors without the lock (the parent's thread
+        may have held it at the fork, and is not here to release it)."""
+        self._wake_lock = threading.Lock()
+        epoll, self._epoll = self._epoll, None
+        if epoll is not None:
+            epoll.close()
+        with contextlib.suppress(OSError):
+            self._close_pipe()
+
+    def _close_pipe(self) -> None:
+        if self._wake_open:
+            self._wake_open = False
+            os.close(self._wake_r)
+            os.close(self._wake_w)
 
     # ---- the thread ---------------------------------------------------------------------------
     def _run(self) -> None:
-        epoll = select.epoll()
+        epoll = self._epoll = select.epoll()
         crashed = False
         try:
             epoll.register(self._wake_r, select.EPOLLIN)
@@ -146,6 +160,7 @@ class IOLoop:
                 self._state.stopped = True
                 self._state.changed.notify_all()
         finally:
+            self._epoll = None
             epoll.close()
             try:
                 self._teardown()  # fails what it held (see NOTE [ Loader shutdown ] in ``worker_pool``)

@@ -3,12 +3,17 @@
 NOTE [ Callbacks that wait ]
 Callbacks (and ``on_error``, custom ``Storage.load`` and CUDA copies) run on the pool's one
 delivery thread, one at a time; a load with none of them completes on the I/O thread without
-that hop. A callback that waits on another load's future therefore works when that load has no
-callback, and would wait forever when it has one (its callback is queued behind the one that is
-waiting). ``LoadFuture.result``/``exception`` tell the two apart: the second raises
-``CallbackDeadlockError`` at once; for the first, the pool stops counting callbacks queued
-behind the waiting one against its in-flight budget while the wait lasts, so the awaited load
-is dispatched even when that queue is full.
+that hop. Functions given to ``future.add_done_callback`` run on the delivery thread too (never
+on the I/O thread, whatever completed the future): anything they raise, ``SystemExit``
+included, is logged and the loader carries on. A callback that waits on another load's future
+therefore works when that load has no callback, and would wait forever when it has one (its
+callback is queued behind the one that is waiting). ``LoadFuture`` tells the two apart, for
+``result``/``exception`` and for ``concurrent.futures.wait``/``as_completed`` alike (they add a
+waiter to each future): the second raises ``CallbackDeadlockError`` at once, whatever the
+timeout; for the first, the pool stops counting callbacks queued behind the waiting one against
+its in-flight budget while the wait lasts, so the awaited load is dispatched even when that
+queue is full. A wait on the delivery thread through anything else (a ``threading.Event`` set
+by another callback) is not seen and waits as the user wrote it.
 """
 
 from __future__ import annotations
@@ -19,7 +24,7 @@ import threading
 import time
 import weakref
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Future, InvalidStateError
 from typing import Any, Protocol
 
 from inspector.loader._errors import CallbackDeadlockError
@@ -36,9 +41,43 @@ class WaitHooks(Protocol):
 
     def delivery_waits(self) -> contextlib.AbstractContextManager[None]: ...
 
+    def delivery_wait(self, change: int) -> None: ...
+
+    def run_done_callbacks(self, future: LoadFuture) -> bool: ...
+
+
+class _Waiters(list[Any]):
+    """A future's waiter list: ``concurrent.futures.wait`` and ``as_completed`` add to it and remove from it, so a
+    wait inside a callback is seen here as it is by ``result`` (see NOTE [ Callbacks that wait ]). It holds its
+    future only while that is pending."""
+
+    __slots__ = ("future", "pools")
+
+    def __init__(self, future: LoadFuture | None) -> None:
+        super().__init__()
+        self.future = future
+        self.pools: dict[int, Any] | None = None  # waiter id -> the pool whose callback waits
+
+    def append(self, waiter: Any) -> None:
+        future = self.future
+        pool = None if future is None else future._waiting_pool()  # CallbackDeadlockError: it could never end
+        if pool is not None:
+            pool.delivery_wait(1)
+            if self.pools is None:
+                self.pools = {}
+            self.pools[id(waiter)] = pool
+        super().append(waiter)
+
+    def remove(self, waiter: Any) -> None:
+        super().remove(waiter)
+        pool = self.pools.pop(id(waiter), None) if self.pools else None
+        if pool is not None:
+            pool.delivery_wait(-1)
+
 
 class LoadFuture(Future):
-    """A ``Future`` that refuses a wait that could never end and logs failures nobody retrieved.
+    """A ``Future`` that refuses a wait that could never end, runs done-callbacks off the I/O thread, and logs
+    failures nobody retrieved.
 
     A failed load always reaches its future and ``on_error``; when neither is looked at (no
     ``on_error``, and ``result()``/``exception()`` never called), the error is logged as a warning
@@ -49,6 +88,10 @@ class LoadFuture(Future):
     _observed = False
     _needs_delivery = False
     _pool: weakref.ref[Any] | None = None
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._waiter_list = self._waiters = _Waiters(self)
 
     def result(self, timeout: float | None = None) -> Any:
         self._observed = True
@@ -78,6 +121,24 @@ class LoadFuture(Future):
             raise CallbackDeadlockError(self._label)
         return pool
 
+    def _invoke_callbacks(self) -> None:
+        """Called by ``Future`` once this future is done: its done-callbacks go to the delivery thread."""
+        self._waiter_list.future = None  # done: no wait on it can block any more (and no cycle keeps it alive)
+        if not self._done_callbacks:  # type: ignore[attr-defined]
+            return
+        pool = self._pool() if self._pool is not None else None
+        if pool is None or not pool.run_done_callbacks(self):
+            run_done_callbacks(self)
+
+    def fail_after_fork(self, error: BaseException) -> None:
+        """In a child made by ``os.fork()``: fail this future at once, taking no lock a parent thread may have held."""
+        self._condition = threading.Condition()
+        self._waiters.clear()  # they belong to the parent's threads, which the child does not have
+        self._pool = None  # no delivery thread here: done-callbacks run on this thread
+        self._observed = True  # the parent has the real load; nothing is lost here
+        with contextlib.suppress(InvalidStateError):  # finished or cancelled before the fork
+            self.set_exception(error)
+
     def __del__(self) -> None:
         try:
             if not self._observed and not self.cancelled() and self.done() and self._exception is not None:
@@ -85,6 +146,18 @@ class LoadFuture(Future):
                                self._label, self._exception)  # fmt: skip
         except Exception:  # never raise from a finalizer (e.g. at interpreter exit)
             pass
+
+
+def run_done_callbacks(future: Future[Any]) -> None:
+    """Call ``future``'s done-callbacks here; whatever one raises is logged and the next one still runs."""
+    for fn in future._done_callbacks:  # type: ignore[attr-defined]
+        try:
+            fn(future)
+        except Exception:
+            logger.exception("inspector.loader: a done-callback %r raised; the loader keeps going", fn)
+        except BaseException as exc:  # SystemExit, KeyboardInterrupt: the future is already answered
+            logger.error("inspector.loader: a done-callback %r raised %s; ignored, the future was already "
+                         "complete", fn, type(exc).__name__)  # fmt: skip
 
 
 class Request:

@@ -26,6 +26,15 @@ descriptor**: mappings are made without keeping a descriptor (``mapping``), and 
 descriptor is closed when it is leased. A segment that comes back from a lease can then only
 go to a worker that has mapped it already; one that no live worker has mapped is dropped.
 
+*Across fork.* A child made by ``os.fork()`` inherits every mapping, so the arrays it inherits
+view the very pages the parent's segments hold. A segment leased when a fork happens is
+therefore never recycled by the parent: once its arrays die in the parent it is dropped, not
+given to a worker again, and the child's view of what it inherited never changes (the pages
+live on as long as the child maps them). Each lease records the fork epoch it was made in
+(``ForkEpoch``: counted after each fork in the parent, and marked as forking from just before
+the fork until then), and a released segment from an older epoch, or one released while a fork
+is under way, is dropped. Segments free or busy at the fork have no arrays to inherit.
+
 The callback may run on any thread, even inside garbage collection while this pool's lock is
 held, so it only appends to a deque (atomic, lock-free); the pool folds released segments back
 in the next time it is used. The pool never unmaps a segment a lease may still export: it drops
@@ -74,10 +83,35 @@ def _anonymous_fd(name: str) -> int:
     return fd
 
 
+class ForkEpoch:
+    """How many times this process has forked, and whether a fork is under way (see NOTE [ Segment ownership ])."""
+
+    count = 0
+    forking = False
+
+    @classmethod
+    def before(cls) -> None:
+        cls.forking = True
+
+    @classmethod
+    def after_in_parent(cls) -> None:
+        cls.count += 1  # first: a lease made during the fork is from the old epoch
+        cls.forking = False
+
+    @classmethod
+    def after_in_child(cls) -> None:
+        cls.forking = False
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=ForkEpoch.before, after_in_parent=ForkEpoch.after_in_parent,
+                        after_in_child=ForkEpoch.after_in_child)  # fmt: skip
+
+
 class Segment:
     """One shared-memory segment as the main process sees it."""
 
-    __slots__ = ("buffer", "capacity", "fd", "id", "last_used", "lease", "mapped_by", "state")
+    __slots__ = ("buffer", "capacity", "epoch", "fd", "id", "last_used", "lease", "mapped_by", "state")
 
     def __init__(self, seg_id: int, capacity: int, fd: int, buffer: Any) -> None:
         self.id = seg_id
@@ -88,6 +122,7 @@ class Segment:
         self.state: State = "busy"
         self.last_used = time.monotonic()
         self.lease: weakref.ref[np.ndarray] | None = None
+        self.epoch = 0  # ForkEpoch.count when it was last leased
 
     def close_fd(self) -> None:
         if self.fd >= 0:
@@ -203,6 +238,7 @@ class SegmentPool:
         """The uint8 array over ``seg`` that every delivered leaf will view; its death frees ``seg``."""
         base = np.frombuffer(seg.buffer, np.uint8, count=nbytes)
         seg.state = "leased"
+        seg.epoch = ForkEpoch.count
         seg.close_fd()  # a kept payload holds no descriptor
         released = self._released
         seg.lease = weakref.ref(base, lambda _ref: released.append(seg))  # kept on seg so it can fire
@@ -263,12 +299,18 @@ class SegmentPool:
             self._free.clear()
 
     def abandon(self) -> None:
-        """In a forked child: close the inherited descriptors and forget every segment, telling nobody."""
+        """In a forked child: close the inherited descriptors and forget every segment, telling nobody.
+
+        The lock is not taken but replaced: a parent thread may have held it at the fork.
+        """
+        self._lock = threading.Lock()
         self._closed = True
         for seg in list(self._segments.values()):
             seg.close_fd()
         self._segments.clear()
         self._free.clear()
+        self._released.clear()
+        self._unmaps.clear()
 
     def trim_idle(self) -> None:
         """Unmap free segments nobody has used for ``IDLE_DROP_S`` (the pool shrinks when idle)."""
@@ -292,6 +334,9 @@ class SegmentPool:
         while self._released:
             seg = self._released.popleft()
             if self._closed or seg.id not in self._segments:
+                continue
+            if seg.state == "leased" and (ForkEpoch.forking or seg.epoch != ForkEpoch.count):
+                self._drop(seg)  # a forked child may still view it: never write it again
                 continue
             seg.state = "free"
             seg.lease = None

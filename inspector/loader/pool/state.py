@@ -21,6 +21,7 @@ class PoolState:
     worker_num: int
     lock: threading.Lock = field(default_factory=threading.Lock)
     pending: deque[Request] = field(default_factory=deque)
+    requests: dict[int, Request] = field(default_factory=dict)  # open (not yet answered), by id: a fork fails them
     workers: list[WorkerHandle] = field(default_factory=list)
     restarts: list[int] = field(default_factory=list)
     open: int = 0  # submitted and not finished
@@ -38,6 +39,11 @@ class PoolState:
     def __post_init__(self) -> None:
         self.changed = threading.Condition(self.lock)
         self.restarts = [0] * self.worker_num
+
+    def after_fork(self) -> None:
+        """In a forked child: a fresh lock (a parent thread may have held this one at the fork)."""
+        self.lock = threading.Lock()
+        self.changed = threading.Condition(self.lock)
 
     def unreserve(self, request: Request) -> None:
         """Stop counting ``request``'s segment against the budget (hold ``lock``)."""

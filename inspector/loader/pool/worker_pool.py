@@ -26,6 +26,7 @@ descriptors are closed and nothing is sent, so the parent's workers and memory a
 from __future__ import annotations
 
 import contextlib
+import functools
 import itertools
 import logging
 import os
@@ -34,14 +35,14 @@ import time
 import weakref
 from collections.abc import Iterator
 
-from inspector.loader._errors import LoaderCrashedError, LoaderShutdownError, WorkerSpawnError
+from inspector.loader._errors import LoaderCrashedError, LoaderShutdownError, LoadForkedError, WorkerSpawnError
 from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.cuda import StagingPool
 from inspector.loader.pool.delivery import Deliverer, Failed, Item
 from inspector.loader.pool.dispatch import Dispatcher
 from inspector.loader.pool.io_loop import POLL_INTERVAL_S, IOLoop
 from inspector.loader.pool.records import LoaderStatus, WorkerStatus
-from inspector.loader.pool.requests import Request
+from inspector.loader.pool.requests import LoadFuture, Request, run_done_callbacks
 from inspector.loader.pool.segments import SegmentPool
 from inspector.loader.pool.state import PoolState
 from inspector.loader.pool.worker_handles import STOP_GRACE_S, WorkerHandle, start_worker, stop_workers
@@ -57,6 +58,7 @@ class WorkerPool:
     def __init__(self, config: PoolConfig) -> None:
         self.config = config
         self.token = object()  # names this pool to its futures (NOTE [ Callbacks that wait ])
+        self._pid = os.getpid()  # in a forked child: the parent, which started the loads it inherits
         self._weak_self = weakref.ref(self)
         self._state = PoolState(config.worker_num)
         self._keys = itertools.count()
@@ -70,7 +72,7 @@ class WorkerPool:
         except OSError as exc:  # no descriptor left for the wake-up pipe: nothing has started yet
             raise WorkerSpawnError(0, exc) from exc
         self._deliverer = Deliverer(self._segments, self._finished, config.record, self._staging, self.token,
-                                    config.name)  # fmt: skip
+                                    config.name, self._state.requests)  # fmt: skip
         try:
             for i in range(config.worker_num):  # one at a time, so a failure can stop those already started
                 self._state.workers.append(self._spawn(i))
@@ -94,20 +96,31 @@ class WorkerPool:
                 return False
             self._state.open += 1
             self._state.pending.append(request)
+            self._state.requests[request.id] = request
         self._dispatcher.kick()
         return True
 
     @contextlib.contextmanager
     def delivery_waits(self) -> Iterator[None]:
         """While a callback waits on a future, callbacks queued behind it do not hold up dispatching."""
-        with self._state.lock:
-            self._state.delivery_waiting += 1
-        self._dispatcher.kick()
+        self.delivery_wait(1)
         try:
             yield
         finally:
-            with self._state.lock:
-                self._state.delivery_waiting -= 1
+            self.delivery_wait(-1)
+
+    def delivery_wait(self, change: int) -> None:
+        """A callback starts (1) or stops (-1) waiting on a future (NOTE [ Callbacks that wait ])."""
+        with self._state.lock:
+            self._state.delivery_waiting += change
+        if change > 0:
+            self._dispatcher.kick()
+
+    def run_done_callbacks(self, future: LoadFuture) -> bool:
+        """Hand ``future``'s done-callbacks to the delivery thread; False when they must run on this one."""
+        if threading.current_thread() is self._deliverer.thread:
+            return False
+        return self._deliverer.call_soon(functools.partial(run_done_callbacks, future))
 
     def status(self) -> LoaderStatus:
         counts = self._segments.counts()
@@ -187,15 +200,24 @@ class WorkerPool:
             self._deliverer.thread.join(join_timeout)
 
     def abandon(self) -> None:
-        """In a child made by ``os.fork()``: close what was inherited, tell nobody (the parent owns it all)."""
+        """In a child made by ``os.fork()``: close what was inherited, tell nobody (the parent owns it all), and fail
+        the futures of loads the parent started (NOTE [ Loaders across fork ] in ``_lifecycle``).
+
+        No lock is taken: one of the parent's threads may have held any of them at the fork, and that thread
+        does not exist here to release it. Each part gets fresh locks before it is touched.
+        """
         state = self._state
+        state.after_fork()
         state.stopped = state.shut = state.exit = True
-        for worker in state.workers:
+        self._dispatcher.after_fork()
+        for worker in list(state.workers):
             with contextlib.suppress(OSError):
                 worker.close()
         self._segments.abandon()
-        with contextlib.suppress(OSError):
-            self._loop.close()
+        self._loop.abandon()
+        for request in list(state.requests.values()):
+            request.future.fail_after_fork(LoadForkedError(request.label, self._pid))
+        state.requests.clear()
 
     # ---- wiring -----------------------------------------------------------------------------
     def _spawn(self, index: int) -> WorkerHandle:
