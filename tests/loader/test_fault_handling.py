@@ -219,14 +219,21 @@ def test_a_callback_waiting_on_a_load_whose_callback_would_run_after_it_is_refus
 def test_a_waiting_callback_is_not_blocked_by_the_callbacks_queued_behind_it(loader: FileStorageLoader) -> None:
     inner = loader.save(["inner"])
     first_seen: list[Any] = []
-    release = threading.Event()
+    started, go, release = threading.Event(), threading.Event(), threading.Event()
 
     def first(_obj: Any) -> None:
+        started.set()
+        go.wait(WAIT_S)  # until the loads queued behind this callback fill the budget
         first_seen.append(loader.load(inner).result(WAIT_S))
 
     blocker = loader.save(["queued"])
     futures = [loader.load(loader.save(["first"]), first)]
-    futures += [loader.load(blocker, lambda _obj: release.wait(WAIT_S)) for _ in range(30)]  # fill the budget
-    assert futures[0].result(WAIT_S) == ["first"] and first_seen == [["inner"]]
-    release.set()
+    try:
+        assert started.wait(WAIT_S)
+        futures += [loader.load(blocker, lambda _obj: release.wait(WAIT_S)) for _ in range(30)]  # fill the budget
+        go.set()
+        assert futures[0].result(WAIT_S) == ["first"] and first_seen == [["inner"]]
+    finally:
+        go.set()
+        release.set()
     assert all(f.result(WAIT_S) for f in futures)

@@ -24,7 +24,7 @@ import numpy as np
 from inspector.loader._errors import CudaUnavailableError
 from inspector.loader.pool.segments import capacity_for
 from inspector.loader.storage.image import FactoryMaker, ImageFactory
-from inspector.loader.storage.layout import Prelude
+from inspector.loader.storage.plan import Plan
 
 _MAX_FREE_STAGING = 4
 
@@ -61,8 +61,8 @@ class StagingPool:
         self._streams: dict[int, Any] = {}
 
     def factory_maker(self, device: Any) -> FactoryMaker:
-        def make(image: np.ndarray, prelude: Prelude, doc: dict[str, Any]) -> ImageFactory:
-            return DeviceFactory(self, image, prelude, doc, device)
+        def make(image: np.ndarray, plan: Plan) -> ImageFactory:
+            return DeviceFactory(self, image, plan, device)
 
         return make
 
@@ -125,18 +125,18 @@ class StagingPool:
 class DeviceFactory(ImageFactory):
     """Tensor leaves as views of one device buffer; numpy leaves stay views of the host image."""
 
-    def __init__(self, pool: StagingPool, image: np.ndarray, prelude: Prelude, doc: dict[str, Any], device: Any):
-        super().__init__(image, prelude.data_start)
+    def __init__(self, pool: StagingPool, image: np.ndarray, plan: Plan, device: Any):
+        super().__init__(image, plan.data_start)
         self.h2d_seconds = 0.0
         self._device_bytes: Any = None
         self._span = (0, 0)
-        span = doc.get("tensor_span")
+        span = plan.tensor_span
         if span is not None:
             lo, hi = span
-            if not 0 <= lo <= hi <= prelude.data_len:
+            if not 0 <= lo <= hi <= plan.data_len:
                 raise ValueError(f"tensor_span {span} lies outside the data region")
             started = time.perf_counter()
-            source = image[prelude.data_start + lo : prelude.data_start + hi]
+            source = image[plan.data_start + lo : plan.data_start + hi]
             self._device_bytes = pool.upload(source, device)
             self._span = (lo, hi)
             self.h2d_seconds = time.perf_counter() - started
@@ -145,6 +145,5 @@ class DeviceFactory(ImageFactory):
         lo, hi = self._span
         if self._device_bytes is None or not lo <= offset <= offset + nbytes <= hi:
             raise ValueError(f"tensor bytes at {offset} lie outside tensor_span {self._span}")
-        self.leaves += 1
         tensor = self._device_bytes[offset - lo : offset - lo + nbytes].view(dtype).reshape(shape)
         return tensor.requires_grad_(True) if grad else tensor

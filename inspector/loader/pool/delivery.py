@@ -206,8 +206,7 @@ class Deliverer:
         assert segment is not None and request.path is not None
         image = self._segments.lease(segment, size)
         maker = None if request.device is None else self._staging.factory_maker(request.device)
-        obj, factory = decode_image(image, size, request.path, maker, request.prelude)
-        return obj, factory.leaves, getattr(factory, "h2d_seconds", 0.0)
+        return decode_image(image, size, request.path, maker, request.plan)
 
 
 def _answer(request: Request, obj: Any, error: BaseException | None) -> None:

@@ -2,14 +2,15 @@
 
 NOTE [ Request flow ]
 ``load`` queues its request and dispatches it on the caller's thread when a worker has room
-and a recycled segment fits: the prelude is read and checked (32 bytes, ``StorageFile``), and
-one message goes to the worker; the caller never waits for another thread. Requests that find
-no room wait in the queue and are dispatched by whichever thread frees a slot: the I/O thread
-when a reply arrives, the delivery thread when a callback returns. A request that needs a new
-segment waits for the I/O thread, the only one that creates segments (reserving hundreds of
-MiB takes a while, and ``load`` must not block). One dispatch pass runs at a time (a try-lock;
-a thread that finds it taken leaves a note, and the holder runs another pass), so each worker
-gets its requests in the order they were taken from the queue.
+and a recycled segment fits: the prelude and header are read and checked (``StorageFile``:
+every leaf against the data region, before any segment is picked), and one message goes to the
+worker; the caller never waits for another thread. Requests that find no room wait in the
+queue and are dispatched by whichever thread frees a slot: the I/O thread when a reply arrives,
+the delivery thread when a callback returns. A request that needs a new segment waits for the
+I/O thread, the only one that creates segments (reserving hundreds of MiB takes a while, and
+``load`` must not block). One dispatch pass runs at a time (a try-lock; a thread that finds it
+taken leaves a note, and the holder runs another pass), so each worker gets its requests in the
+order they were taken from the queue.
 
 Each worker holds up to ``depth`` requests, so it starts the next read the moment it finishes
 one. At most ``max_outstanding`` requests hold a segment at once (in flight or waiting for their
@@ -173,7 +174,7 @@ class Dispatcher:
         if hand_over:
             self._segments.mark_mapped(segment, worker.key)
         request.segment = segment
-        request.prelude = file.prelude
+        request.plan = file.plan
         request.worker, request.worker_key = worker.index, worker.key
         request.dispatched = time.perf_counter()
         with self._state.lock:

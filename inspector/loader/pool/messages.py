@@ -13,10 +13,11 @@ and descriptors sent with a message arrive with it (``SCM_RIGHTS``). The message
                      FileRead(request_id, size, read_start, read_end)
                      ReadFailed(request_id, kind, message, errno, traceback, read_start, read_end)
 
-The main process opens each file and checks its prelude against its real size before it picks
-a segment (``storage.reader.StorageFile``), then hands the open descriptor over, so the worker
-reads exactly the file that was checked, a FIFO or a file that only claims to be huge never
-reaches it, and it needs no path lookup of its own (each costs a system call). A worker answers
+The main process opens each file and checks its prelude and header against its real size
+(``storage.reader.StorageFile``, NOTE [ Header plans ]) before it picks a segment, then hands
+the open descriptor over, so the worker reads exactly the file that was checked, a FIFO or a
+file that only claims to be huge never reaches it, and it needs no path lookup of its own (each
+costs a system call). A worker answers
 its requests in the order it got them, one reply each, matched by ``request_id``. Array bytes
 never cross the socket: a worker reads a whole storage file straight into the shared-memory
 segment named by the request (NOTE [ Segment ownership ]). On the wire a record is

@@ -164,7 +164,7 @@ class Request:
     """One ``load`` call on its way through the pool (internal and mutable; a plain class: one per load)."""
 
     __slots__ = ("callback", "device", "dispatched", "future", "id", "needs_delivery", "on_error", "path",
-                 "prelude", "queued", "reserved", "running", "segment", "storage", "submitted", "worker",
+                 "plan", "queued", "reserved", "running", "segment", "storage", "submitted", "worker",
                  "worker_key")  # fmt: skip
 
     def __init__(
@@ -188,7 +188,7 @@ class Request:
         self.worker: int | None = None
         self.worker_key = -1
         self.segment: Any = None
-        self.prelude: Any = None  # checked when the file was opened for the worker
+        self.plan: Any = None  # the header, checked when the file was opened for the worker
         self.running = False
         self.reserved = 0  # segment bytes counted against the pool's budget
         self.queued = False  # went through the delivery thread's queue

@@ -95,7 +95,7 @@ def handle_read(maps: dict[int, Any], request: ReadFile, received: Received) -> 
 
 
 def read_into_segment(fd: int, segment: Any, request_id: int, size: int) -> Any:
-    """Read ``size`` bytes of the open file ``fd`` (its prelude already checked) into ``segment``; the reply."""
+    """Read ``size`` bytes of the open file ``fd`` (its header already checked) into ``segment``; the reply."""
     started = time.perf_counter()
     try:
         with memoryview(segment).cast("B") as view:

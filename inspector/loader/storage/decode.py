@@ -1,16 +1,17 @@
-"""Rebuilding a payload from header tokens over a data region (see NOTE [ Payload tree tokens ] in ``encode``)."""
+"""Reading a header: its JSON, its dtypes and its scalar tokens (see NOTE [ Payload tree tokens ] in ``encode``).
+
+The tree itself is checked and rebuilt through a compiled ``plan`` (NOTE [ Header plans ]).
+"""
 
 from __future__ import annotations
 
 import json
-import math
 import struct
 from typing import Any, Protocol
 
 import numpy as np
 
 from inspector.loader._errors import StorageCorruptError
-from inspector.loader.storage.dtypes import torch_dtype
 
 _DOUBLE = struct.Struct("<d")
 
@@ -58,12 +59,6 @@ def numpy_dtype(token: Any, path: str) -> np.dtype:
     return dtype
 
 
-def _shape(value: Any, path: str) -> tuple[int, ...]:
-    if not isinstance(value, list) or not all(type(d) is int and d >= 0 for d in value):
-        raise StorageCorruptError(path, f"bad shape {value!r}")
-    return tuple(value)
-
-
 def scalar(token: list[Any], path: str) -> Any:
     tag = token[0]
     try:
@@ -86,82 +81,3 @@ def scalar(token: list[Any], path: str) -> Any:
     except (TypeError, ValueError, IndexError, struct.error) as exc:
         raise StorageCorruptError(path, f"bad {tag!r} token {token!r} ({exc})") from None
     raise StorageCorruptError(path, f"unknown token tag {tag!r}")
-
-
-_LAYOUTS: dict[tuple[Any, ...], tuple[Any, tuple[int, ...], int]] = {}  # leaves repeat their dtype and shape
-_LAYOUTS_KEPT = 4096
-
-
-def decode(doc: dict[str, Any], factory: LeafFactory, data_len: int, path: str) -> Any:
-    """Rebuild the object from a parsed header; every array leaf comes from ``factory``."""
-    stack: list[list[Any]] = []  # frames: [tag, items needed, items]
-    layouts = _LAYOUTS
-    make_array, make_tensor = factory.array, factory.tensor
-    done = False
-    result: Any = None
-    for token in doc["tokens"]:
-        kind = type(token)
-        if kind is list and token and type(token[0]) is str:
-            tag = token[0]
-            if (tag == "A" and len(token) == 4) or (tag == "T" and len(token) == 5 and type(token[4]) is bool):
-                shape_token = token[2]
-                key = (tag, token[1], tuple(shape_token) if type(shape_token) is list else shape_token)
-                layout = layouts.get(key)
-                if layout is None:
-                    layout = _leaf_layout(tag, token[1], shape_token, path)
-                    if len(layouts) < _LAYOUTS_KEPT:
-                        layouts[key] = layout
-                dtype, shape, nbytes = layout
-                offset = token[3]
-                if type(offset) is not int or offset < 0 or offset + nbytes > data_len:
-                    raise StorageCorruptError(path, f"array bytes [{offset}, +{nbytes}) lie outside the data region")
-                if tag == "A":
-                    value: Any = make_array(dtype, shape, offset, nbytes)
-                else:
-                    value = make_tensor(dtype, shape, offset, nbytes, token[4])
-            elif tag in ("l", "t", "d") and len(token) == 2 and type(token[1]) is int and token[1] >= 0:
-                need = token[1] * (2 if tag == "d" else 1)
-                if need:
-                    stack.append([tag, need, []])
-                    continue
-                value = [] if tag == "l" else () if tag == "t" else {}
-            else:
-                value = scalar(token, path)
-        elif token is None or kind is str or kind is int or kind is bool:
-            value = token
-        else:
-            raise StorageCorruptError(path, f"unexpected token {token!r}")
-        while stack:
-            frame = stack[-1]
-            items = frame[2]
-            items.append(value)
-            if len(items) < frame[1]:
-                break
-            stack.pop()
-            value = _build(frame, path)
-        else:
-            if done:
-                raise StorageCorruptError(path, "tokens continue after the tree is complete")
-            done, result = True, value
-    if stack or not done:
-        raise StorageCorruptError(path, "the token list ends before the tree is complete")
-    return result
-
-
-def _leaf_layout(tag: str, dtype_token: Any, shape_token: Any, path: str) -> tuple[Any, tuple[int, ...], int]:
-    """(dtype, shape, byte count) of an array leaf, checked once per distinct (dtype, shape)."""
-    dtype = numpy_dtype(dtype_token, path) if tag == "A" else torch_dtype(dtype_token, path)
-    shape = _shape(shape_token, path)
-    return dtype, shape, math.prod(shape) * dtype.itemsize
-
-
-def _build(frame: list[Any], path: str) -> Any:
-    tag, _need, items = frame
-    if tag == "l":
-        return items
-    if tag == "t":
-        return tuple(items)
-    try:
-        return dict(zip(items[0::2], items[1::2], strict=True))
-    except TypeError as exc:
-        raise StorageCorruptError(path, f"unusable dict key ({exc})") from None

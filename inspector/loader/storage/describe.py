@@ -9,7 +9,6 @@ from typing import Any
 import numpy as np
 
 from inspector.loader._errors import StorageNotFoundError
-from inspector.loader.storage.decode import decode, parse_header
 from inspector.loader.storage.handles import Storage
 from inspector.loader.storage.key_paths import KeyPath, format_key_path
 from inspector.loader.storage.reader import StorageFile
@@ -58,14 +57,12 @@ def describe_storage(storage: Storage | str | os.PathLike[str]) -> StorageInfo:
     path = os.fspath(storage.path if isinstance(storage, Storage) else storage)
     try:
         with StorageFile(path) as file:
-            header = file.read_header()
-            size, prelude = file.size, file.prelude
+            size, prelude, plan = file.size, file.prelude, file.plan
     except FileNotFoundError:
         raise StorageNotFoundError(path) from None
-    doc = parse_header(header, path)
-    tree = decode(doc, _Placeholders(), prelude.data_len, path)
+    tree = plan.build(None, _Placeholders())
     return StorageInfo(path, size, prelude.header_len, prelude.data_start, prelude.data_len, _leaves(tree),
-                       len(doc["tokens"]))  # fmt: skip
+                       plan.tokens)  # fmt: skip
 
 
 @dataclass(frozen=True, eq=False)

@@ -47,8 +47,8 @@ class FileStorage(Storage):
 
     def load(self) -> Any:
         """Read and rebuild the payload in this thread, into private memory."""
-        image = read_file_image(self.path)
-        obj, _factory = decode_image(image, image.size, self.path)
+        image, plan = read_file_image(self.path)
+        obj, _leaves, _h2d = decode_image(image, image.size, self.path, plan=plan)
         return obj
 
 

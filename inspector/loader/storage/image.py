@@ -13,9 +13,9 @@ from typing import Any
 import numpy as np
 
 from inspector.loader._errors import StorageCorruptError, StorageNotFoundError
-from inspector.loader.storage.decode import decode, parse_header
 from inspector.loader.storage.dtypes import numpy_twin
-from inspector.loader.storage.layout import PRELUDE_SIZE, Prelude, check_header_crc, parse_prelude
+from inspector.loader.storage.layout import PRELUDE_SIZE, parse_prelude
+from inspector.loader.storage.plan import Plan, plan_for
 from inspector.loader.storage.reader import StorageFile
 
 
@@ -25,16 +25,13 @@ class ImageFactory:
     def __init__(self, image: np.ndarray, data_start: int) -> None:
         self.image = image
         self.data_start = data_start
-        self.leaves = 0
 
     def array(self, dtype: np.dtype, shape: tuple[int, ...], offset: int, nbytes: int) -> Any:
-        self.leaves += 1
-        return np.ndarray(shape, dtype, buffer=self.image, offset=self.data_start + offset)
+        return np.ndarray(shape, dtype, self.image, self.data_start + offset)
 
     def tensor(self, dtype: Any, shape: tuple[int, ...], offset: int, nbytes: int, grad: bool) -> Any:
         import torch
 
-        self.leaves += 1
         start = self.data_start + offset
         twin = numpy_twin(dtype)
         if twin is not None:
@@ -45,21 +42,7 @@ class ImageFactory:
         return tensor.requires_grad_(True) if grad else tensor
 
 
-def read_header(
-    image: np.ndarray, size: int, path: str, prelude: Prelude | None = None
-) -> tuple[Prelude, dict[str, Any]]:
-    """The prelude and parsed header of a file image; ``prelude`` is one already checked when the file was opened.
-
-    The header bytes in the image are checked against the prelude's CRC either way: memory is not the file.
-    """
-    if prelude is None or prelude.file_size != size:
-        prelude = parse_prelude(image[:PRELUDE_SIZE].data, size, path)
-    header = image[PRELUDE_SIZE : PRELUDE_SIZE + prelude.header_len].data
-    check_header_crc(header, prelude, path)
-    return prelude, parse_header(header, path)
-
-
-FactoryMaker = Callable[[np.ndarray, Prelude, dict[str, Any]], ImageFactory]
+FactoryMaker = Callable[[np.ndarray, Plan], ImageFactory]
 
 
 def decode_image(
@@ -67,25 +50,33 @@ def decode_image(
     size: int,
     path: str,
     make_factory: FactoryMaker | None = None,
-    prelude: Prelude | None = None,
-) -> tuple[Any, ImageFactory]:
-    """(object, the factory that built its leaves) from a file image; ``StorageCorruptError`` if unsound."""
-    prelude, doc = read_header(image, size, path, prelude)
-    factory = ImageFactory(image, prelude.data_start) if make_factory is None else make_factory(image, prelude, doc)
+    plan: Plan | None = None,
+) -> tuple[Any, int, float]:
+    """(object, leaves, seconds of host-to-device copying) from a file image; ``plan`` is the one checked when the
+    file was opened (without it, the prelude and header are read from the image and checked first)."""
+    if plan is None:
+        prelude = parse_prelude(image[:PRELUDE_SIZE].data, size, path)
+        plan = plan_for(image[PRELUDE_SIZE : PRELUDE_SIZE + prelude.header_len].tobytes(), prelude, path)
+    elif plan.file_size != size:
+        raise StorageCorruptError(path, f"truncated while being read: {size} of {plan.file_size} bytes")
+    factory = None
+    if make_factory is not None:
+        factory = make_factory(image, plan)
+    elif plan.has_tensors:
+        factory = ImageFactory(image, plan.data_start)
     try:
-        obj = decode(doc, factory, prelude.data_len, path)
-    except StorageCorruptError:
-        raise
-    except (TypeError, ValueError, RuntimeError) as exc:  # e.g. requires_grad on an integer tensor
+        obj = plan.build(image, factory)
+    except (TypeError, ValueError, RuntimeError) as exc:  # a device copy that failed, say
         raise StorageCorruptError(path, f"cannot build a leaf ({exc})") from None
-    return obj, factory
+    return obj, len(plan.leaves), getattr(factory, "h2d_seconds", 0.0)
 
 
-def read_file_image(path: str) -> np.ndarray:
-    """The whole file in a new uint8 array (the synchronous path; the loader reads into shared memory).
+def read_file_image(path: str) -> tuple[np.ndarray, Plan]:
+    """The whole file in a new uint8 array, and its checked plan (the synchronous path; the loader reads into
+    shared memory).
 
-    The prelude is checked against the file's real size before the array is allocated, so a
-    file that only claims to be big costs nothing.
+    The prelude and header are checked against the file's real size before the array is allocated,
+    so a file that only claims to be big, or whose header is garbled, costs nothing.
     """
     try:
         file = StorageFile(path)
@@ -96,4 +87,4 @@ def read_file_image(path: str) -> np.ndarray:
         got = file.read_into(image.data)
     if got != file.size:
         raise StorageCorruptError(path, f"truncated while being read: {got} of {file.size} bytes")
-    return image
+    return image, file.plan

@@ -1,12 +1,14 @@
-"""The one way a storage file is opened and checked (standard library only: the worker imports it).
+"""The one way a storage file is opened and checked.
 
-Every reader goes through ``StorageFile``: the worker (into a shared-memory segment), the
-synchronous ``FileStorage.load`` (into a new array), the pool sizing a segment, and
+Every reader goes through ``StorageFile``: the synchronous ``FileStorage.load`` (into a new
+array), the pool before it picks a segment and hands the open descriptor to a worker, and
 ``describe_storage``. It opens with ``O_NONBLOCK`` so a FIFO planted at the path cannot hang
 the reader, refuses anything that is not a regular file, takes the size from ``fstat`` on the
-open descriptor (so the check and the read see the same file), and reads and checks the 32
-prelude bytes against that size before anything else is read or reserved (NOTE [ Storage file
-format ] in ``layout``).
+open descriptor (so the check and the read see the same file), reads the 32 prelude bytes and
+the header (one ``pread`` when the header is small) and checks them completely against that
+size before anything else is read or reserved: prelude, header CRC, JSON, and every leaf
+against the data region (NOTE [ Storage file format ] in ``layout``, NOTE [ Header plans ] in
+``plan``).
 """
 
 from __future__ import annotations
@@ -17,11 +19,14 @@ import stat
 from types import TracebackType
 
 from inspector.loader._errors import StorageCorruptError
-from inspector.loader.storage.layout import PRELUDE_SIZE, Prelude, check_header_crc, parse_prelude
+from inspector.loader.storage.layout import PRELUDE_SIZE, Prelude, parse_prelude
+from inspector.loader.storage.plan import Plan, plan_for
+
+HEAD_READ = 4096  # bytes read at once from the start: the prelude and, for most payloads, the whole header
 
 
 class StorageFile:
-    """``path`` opened for reading with its prelude checked; ``size`` and ``prelude`` describe it.
+    """``path`` opened for reading with its prelude and header checked; ``size``, ``prelude`` and ``plan`` describe it.
 
     Raises ``FileNotFoundError`` (the caller knows why a file may be gone), ``StorageCorruptError``
     for anything that is not a complete storage file, and ``OSError`` for the rest (EMFILE, EACCES).
@@ -35,22 +40,22 @@ class StorageFile:
             if not stat.S_ISREG(info.st_mode):
                 raise StorageCorruptError(path, f"not a regular file ({_kind(info.st_mode)})")
             self.size = info.st_size
-            head = os.pread(self._fd, PRELUDE_SIZE, 0)
+            head = os.pread(self._fd, HEAD_READ, 0)
             self.prelude: Prelude = parse_prelude(head, self.size, path)
+            length = self.prelude.header_len
+            if len(head) >= PRELUDE_SIZE + length:
+                header = head[PRELUDE_SIZE : PRELUDE_SIZE + length]
+            else:
+                header = os.pread(self._fd, length, PRELUDE_SIZE)
+            if len(header) != length:
+                raise StorageCorruptError(path, "truncated while reading its header")
+            self.plan: Plan = plan_for(header, self.prelude, path)
         except BaseException:
             os.close(self._fd)
             raise
 
     def fileno(self) -> int:
         return self._fd
-
-    def read_header(self) -> bytes:
-        """The header bytes, checked against the prelude's CRC."""
-        header = os.pread(self._fd, self.prelude.header_len, self.prelude.header_start)
-        if len(header) != self.prelude.header_len:
-            raise StorageCorruptError(self.path, "truncated while reading its header")
-        check_header_crc(header, self.prelude, self.path)
-        return header
 
     def read_into(self, view: memoryview) -> int:
         """Fill ``view`` from the start of the file; the bytes read (fewer if the file shrank)."""
