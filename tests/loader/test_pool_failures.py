@@ -2,7 +2,8 @@
 
 Every fault here is real: "the OS refuses to start a process" is a descriptor table filled for
 real (``descriptors_exhausted``), so creating the socket pair or the pipes a new process needs
-fails with EMFILE.
+fails with EMFILE; a worker out of descriptors has its own limit lowered for real (``prlimit``
+through psutil), so the descriptors sent with a request never reach it.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import psutil
 import pytest
 from loader_probes import descriptors_exhausted, loader_threads, wait_gone, worker_processes
 from waiting import WAIT_S
@@ -192,3 +194,22 @@ def test_the_interpreter_exits_even_while_a_callback_blocks_forever(tmp_path: Pa
         if process.poll() is None:
             process.kill()
             process.wait()
+
+
+def test_a_worker_out_of_descriptors_fails_that_load_with_emfile_and_serves_again() -> None:
+    with FileStorageLoader(worker_num=1, ttl=None) as loader:
+        small, big = loader.save({"a": np.arange(10)}), loader.save({"b": np.ones(3 << 20, np.uint8)})
+        assert int(loader.load(small).result(WAIT_S)["a"].sum()) == 45
+        (worker,) = loader.status().workers
+        process = psutil.Process(worker.pid)
+        soft, hard = process.rlimit(psutil.RLIMIT_NOFILE)
+        process.rlimit(psutil.RLIMIT_NOFILE, (len(os.listdir(f"/proc/{worker.pid}/fd")), hard))  # none left
+        try:
+            with pytest.raises(OSError) as info:  # a new segment and the file: two descriptors it cannot take
+                loader.load(big).result(WAIT_S)
+            assert info.value.errno == errno.EMFILE and big.path in str(info.value)
+        finally:
+            process.rlimit(psutil.RLIMIT_NOFILE, (soft, hard))
+        assert int(loader.load(big).result(WAIT_S)["b"].sum()) == 3 << 20  # the same worker, not a replacement
+        (after,) = loader.status().workers
+        assert (after.pid, after.alive, after.restarts) == (worker.pid, True, 0)

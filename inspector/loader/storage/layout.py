@@ -14,12 +14,16 @@ Nothing in the file is ever executed: the header is parsed by ``json`` and check
 closed vocabulary of tags and dtypes, and array bytes are only ever viewed as arrays. That is
 why a worker can ``readinto`` the whole file straight into a shared-memory segment and the main
 process can build arrays over that segment without a copy. The exact file size is implied by
-the prelude, so every reader (``reader.StorageFile``: the worker, the synchronous load, the
-pool sizing a segment, ``describe_storage``) reads the 32 prelude bytes first and checks the
-declared sizes against the file's real size before it reads or reserves anything else: a
-truncated file, or a huge sparse one that only looks big, is refused after 32 bytes. The header
-CRC catches a garbled header. The array bytes carry no checksum: hashing them would halve throughput, and a
-flipped bit there cannot make the loader misbehave, only deliver a different number.
+the prelude, so every reader (``reader.StorageFile``: the synchronous load, the pool before it
+picks a segment, ``describe_storage``) reads the prelude and the header first (one read of the
+first ``HEAD_READ`` bytes, a second only for a longer header) and checks both completely before
+it reads or reserves anything else: the declared sizes against the file's real size, the header
+CRC (a garbled header), its JSON, and every leaf against the data region, which must be exactly
+as long as its arrays need (NOTE [ Header plans ]). A truncated file, a garbled header, or a
+huge sparse file that only looks big is refused after reading its first 4 KiB (and the rest of
+its header, if longer), and nothing of the file's size is allocated or reserved. The array bytes
+carry no checksum: hashing them would halve throughput, and a flipped bit there cannot make the
+loader misbehave, only deliver a different number.
 Files are written to a temporary name in the same directory with mode 0600 and renamed into
 place, so a reader never sees a half-written file.
 """
