@@ -52,6 +52,20 @@ def test_a_plain_script_without_a_main_guard(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+def test_a_module_in_the_working_directory_shadowing_the_standard_library_never_reaches_a_worker(
+    tmp_path: Path,
+) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "socket.py").write_text("raise ImportError('the socket.py of the working directory was imported')\n")
+    script = tmp_path / "script.py"
+    script.write_text(textwrap.dedent(SCRIPT).format(path=[p for p in sys.path if p not in ("", ".")]))
+    result = subprocess.run([sys.executable, str(script)], cwd=work, capture_output=True, text=True,
+                            timeout=WAIT_S)  # fmt: skip
+    check_output(result)
+
+
+@pytest.mark.slow
 def test_code_piped_on_stdin() -> None:
     result = subprocess.run([sys.executable, "-"], input=script_text(), capture_output=True, text=True,
                             timeout=WAIT_S)  # fmt: skip

@@ -1,9 +1,11 @@
 """Worker processes as the main process sees them: start one, stop them all.
 
 NOTE [ Starting workers ]
-A worker is a fresh interpreter, ``python -c <bootstrap> inspector-dir FD INDEX PARENT_PID``,
-started with ``subprocess.Popen``: the bootstrap puts the directory this ``inspector`` package
-was imported from first on ``sys.path`` and runs ``worker_process.main``. Unlike a
+A worker is a fresh interpreter, ``python -P -c <bootstrap> inspector-dir FD INDEX PARENT_PID``,
+started with ``subprocess.Popen``: ``-P`` keeps the working directory off ``sys.path`` (a
+``socket.py`` where the user happens to be must not replace the standard library's), and the
+bootstrap puts the directory this ``inspector`` package was imported from first on
+``sys.path`` and runs ``worker_process.main``. Unlike a
 ``multiprocessing`` spawn it never imports the user's ``__main__``, so the loader works the same
 from a script without an ``if __name__ == "__main__":`` guard, code piped on stdin, ``python -c``,
 Jupyter, pytest and ``torchrun``; and unlike ``fork`` it copies none of the user's threads, locks
@@ -64,7 +66,7 @@ class WorkerHandle:
 
 def worker_command(fd: int, index: int) -> list[str]:
     """The command line that starts worker ``index`` serving on socket ``fd``."""
-    return [_executable(), "-c", _BOOTSTRAP, PACKAGE_PARENT, str(fd), str(index), str(os.getpid())]
+    return [_executable(), "-P", "-c", _BOOTSTRAP, PACKAGE_PARENT, str(fd), str(index), str(os.getpid())]
 
 
 def describe_command() -> str:
