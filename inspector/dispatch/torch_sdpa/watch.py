@@ -198,7 +198,15 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         if len(self.calls) >= self.limit:
             self.dropped += 1
             return call(*args, **kwargs)
-        record = self._record(args, kwargs)
+        try:
+            record = self._record(args, kwargs)
+        except Exception as exc:  # a call the inspector cannot read: PyTorch answers it, in its own words
+            result = call(*args, **kwargs)
+            self.calls.calls.append(WatchedCall(
+                len(self.calls), "unknown", "unknown", "inspector", (), "", "", (), 0.0, False, None, False, False,
+                (), None, note=f"the inspector could not read this call ({type(exc).__name__}: {exc})",
+            ))
+            return result
         with torch.profiler.record_function(f"torch_sdpa:{record.backend}"):
             return call(*args, **kwargs)
 
