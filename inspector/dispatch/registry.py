@@ -195,6 +195,13 @@ def _family(name: str) -> OpFamily:
     return family
 
 
+def is_steered(name: str) -> bool:
+    """Whether ``name`` mirrors another library's dispatch (it registered a ``Steer``): then only
+    ``op_backend`` blocks, which steer that library too, select its rows (see ``selection``)."""
+    family = _FAMILIES.get(name)
+    return family is not None and family.steer is not None
+
+
 def get_family(name: str) -> OpFamily:
     """The registered family record (frozen); ``UnknownFamilyError`` lists the known ones."""
     return _family(name)

@@ -16,7 +16,7 @@ from inspector.dispatch.overrides import _OVERRIDES
 from inspector.dispatch.plan import FamilyPlan, adhoc_record
 from inspector.dispatch.recorder import ACTIVE, note_all
 from inspector.dispatch.records import Resolution
-from inspector.dispatch.registry import _PLANS, get_family, plan_for
+from inspector.dispatch.registry import _PLANS, get_family, is_steered, plan_for
 from inspector.dispatch.selection import ENV_VAR, PROFILE, TIER, UNSEEDED, seeded
 
 
@@ -41,7 +41,7 @@ def decide_in(plan: FamilyPlan, ctx: CallContext, explicit: Any = None) -> Resol
         if handle is not None:
             return select_strict(plan, ctx, handle, "context")
     selection = TIER.mapping
-    if selection:
+    if selection and not is_steered(family):  # a steered family takes no process-wide selection (see selection)
         return _process_tier(plan, ctx, selection)
     return plan.chain(ctx)
 

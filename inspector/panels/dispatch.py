@@ -28,6 +28,8 @@ from inspector.dispatch import (
     set_op,
     what_if,
 )
+from inspector.dispatch.registry import is_steered
+from inspector.dispatch.selection import steered_hint
 from inspector.dispatch.torch_sdpa import ensure_registered
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel, busy
 from inspector.panels._guard import ErrorLine, StaleMark
@@ -188,10 +190,21 @@ class DispatchPanel(Panel[DispatchState]):
         self.toggles[family].value = AUTO if row is None else row
 
     def apply_process_wide(self) -> None:
-        """Make the toggles' selection process-wide with ``set_op`` (soft: falls through when incapable)."""
+        """Make the toggles' selection process-wide with ``set_op`` (soft: falls through when incapable).
+
+        A steered family (``torch_sdpa``) takes no process-wide selection; its toggle keeps acting
+        in ``panel.selection()`` blocks, and the panel says so.
+        """
+        skipped = []
         for family, toggle in self.toggles.items():
+            if is_steered(family):
+                if toggle.value != AUTO:
+                    skipped.append(family)
+                continue
             set_op(family, None if toggle.value == AUTO else toggle.value)
         self.refresh()
+        if skipped:
+            self.set_status(f"set_op left out {', '.join(skipped)}: {steered_hint(skipped[0])}")
 
     def clear_process_wide(self) -> None:
         for family in self.toggles:

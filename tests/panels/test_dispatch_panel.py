@@ -164,6 +164,16 @@ def test_process_wide_selection_uses_set_op(panel: DispatchPanel) -> None:
     assert dict(process_selection()) == {}
 
 
+def test_process_wide_selection_leaves_torch_sdpa_out_and_says_so(panel: DispatchPanel) -> None:
+    panel.select("torch_sdpa", "math")
+    panel.select("rotary", "torch")
+    panel.apply_process_wide()
+    assert dict(process_selection()) == {"rotary": "torch"}
+    assert "set_op left out torch_sdpa" in panel.status.value and "op_backend(torch_sdpa=" in panel.status.value
+    with panel.selection():  # the toggle still steers PyTorch for a block
+        assert torch._fused_sdp_choice(*(torch.randn(1, 2, 4, 8),) * 3) == 0  # SDPBackend.MATH
+
+
 def test_env_editor_and_profile(panel: DispatchPanel, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INSPECTOR_OPS", "")
     panel.apply_env("profile=reference")
