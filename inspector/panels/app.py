@@ -37,8 +37,9 @@ def user_registered_anything() -> bool:
     from inspector._free_names import ORIGIN
     from inspector.backends import default_registry
     from inspector.dispatch.registry import _FAMILIES
+    from inspector.dispatch.torch_sdpa.family import ORIGIN as TORCH_SDPA
 
-    builtin = (ORIGIN, "inspector.dispatch.torch_sdpa.family")
+    builtin = (ORIGIN, TORCH_SDPA)
     if any(family.origin not in builtin for family in _FAMILIES.values()):
         return True
     return any(not b.origin.startswith(ORIGIN) for b in default_registry().snapshot().backends)

@@ -118,14 +118,27 @@ def plan_for_order(order: tuple[str, ...]) -> FamilyPlan:
     return FamilyPlan(FAMILY, rows, rows[order.index(MATH)], complete)
 
 
-def register() -> None:
-    """(Re-)register ``torch_sdpa`` in the dispatch registry (importing the package does it once)."""
+ORIGIN = "inspector.dispatch.torch_sdpa"
+
+
+def register(*, replace: bool = False) -> bool:
+    """(Re-)register ``torch_sdpa`` in the dispatch registry (importing the package does it once).
+
+    A family of that name that someone else registered is kept (``inspector.examples.skipped()``
+    says so) unless ``replace``; ``predict``, ``trace_call`` and ``watch`` describe PyTorch either
+    way. Returns whether the inspector's family is registered now.
+    """
+    from inspector._free_names import may_register_family
     from inspector.dispatch.torch_sdpa.steering import TORCH_STEER
 
+    if not replace and not may_register_family(FAMILY, origin=ORIGIN):
+        return False
     register_family(
         FAMILY, lambda: records(machine_order()), MATH, extractor=context_from_call, completer=complete,
         steer=TORCH_STEER, description="PyTorch's own scaled_dot_product_attention backends, as PyTorch picks them",
+        origin=ORIGIN,
     )
+    return True
 
 
 def ensure_registered() -> None:
