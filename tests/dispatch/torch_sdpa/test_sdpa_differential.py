@@ -90,7 +90,8 @@ def test_trace_decision_equals_predict_on_generated_calls() -> None:
 def test_predict_equals_pytorch_on_generated_cuda_calls() -> None:
     wrong, outcomes = _mismatches(generate(CPU_CASES, device="cuda"))
     assert wrong == []
-    assert len(outcomes) >= 2
+    fused = {SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION}
+    assert {SDPBackend.MATH, SDPBackend.ERROR} <= set(outcomes) and len(fused & set(outcomes)) >= 2
 
 
 def _pytorch_reason(case: Case) -> str | None:
