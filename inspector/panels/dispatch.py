@@ -301,18 +301,20 @@ class DispatchPanel(Panel[DispatchState]):
             render_section(self.ran_out, current.section("what_ran"))
 
     def show_what_ran(self) -> pd.DataFrame | None:
-        """What ran: the last ``torch_sdpa.watch()`` block, and decisions of running recorders."""
-        from inspector.dispatch.recorder import ACTIVE
+        """What ran: the last ``torch_sdpa.watch()`` block, and the decisions of the running
+        ``record_decisions()`` recorders (or, when none runs, of the one that stopped last)."""
+        from inspector.dispatch.recorder import ACTIVE, last_stopped
         from inspector.dispatch.torch_sdpa import last_watch
 
         calls = last_watch()
         self._what_ran = calls.table() if calls is not None else None
-        recorders = tuple(ACTIVE)
+        stopped = last_stopped()
+        recorders = tuple(ACTIVE) or ((stopped,) if stopped is not None else ())
         self._decisions = tuple(c for recorder in recorders for c in recorder.counts()) if recorders else None
         if self._what_ran is None and self._decisions is None:
             render_into(self.ran_out, RawHTML(
-                "<i>No watched block yet: run <code>with torch_sdpa.watch() as calls: model(x)</code>, then press "
-                "the button again.</i>"))
+                "<i>No watched block yet: run <code>with torch_sdpa.watch() as calls: model(x)</code> (or "
+                "<code>with record_decisions(): ...</code> for your own families), then press the button again.</i>"))
             self.last_what_ran = None
             return None
         self._render()

@@ -251,6 +251,19 @@ def test_what_ran_shows_the_last_watched_block() -> None:
     assert "non-zero dropout" in html_of(panel.ran_out)
 
 
+def test_what_ran_shows_the_decisions_of_a_finished_recorder_block(panel: DispatchPanel) -> None:
+    from inspector.dispatch import record_decisions
+
+    ctx = CallContext("attention", dtype=torch.float32, ndim=4)
+    with record_decisions() as recorder:
+        for _ in range(3):
+            resolve("attention", ctx)
+    assert not recorder.recording and "3 decision(s): attention/sdpa x3" in repr(recorder)
+    panel.show_what_ran()
+    text = html_of(panel.ran_out)
+    assert "attention" in text and "sdpa" in text and ">3<" in text
+
+
 def test_an_extra_axis_for_one_family_does_not_break_the_plan_of_another(panel: DispatchPanel) -> None:
     panel.editor.extra.value = "kv_len=4096, window=8"  # torch_sdpa knows no 'window'
     assert panel.errors.widget.value == ""
