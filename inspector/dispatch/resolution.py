@@ -64,9 +64,21 @@ def resolve(family: str, ctx: CallContext, explicit: Any = None) -> Resolution:
     return result
 
 
-def resolve_plan(contexts: Mapping[str, CallContext]) -> dict[str, Resolution]:
+class PlanResolution(dict[str, Resolution]):
+    """``resolve_plan``'s answer: family -> ``Resolution`` (a dict), shown as one line or a table."""
+
+    def __repr__(self) -> str:
+        return "<PlanResolution: " + ", ".join(f"{f}={r.name} ({r.origin})" for f, r in self.items()) + ">"
+
+    def _repr_html_(self) -> str:
+        from inspector._display import html_table
+
+        return html_table(("family", "row", "origin"), [(f, r.name, r.origin) for f, r in self.items()])
+
+
+def resolve_plan(contexts: Mapping[str, CallContext]) -> PlanResolution:
     """Resolve several families under the same selections (one decision snapshot)."""
-    return {family: resolve(family, ctx) for family, ctx in contexts.items()}
+    return PlanResolution((family, resolve(family, ctx)) for family, ctx in contexts.items())
 
 
 def context_for(family: str, *args: Any, **kwargs: Any) -> CallContext:

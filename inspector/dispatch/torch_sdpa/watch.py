@@ -58,6 +58,9 @@ class WatchedCall:
         shapes = " ".join(f"{name}{tuple(shape)}" for name, shape in zip("qkv", self.shapes, strict=False))
         return f"#{self.index} {self.backend} {self.dtype} {self.device} {shapes}".rstrip()
 
+    def __repr__(self) -> str:
+        return f"<WatchedCall {self}>"
+
 
 @dataclass(frozen=True)
 class WatchGroup:
