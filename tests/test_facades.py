@@ -6,16 +6,10 @@ import importlib
 
 import pytest
 
-FACADES = [
-    "inspector",
-    "inspector.dispatch",
-    "inspector.backends",
-    "inspector.loader",
-    "inspector.rpc",
-    "inspector.examples",
-    "inspector.views",
-    "inspector.panels",
-]
+from inspector.parts import PARTS
+
+# The root, every engine part (from ``inspector.parts``) and the upper floors' packages.
+FACADES = ["inspector", *(part.engine for part in PARTS), "inspector.examples", "inspector.views", "inspector.panels"]
 
 
 @pytest.mark.parametrize("name", FACADES)

@@ -36,6 +36,7 @@ from inspector.panels._guard import ErrorLine, StaleMark
 from inspector.panels._render import RawHTML, render_into, render_section
 from inspector.panels.context_editor import DTYPES, ContextEditor
 from inspector.panels.dispatch_feedback import env_problems, env_problems_html, refusal_html, toggle_marks
+from inspector.parts import part
 from inspector.views.dispatch import (
     DispatchState,
     comparison_table,
@@ -53,7 +54,7 @@ PROFILE_OPTIONS = {"none": None, "reference": "reference"}
 class DispatchPanel(Panel[DispatchState]):
     """Decision tables for every registered op family, live."""
 
-    title = "Dispatch"
+    title = part("dispatch").title
 
     def __init__(self, family: str | None = None, context: CallContext | None = None) -> None:
         super().__init__()
