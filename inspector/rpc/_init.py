@@ -26,7 +26,6 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import re
 import time
 from typing import Any
 
@@ -39,11 +38,10 @@ from inspector.rpc._registry import BackendType, construct_rpc_backend_options, 
 from inspector.rpc._registry_init import init_through_registry
 from inspector.rpc._rendezvous import open_store, resolve_rendezvous
 from inspector.rpc._torch_internals import INIT_RPC_INTERNALS, require_torch_internals
-from inspector.rpc._worker_plan import WorkerPlan
+from inspector.rpc._worker_plan import WORKER_NAME_RULE, WorkerPlan, worker_name_problem
 
 DEFAULT_JOIN_TIMEOUT_S = 300.0
 JOIN_TIMEOUT_ENV = "INSPECTOR_RPC_JOIN_TIMEOUT"
-WORKER_NAME = re.compile(r"[A-Za-z0-9_:\-]{1,127}")  # torch's rule for worker names
 
 _generations = itertools.count()
 
@@ -83,11 +81,9 @@ def _local_checks(name: object, backend: object, options: Any) -> tuple[str, Bac
     import torch
     import torch.distributed.rpc as rpc
 
-    if not isinstance(name, str) or not WORKER_NAME.fullmatch(name):
-        raise WorkerConfigError(
-            f"Invalid worker name {name!r}: torch accepts 1 to 127 letters, digits, '_', ':' and '-'.\n"
-            "next step = name each worker like 'trainer3' or 'worker0'"
-        )
+    refused = worker_name_problem(name)
+    if refused is not None or not isinstance(name, str):
+        raise WorkerConfigError(f"Invalid worker name: {refused}\nnext step = name each worker with {WORKER_NAME_RULE}")
     member = resolve_backend("TENSORPIPE" if backend is None else backend)
     if not _torch_knows(member):
         require_torch_internals(INIT_RPC_INTERNALS, "inspector.rpc.init_rpc")
