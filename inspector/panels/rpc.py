@@ -32,6 +32,7 @@ from inspector.panels.rpc_launch import (
 )
 from inspector.panels.rpc_maps import ROWS_CSS, MapRow
 from inspector.panels.rpc_templates import TemplatePicker
+from inspector.parts import part
 from inspector.rpc import PlanError, TopologyPlan, WorldSnapshot, predict_init_error, registered_backends
 from inspector.rpc._errors import short
 from inspector.rpc._records import MIB
@@ -54,7 +55,7 @@ def download_link(plan: TopologyPlan) -> str:
 class RpcPanel(Panel[RpcState]):
     """Plan, validate and launch RPC topologies; lists the registered RPC backends."""
 
-    title = "RPC"
+    title = part("rpc").title
 
     def __init__(self, plan: TopologyPlan | None = None) -> None:
         super().__init__()
