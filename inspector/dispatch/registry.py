@@ -217,7 +217,7 @@ def plan_for(name: str) -> FamilyPlan:
         if plan is None:
             family = _family(name)
             rows = [*family.provider(), *_EXTERNAL.get(name, {}).values()]
-            plan = _PLANS[name] = FamilyPlan(name, rows, family.fallback(), family.completer)
+            plan = _PLANS[name] = FamilyPlan(name, rows, family.fallback(), family.completer, family.steer)
         return plan
 
 
