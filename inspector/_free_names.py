@@ -1,7 +1,9 @@
-"""Demos register only under free names: a family or backend the user registered always wins.
+"""What the inspector ships registers only under free names: a family or backend the user
+registered always wins.
 
-Every demo registration asks ``may_register`` first; a name that is taken by someone else is
-skipped and remembered, so the app can say which demos it left out and why.
+Every demo registration (and PyTorch's own ``torch_sdpa`` family) asks ``may_register`` first;
+a name that is taken by someone else is skipped and remembered, so the app can say which of
+its own it left out and why.
 """
 
 from __future__ import annotations
@@ -12,12 +14,13 @@ ORIGIN = "inspector.examples"
 _skipped: dict[str, str] = {}
 
 
-def may_register_family(name: str) -> bool:
-    """Whether the demo family ``name`` may be (re-)registered: the name is free or the demo's own."""
+def may_register_family(name: str, origin: str = ORIGIN) -> bool:
+    """Whether the family ``name`` that the inspector ships (a demo, or PyTorch's ``torch_sdpa``
+    from ``origin``) may be (re-)registered: the name is free or already the inspector's own."""
     from inspector.dispatch.registry import _FAMILIES
 
     family = _FAMILIES.get(name)
-    if family is None or family.origin == ORIGIN:
+    if family is None or family.origin == origin:
         _skipped.pop(f"family {name}", None)
         return True
     _skipped[f"family {name}"] = f"kept your {name!r} family (registered by {family.origin or 'your code'})"

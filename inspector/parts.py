@@ -8,7 +8,9 @@ Importing this module imports nothing else. Each entry names where a part's piec
 * ``bench``: ``module:function`` measuring the part against its baselines (``progress=`` keyword);
 * ``notebook``: the notebook that teaches it.
 
-A fifth part is one engine folder, one view module, one panel and one line here.
+A fifth part is one engine folder, one view module, one panel and one line here: the app's tab,
+the panels' lazy names, the report's section, ``inspector bench`` and ``make bench``, and the
+tests' lists of parts and facades all read this list. Its ``notebook`` teaches it.
 """
 
 from __future__ import annotations

@@ -17,8 +17,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from inspector._extras import require_extra
 from inspector._files import atomic_write_text
 from inspector.parts import PARTS, Part
+
+require_extra("ui", "inspector.report (and inspector.to_html)")
 
 STYLE = """
 body { font-family: -apple-system, "Segoe UI", Roboto, Helvetica, Arial, sans-serif; margin: 24px;

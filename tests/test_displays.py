@@ -37,3 +37,27 @@ def test_benchmark_results_and_measurements_show_a_table() -> None:
     assert "<table" in rows._repr_html_() and "MiB/s" in rows._repr_html_()
     figure = Measurement("loader", "1 MiB", 5000.0, "MiB/s", "sync", 4000.0, 1.25, "sync", ">= 1.0x", True)
     assert repr(figure).startswith("<Measurement 1 MiB:") and "PASS" in figure._repr_html_()
+
+
+def test_dispatch_plans_watched_calls_and_recorders_show_briefly_and_as_tables() -> None:
+    import torch
+    import torch.nn.functional as F
+
+    import inspector.examples  # noqa: F401  (the attention and rotary demos)
+    from inspector.dispatch import CallContext, record_decisions, resolve, resolve_plan, torch_sdpa, trace_plan
+
+    contexts = {"attention": CallContext("attention", dtype=torch.float32), "rotary": CallContext("rotary")}
+    plan = trace_plan(contexts)
+    assert len(repr(plan)) < LIMIT and repr(plan).startswith("<PlanTrace: attention=")
+    assert plan._repr_html_().count("<table") == 2
+    resolved = resolve_plan(contexts)
+    assert resolved["attention"].name == plan[0].chosen  # still a dict of resolutions
+    assert len(repr(resolved)) < LIMIT and f"attention={plan[0].chosen} (chain)" in repr(resolved)
+    assert "<table" in resolved._repr_html_() and "rotary" in resolved._repr_html_()
+    q = torch.randn(1, 2, 8, 16)
+    with torch_sdpa.watch() as calls:
+        F.scaled_dot_product_attention(q, q, q)
+    assert len(repr(calls[0])) < LIMIT and repr(calls[0]).startswith("<WatchedCall #0 flash_attention float32")
+    with record_decisions() as recorder:
+        resolve("attention", contexts["attention"])
+    assert len(repr(recorder)) < LIMIT and "<table" in recorder._repr_html_()

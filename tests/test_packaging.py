@@ -129,6 +129,22 @@ def test_panels_without_the_ui_extra_name_the_extra_to_install(blocked: str) -> 
     assert "Install it with: pip install 'dispatch-inspector[ui]'" in result.stdout
 
 
+@pytest.mark.parametrize(("code", "feature"), [
+    ("import inspector; inspector.to_html('r.html')", "inspector.report (and inspector.to_html)"),
+    ("import inspector.views.dispatch", "inspector.views"),
+    ("from inspector.report import to_html", "inspector.report (and inspector.to_html)"),
+])
+def test_the_report_and_views_without_the_ui_extra_name_the_extra_to_install(code: str, feature: str,
+                                                                             tmp_path: Path) -> None:
+    blocked = f"import sys; sys.modules['pandas'] = None\ntry:\n    {code}\n" \
+              "except ImportError as exc:\n    print(type(exc).__name__, '|', exc)\n"
+    result = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=120,
+                            cwd=tmp_path)
+    expected = f"MissingExtraError | {feature} needs the [ui] extra"
+    assert result.stdout.startswith(expected), result.stdout + result.stderr
+    assert list(tmp_path.iterdir()) == []  # no half-written report
+
+
 # --- the slim install: the wheel, next to torch, in a fresh venv ---------------------------
 
 ENGINE_DISTRIBUTIONS = ("torch", "numpy", "pyyaml")
@@ -250,12 +266,15 @@ def test_the_wheel_installs_slim_and_the_engine_and_cli_work_without_the_ui(tmp_
                       "TopologyPlan.full_mesh(2, 2).to_json())")
     assert run(inspector, "rpc", "check", plan).stdout.startswith("OK: init_rpc would accept this plan")
 
-    for code in ("import inspector.panels", "import inspector; inspector.show()",
-                 "from inspector.panels import DispatchPanel"):
+    for code, feature in (("import inspector.panels", "inspector.panels"),
+                          ("import inspector; inspector.show()", "inspector.panels"),
+                          ("from inspector.panels import DispatchPanel", "inspector.panels"),
+                          ("import inspector; inspector.to_html('r.html')", "inspector.report (and inspector.to_html)"),
+                          ("import inspector.views.loader", "inspector.views")):
         refused = run(python, "-c", code, check=False)
         assert refused.returncode == 1
         last = refused.stderr.strip().splitlines()[-1]
-        assert last.startswith("inspector._extras.MissingExtraError: inspector.panels needs the [ui] extra")
+        assert last.startswith(f"inspector._extras.MissingExtraError: {feature} needs the [ui] extra"), last
         assert "Install it with: pip install 'dispatch-inspector[ui]'" in last
     outside = tmp_path / "elsewhere"
     outside.mkdir()

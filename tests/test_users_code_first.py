@@ -63,6 +63,28 @@ def test_importing_the_demos_keeps_the_users_family(tmp_path: Path) -> None:
     assert name == "mine" and "kept your 'attention' family (registered by __main__)" in skipped
 
 
+def test_a_users_own_torch_sdpa_family_survives_the_inspectors_imports_and_app(tmp_path: Path) -> None:
+    script = textwrap.dedent('''
+        import torch
+        from inspector.dispatch import CallContext, ImplRecord, Spec, register_family, resolve
+        register_family("torch_sdpa", [ImplRecord("torch_sdpa", "mine", print, Spec.always())], "mine")
+        import inspector
+        from inspector.dispatch import torch_sdpa
+        app = inspector.show(demos=True)
+        for title in app.tab.titles:
+            app.open(title)
+        print(resolve("torch_sdpa", CallContext("torch_sdpa")).name)
+        q = torch.randn(1, 2, 4, 8)
+        print(torch_sdpa.predict(q, q, q).name)  # still PyTorch's own choice
+        print([note for note in app.notes if "torch_sdpa" in note])
+    ''')
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180, cwd=tmp_path)
+    assert result.returncode == 0, result.stderr
+    name, predicted, notes = result.stdout.strip().splitlines()[-3:]
+    assert name == "mine" and predicted == "FLASH_ATTENTION"
+    assert "kept your 'torch_sdpa' family (registered by __main__)" in notes
+
+
 def test_show_loads_no_demos_into_the_users_registries(users_registrations: None) -> None:
     app = inspector.show()
     assert set(families()) == {"attention", "torch_sdpa"}

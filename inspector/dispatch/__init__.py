@@ -35,7 +35,7 @@ from inspector.dispatch.registry import (
     unregister_family,
     unregister_impl,
 )
-from inspector.dispatch.resolution import context_for, resolve, resolve_plan
+from inspector.dispatch.resolution import PlanResolution, context_for, resolve, resolve_plan
 from inspector.dispatch.selection import (
     ENV_VAR,
     env_selection,
@@ -66,6 +66,7 @@ __all__ = [
     "NoImplementationError",
     "ORIGINS",
     "OpFamily",
+    "PlanResolution",
     "PlanTrace",
     "Resolution",
     "RowRun",

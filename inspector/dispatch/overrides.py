@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from inspector.dispatch.errors import UnknownImplementationError
-from inspector.dispatch.registry import _FAMILIES, _PLANS, plan_for
+from inspector.dispatch.registry import _PLANS, plan_for
 from inspector.dispatch.steering import Steer
 
 # NOTE [ Scope stack ]
@@ -50,12 +50,12 @@ class op_backend:  # lower-case: used like a function, ``with op_backend(attenti
                     f"got {type(selections).__name__}"
                 )
             handles = {**selections, **handles}
-        steers = []
+        steers: list[tuple[Steer, Any]] | None = None
         for family, handle in handles.items():
-            if not isinstance(family, str):
-                raise TypeError(f"op_backend: family names are strings, got {family!r}")
             plan = _PLANS.get(family)
             if plan is None:
+                if not isinstance(family, str):
+                    raise TypeError(f"op_backend: family names are strings, got {family!r}")
                 plan = plan_for(family)  # a family a plugin publishes is discovered here, else UnknownFamilyError
             if handle.__class__ is str:
                 if handle not in plan.by_name:
@@ -65,11 +65,10 @@ class op_backend:  # lower-case: used like a function, ``with op_backend(attenti
                     f"op_backend({family}=...) takes a row name {plan.names}, a row's implementation, "
                     f"an ImplRecord, a callable or None; got {type(handle).__name__} {handle!r}"
                 )
-            steer = _FAMILIES[family].steer
-            if steer is not None:
-                steers.append((steer, handle))
+            if plan.steer is not None:
+                steers = [*(steers or ()), (plan.steer, handle)]
         self._handles = handles
-        self._steers = tuple(steers)
+        self._steers = () if steers is None else tuple(steers)
 
     def __enter__(self) -> op_backend:
         current = _OVERRIDES.get()
@@ -79,7 +78,7 @@ class op_backend:  # lower-case: used like a function, ``with op_backend(attenti
             scope.append(_enter_steers(self._steers, scope))
         return self
 
-    def __exit__(self, *exc_info: object) -> None:
+    def __exit__(self, exc_type: object, exc: object, traceback: object) -> None:
         scope = _OVERRIDES.get()
         if scope is None:
             raise RuntimeError("op_backend.__exit__ without a matching __enter__; use it as `with op_backend(...):`")

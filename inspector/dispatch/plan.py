@@ -20,6 +20,7 @@ from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import NoImplementationError
 from inspector.dispatch.records import ImplRecord, Resolution
 from inspector.dispatch.spec import Spec, _namespace_binder, prologue
+from inspector.dispatch.steering import Steer
 
 
 class FamilyPlan:
@@ -27,10 +28,11 @@ class FamilyPlan:
 
     def __init__(
         self, name: str, rows: Iterable[ImplRecord], fallback: ImplRecord,
-        completer: Callable[[CallContext], CallContext] | None = None,
+        completer: Callable[[CallContext], CallContext] | None = None, steer: Steer | None = None,
     ) -> None:
         self.name = name
         self.completer = completer
+        self.steer = steer  # the family's Steer, read by op_backend on its hot path
         self.rows: tuple[ImplRecord, ...] = tuple(sorted(rows, key=lambda r: r.priority))
         self.by_name: dict[str, ImplRecord] = {}
         for record in self.rows:

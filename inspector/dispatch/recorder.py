@@ -16,6 +16,7 @@ from inspector.dispatch.records import Resolution
 
 # Read by resolve on every call; recorders are added and removed by replacing items in place.
 ACTIVE: list[DecisionRecorder] = []
+_last_stopped: list[DecisionRecorder] = []
 _lock = threading.Lock()
 
 
@@ -64,7 +65,21 @@ class DecisionRecorder:
         with _lock:
             if self in ACTIVE:
                 ACTIVE.remove(self)
+                _last_stopped[:] = [self]
         return self
+
+    def __repr__(self) -> str:
+        state = "recording" if self.recording else "stopped"
+        top = ", ".join(f"{c.family}/{c.row} x{c.count}" for c in self.counts()[:3])
+        return f"<DecisionRecorder {state}: {self.total} decision(s){': ' + top if top else ''}>"
+
+    def _repr_html_(self) -> str:
+        from inspector._display import html_table
+
+        rows = [(c.family, c.row, c.origin, c.count) for c in self.counts()]
+        if not rows:
+            return "<p>No decisions recorded.</p>"
+        return html_table(("family", "row", "origin", "decisions"), rows)
 
     def __enter__(self) -> DecisionRecorder:
         return self.start()
@@ -109,6 +124,11 @@ class DecisionRecorder:
 def record_decisions(maxlen: int = 1000) -> DecisionRecorder:
     """Start recording: ``with record_decisions() as rec: train_step(); rec.counts()``."""
     return DecisionRecorder(maxlen).start()
+
+
+def last_stopped() -> DecisionRecorder | None:
+    """The recorder stopped most recently (the Dispatch tab's "What ran" shows it after its block)."""
+    return _last_stopped[0] if _last_stopped else None
 
 
 def note_all(resolution: Resolution, ctx: CallContext) -> None:

@@ -195,6 +195,13 @@ def _family(name: str) -> OpFamily:
     return family
 
 
+def is_steered(name: str) -> bool:
+    """Whether ``name`` mirrors another library's dispatch (it registered a ``Steer``): then only
+    ``op_backend`` blocks, which steer that library too, select its rows (see ``selection``)."""
+    family = _FAMILIES.get(name)
+    return family is not None and family.steer is not None
+
+
 def get_family(name: str) -> OpFamily:
     """The registered family record (frozen); ``UnknownFamilyError`` lists the known ones."""
     return _family(name)
@@ -210,7 +217,7 @@ def plan_for(name: str) -> FamilyPlan:
         if plan is None:
             family = _family(name)
             rows = [*family.provider(), *_EXTERNAL.get(name, {}).values()]
-            plan = _PLANS[name] = FamilyPlan(name, rows, family.fallback(), family.completer)
+            plan = _PLANS[name] = FamilyPlan(name, rows, family.fallback(), family.completer, family.steer)
         return plan
 
 

@@ -16,7 +16,7 @@ from inspector.dispatch.overrides import _OVERRIDES
 from inspector.dispatch.plan import FamilyPlan, adhoc_record
 from inspector.dispatch.recorder import ACTIVE, note_all
 from inspector.dispatch.records import Resolution
-from inspector.dispatch.registry import _PLANS, get_family, plan_for
+from inspector.dispatch.registry import _PLANS, get_family, is_steered, plan_for
 from inspector.dispatch.selection import ENV_VAR, PROFILE, TIER, UNSEEDED, seeded
 
 
@@ -41,7 +41,7 @@ def decide_in(plan: FamilyPlan, ctx: CallContext, explicit: Any = None) -> Resol
         if handle is not None:
             return select_strict(plan, ctx, handle, "context")
     selection = TIER.mapping
-    if selection:
+    if selection and not is_steered(family):  # a steered family takes no process-wide selection (see selection)
         return _process_tier(plan, ctx, selection)
     return plan.chain(ctx)
 
@@ -64,9 +64,21 @@ def resolve(family: str, ctx: CallContext, explicit: Any = None) -> Resolution:
     return result
 
 
-def resolve_plan(contexts: Mapping[str, CallContext]) -> dict[str, Resolution]:
+class PlanResolution(dict[str, Resolution]):
+    """``resolve_plan``'s answer: family -> ``Resolution`` (a dict), shown as one line or a table."""
+
+    def __repr__(self) -> str:
+        return "<PlanResolution: " + ", ".join(f"{f}={r.name} ({r.origin})" for f, r in self.items()) + ">"
+
+    def _repr_html_(self) -> str:
+        from inspector._display import html_table
+
+        return html_table(("family", "row", "origin"), [(f, r.name, r.origin) for f, r in self.items()])
+
+
+def resolve_plan(contexts: Mapping[str, CallContext]) -> PlanResolution:
     """Resolve several families under the same selections (one decision snapshot)."""
-    return {family: resolve(family, ctx) for family, ctx in contexts.items()}
+    return PlanResolution((family, resolve(family, ctx)) for family, ctx in contexts.items())
 
 
 def context_for(family: str, *args: Any, **kwargs: Any) -> CallContext:

@@ -4,6 +4,10 @@ The environment is read once, on the first decision that needs it, and again onl
 ``reload_env()``; resolution never touches ``os.environ``. The tier is soft: a name that is
 unknown, unavailable or incapable warns once and the chain decides instead. Entries for
 families registered later are kept and apply once the family exists.
+
+A steered family (``torch_sdpa``, which mirrors PyTorch's own choice) takes no process-wide
+selection and no profile: what it reports must be what the other library runs, and only the
+library's own flags change that process-wide. ``set_op`` refuses it, saying what to use instead.
 """
 
 from __future__ import annotations
@@ -14,7 +18,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from inspector.dispatch.notices import warn_once
-from inspector.dispatch.registry import _FAMILIES, _family
+from inspector.dispatch.registry import _FAMILIES, _family, is_steered
 
 ENV_VAR = "INSPECTOR_OPS"
 PROFILE = "profile"
@@ -73,7 +77,9 @@ def _read_environment(aliases: Mapping[str, str]) -> dict[str, str]:
         warn_once(f"{ENV_VAR}: unknown profile {profile!r}; known profiles: {list(PROFILES)}. Ignoring it.")
         del entries[PROFILE]
     for family in entries:
-        if family != PROFILE and family not in _FAMILIES:
+        if is_steered(family):
+            warn_once(f"{ENV_VAR}: {family}={entries[family]!r} is ignored: {steered_hint(family)}")
+        elif family != PROFILE and family not in _FAMILIES:
             warn_once(
                 f"{ENV_VAR}: unknown operator family {family!r} (known: {sorted(_FAMILIES)}); "
                 "it is ignored until a family of that name is registered"
@@ -120,6 +126,8 @@ def set_op(family: str, impl: str | None) -> None:
             raise ValueError(f"Unknown profile {impl!r}. Profiles: {list(PROFILES)}; None clears it")
     else:
         _family(family)
+        if impl is not None and is_steered(family):
+            raise ValueError(f"set_op({family!r}, {impl!r}): {steered_hint(family)}")
         if impl is not None and not isinstance(impl, str):
             raise TypeError(
                 f"set_op takes a row name, got {type(impl).__name__}; "
@@ -133,6 +141,15 @@ def set_op(family: str, impl: str | None) -> None:
         else:
             mapping[family] = impl
         TIER.mapping = mapping
+
+
+def steered_hint(family: str) -> str:
+    """Why a steered family takes no process-wide selection, and what to use instead."""
+    return (
+        f"{family} mirrors another library's own choice, which only that library's settings change "
+        f"process-wide (for torch_sdpa: torch.backends.cuda.enable_flash_sdp(False) and friends); select it "
+        f"for a block with `with op_backend({family}=...):`, which steers the library too"
+    )
 
 
 def process_selection() -> Mapping[str, str]:

@@ -25,7 +25,7 @@ def isolated_dispatch(*, keep_families: bool = True) -> Iterator[None]:
     """
     saved_registry = registry.registry_state()
     saved_mapping, saved_aliases = selection.TIER.mapping, dict(selection.TIER.aliases)
-    saved_recorders = list(recorder.ACTIVE)
+    saved_recorders, saved_stopped = list(recorder.ACTIVE), list(recorder._last_stopped)
     if not keep_families:
         registry.restore_registry(registry.RegistryState({}, {}))
     selection.restore_tier(selection.UNSEEDED, saved_aliases)
@@ -36,4 +36,5 @@ def isolated_dispatch(*, keep_families: bool = True) -> Iterator[None]:
         registry.restore_registry(saved_registry)
         selection.restore_tier(saved_mapping, saved_aliases)
         recorder.ACTIVE[:] = saved_recorders
+        recorder._last_stopped[:] = saved_stopped
         notices.reset_notices()

@@ -11,19 +11,17 @@ import importlib
 from typing import Any
 
 from inspector._extras import require_extra
+from inspector.parts import PARTS
 
 require_extra("ui", "inspector.panels")
 
-__all__ = ["BackendsPanel", "DispatchPanel", "Inspector", "LoaderPanel", "RpcPanel", "show"]
-
+# Each part's panel class, read from ``inspector.parts``; the app and ``show`` live in ``app``.
 _HOMES = {
-    "BackendsPanel": "inspector.panels.backends",
-    "DispatchPanel": "inspector.panels.dispatch",
+    **{part.panel_class: part.panel_module for part in PARTS},
     "Inspector": "inspector.panels.app",
-    "LoaderPanel": "inspector.panels.loader",
-    "RpcPanel": "inspector.panels.rpc",
     "show": "inspector.panels.app",
 }
+__all__ = sorted(_HOMES)
 
 
 def __getattr__(name: str) -> Any:

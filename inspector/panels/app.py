@@ -11,7 +11,7 @@ from typing import Any
 import ipywidgets as widgets
 
 from inspector.panels._base import PANEL_CSS, Panel
-from inspector.parts import PARTS
+from inspector.parts import PARTS, part
 
 
 @dataclass(frozen=True)
@@ -37,8 +37,9 @@ def user_registered_anything() -> bool:
     from inspector._free_names import ORIGIN
     from inspector.backends import default_registry
     from inspector.dispatch.registry import _FAMILIES
+    from inspector.dispatch.torch_sdpa.family import ORIGIN as TORCH_SDPA
 
-    builtin = (ORIGIN, "inspector.dispatch.torch_sdpa.family")
+    builtin = (ORIGIN, TORCH_SDPA)
     if any(family.origin not in builtin for family in _FAMILIES.values()):
         return True
     return any(not b.origin.startswith(ORIGIN) for b in default_registry().snapshot().backends)
@@ -157,8 +158,11 @@ def show(*, demos: bool | None = None, loader: Any = None) -> Inspector:
     """
     app = Inspector(demos=demos)
     if loader is not None:
-        titles = [t.title for t in app.tabs]
-        panel = app.open("Loader")
-        app.tab.selected_index = titles.index("Loader")
-        panel.profile(loader)  # type: ignore[attr-defined]
+        from inspector.panels.loader import LoaderPanel
+
+        title = part("loader").title
+        panel = app.open(title)
+        assert isinstance(panel, LoaderPanel)
+        app.tab.selected_index = [t.title for t in app.tabs].index(title)
+        panel.profile(loader)
     return app

@@ -31,6 +31,7 @@ from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, error_html
 from inspector.panels._render import RawHTML, pre, render_into, render_section
+from inspector.parts import part
 from inspector.views._tables import table_html
 from inspector.views.backends import (
     BackendsState,
@@ -59,7 +60,7 @@ DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
 class BackendsPanel(Panel[BackendsState]):
     """Which data backends exist, what each can do, and what their batches look like."""
 
-    title = "Backends"
+    title = part("backends").title
 
     def __init__(
         self, registry: BackendRegistry | None = None, configs: Mapping[str, Mapping[str, Any]] | None = None

@@ -28,12 +28,15 @@ from inspector.dispatch import (
     set_op,
     what_if,
 )
+from inspector.dispatch.registry import is_steered
+from inspector.dispatch.selection import steered_hint
 from inspector.dispatch.torch_sdpa import ensure_registered
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel, busy
 from inspector.panels._guard import ErrorLine, StaleMark
 from inspector.panels._render import RawHTML, render_into, render_section
 from inspector.panels.context_editor import DTYPES, ContextEditor
 from inspector.panels.dispatch_feedback import env_problems, env_problems_html, refusal_html, toggle_marks
+from inspector.parts import part
 from inspector.views.dispatch import (
     DispatchState,
     comparison_table,
@@ -51,7 +54,7 @@ PROFILE_OPTIONS = {"none": None, "reference": "reference"}
 class DispatchPanel(Panel[DispatchState]):
     """Decision tables for every registered op family, live."""
 
-    title = "Dispatch"
+    title = part("dispatch").title
 
     def __init__(self, family: str | None = None, context: CallContext | None = None) -> None:
         super().__init__()
@@ -188,10 +191,21 @@ class DispatchPanel(Panel[DispatchState]):
         self.toggles[family].value = AUTO if row is None else row
 
     def apply_process_wide(self) -> None:
-        """Make the toggles' selection process-wide with ``set_op`` (soft: falls through when incapable)."""
+        """Make the toggles' selection process-wide with ``set_op`` (soft: falls through when incapable).
+
+        A steered family (``torch_sdpa``) takes no process-wide selection; its toggle keeps acting
+        in ``panel.selection()`` blocks, and the panel says so.
+        """
+        skipped = []
         for family, toggle in self.toggles.items():
+            if is_steered(family):
+                if toggle.value != AUTO:
+                    skipped.append(family)
+                continue
             set_op(family, None if toggle.value == AUTO else toggle.value)
         self.refresh()
+        if skipped:
+            self.set_status(f"set_op left out {', '.join(skipped)}: {steered_hint(skipped[0])}")
 
     def clear_process_wide(self) -> None:
         for family in self.toggles:
@@ -288,18 +302,20 @@ class DispatchPanel(Panel[DispatchState]):
             render_section(self.ran_out, current.section("what_ran"))
 
     def show_what_ran(self) -> pd.DataFrame | None:
-        """What ran: the last ``torch_sdpa.watch()`` block, and decisions of running recorders."""
-        from inspector.dispatch.recorder import ACTIVE
+        """What ran: the last ``torch_sdpa.watch()`` block, and the decisions of the running
+        ``record_decisions()`` recorders (or, when none runs, of the one that stopped last)."""
+        from inspector.dispatch.recorder import ACTIVE, last_stopped
         from inspector.dispatch.torch_sdpa import last_watch
 
         calls = last_watch()
         self._what_ran = calls.table() if calls is not None else None
-        recorders = tuple(ACTIVE)
+        stopped = last_stopped()
+        recorders = tuple(ACTIVE) or ((stopped,) if stopped is not None else ())
         self._decisions = tuple(c for recorder in recorders for c in recorder.counts()) if recorders else None
         if self._what_ran is None and self._decisions is None:
             render_into(self.ran_out, RawHTML(
-                "<i>No watched block yet: run <code>with torch_sdpa.watch() as calls: model(x)</code>, then press "
-                "the button again.</i>"))
+                "<i>No watched block yet: run <code>with torch_sdpa.watch() as calls: model(x)</code> (or "
+                "<code>with record_decisions(): ...</code> for your own families), then press the button again.</i>"))
             self.last_what_ran = None
             return None
         self._render()

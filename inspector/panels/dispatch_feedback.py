@@ -11,7 +11,8 @@ import html
 from collections.abc import Iterable, Sequence
 
 from inspector.dispatch import ENV_VAR, RowTrace, Trace, families, parse_selections, rows
-from inspector.dispatch.selection import PROFILE, PROFILES
+from inspector.dispatch.registry import is_steered
+from inspector.dispatch.selection import PROFILE, PROFILES, steered_hint
 
 REFUSED_ICON = "ban"
 AUTO_TOOLTIP = "Let the decision table pick the row (the chain)"
@@ -71,6 +72,8 @@ def env_problems(text: str, traces: Iterable[Trace] = ()) -> list[str]:
                 found.append(f"{ENV_VAR}: unknown profile {value!r}; profiles: {list(PROFILES)}")
         elif key not in known:
             found.append(f"{ENV_VAR}: unknown operator family {key!r} (families: {list(known)})")
+        elif is_steered(key):
+            found.append(f"{ENV_VAR}: {key}={value!r} is ignored: {steered_hint(key)}")
         elif value not in (names := [r.name for r in rows(key)]):
             found.append(f"{ENV_VAR}: {key}={value!r} is not a row of {key} (rows: {names}); it is ignored")
     found += [f"{t.family}: {note}" for t in traces for note in t.notes]

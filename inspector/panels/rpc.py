@@ -32,7 +32,9 @@ from inspector.panels.rpc_launch import (
 )
 from inspector.panels.rpc_maps import ROWS_CSS, MapRow
 from inspector.panels.rpc_templates import TemplatePicker
+from inspector.parts import part
 from inspector.rpc import PlanError, TopologyPlan, WorldSnapshot, predict_init_error, registered_backends
+from inspector.rpc._errors import short
 from inspector.rpc._records import MIB
 from inspector.views._tables import table_html
 from inspector.views.rpc import DEFAULT_PLAN, RpcState, backends_table, next_step, page, pair_problems
@@ -53,7 +55,7 @@ def download_link(plan: TopologyPlan) -> str:
 class RpcPanel(Panel[RpcState]):
     """Plan, validate and launch RPC topologies; lists the registered RPC backends."""
 
-    title = "RPC"
+    title = part("rpc").title
 
     def __init__(self, plan: TopologyPlan | None = None) -> None:
         super().__init__()
@@ -182,13 +184,13 @@ class RpcPanel(Panel[RpcState]):
 
     def _counts(self) -> dict[str, int]:
         parts = [p.strip() for p in self.gpus.value.split(",") if p.strip()]
+        expected = f"one count for all workers, or {len(self._names)} comma-separated counts"
         if not all(p.isdigit() for p in parts) or len(parts) not in (1, len(self._names)):
-            raise PlanError(
-                "GPUs per worker",
-                f"{self.gpus.value!r}",
-                f"one count for all workers, or {len(self._names)} comma-separated counts",
-            )
-        counts = [int(p) for p in parts] * (len(self._names) if len(parts) == 1 else 1)
+            raise PlanError("GPUs per worker", short(self.gpus.value), expected)
+        try:
+            counts = [int(p) for p in parts] * (len(self._names) if len(parts) == 1 else 1)
+        except ValueError:  # digits int() refuses: thousands of them, or '²'
+            raise PlanError("GPUs per worker", short(self.gpus.value), f"{expected}, each within 0 .. 128") from None
         return dict(zip(self._names, counts, strict=True))
 
     def _devices(self) -> dict[str, list[str]]:

@@ -19,6 +19,7 @@ from inspector.rpc._problems import (
     DeviceMapProblem,
     make_problem,
     names_of,
+    shown,
 )
 
 
@@ -38,7 +39,7 @@ def unsortable_list_problem(devices: Sequence[Device], worker: str | None) -> De
         return None
     indexless = [d for d in devices if d.index is None]
     return make_problem(
-        DeviceMapCategory.UNSORTABLE_DEVICE_LIST, worker, None, [f"devices = {list(devices)}"],
+        DeviceMapCategory.UNSORTABLE_DEVICE_LIST, worker, None, [f"devices = {shown(list(devices))}"],
         [f"without index = {names_of(indexless)}",
          "next step = list CUDA devices with an index (torch's set_devices refuses cpu)"],
         devices=tuple(indexless), torch_type_error=type_error,

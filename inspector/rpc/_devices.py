@@ -19,7 +19,7 @@ import re
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
-from inspector.rpc._errors import DeviceCountError, RpcError, TopologyTypeError
+from inspector.rpc._errors import DeviceCountError, RpcError, TopologyTypeError, short
 
 # torch 2.13's device types, in the order its parser lists them.
 DEVICE_TYPES = (
@@ -60,7 +60,7 @@ class DeviceSpecError(RpcError, ValueError):
         self.spec = spec
         self.reason = reason
         super().__init__(
-            f"Invalid device {spec!r}: {reason}\n"
+            f"Invalid device {short(spec)}: {reason}\n"
             f"expected = 'type' or 'type:index', e.g. 'cuda:0' or 'cpu'\n"
             f"types = {list(DEVICE_TYPES)}"
         )
@@ -106,7 +106,7 @@ def as_device_map(mapping: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> dic
 def _checked_count(count: object, worker: str | None) -> int:
     if isinstance(count, bool) or not isinstance(count, int):
         raise TopologyTypeError(
-            "a device count" + (f" (worker {worker!r})" if worker is not None else ""),
+            "a device count" + (f" (worker {short(worker)})" if worker is not None else ""),
             "an int or a mapping of device type to int", count,
         )  # fmt: skip
     if not 0 <= count <= MAX_DEVICE_COUNT:

@@ -30,19 +30,19 @@ class TopologyTypeError(RpcError, TypeError):
         self.argument = argument
         self.expected = expected
         self.got = type(got).__name__
-        super().__init__(f"{argument} must be {expected}, got {self.got}: {_short(got)}")
+        super().__init__(f"{argument} must be {expected}, got {self.got}: {short(got)}")
 
 
 class DeviceCountError(RpcError, ValueError):
-    """A device count that no machine has (negative, or more than torch can index)."""
+    """A device count that no machine has (negative, or more than torch can index); the range is in its first line."""
 
     def __init__(self, count: object, limit: int, worker: str | None = None) -> None:
         self.count = count
         self.limit = limit
         self.worker = worker
-        where = f" for worker {worker!r}" if worker is not None else ""
+        where = f" for worker {short(worker)}" if worker is not None else ""
         super().__init__(
-            f"Device count {_short(count)}{where} is not a device count.\n"
+            f"Device count {short(count)}{where} is outside 0 .. {limit}, the counts torch can index.\n"
             f"limit = 0 .. {limit} (torch indexes a device type with an int8: cuda:0 .. cuda:{limit - 1})\n"
             "next step = give the number of GPUs the worker really has (torch.cuda.device_count() there)"
         )
@@ -124,6 +124,26 @@ class JobTopologyError(RpcError, ValueError):
         super().__init__(text)
 
 
-def _short(value: Any, limit: int = 80) -> str:
-    text = repr(value)
+SHOWN = 5  # entries of a long list that a message names; the rest are counted
+
+
+def short(value: Any, limit: int = 80) -> str:
+    """``repr(value)`` cut to ``limit`` characters, for values a user gave (a message stays one readable line).
+
+    An int too long for Python to print, or nesting too deep to print, is described instead.
+    """
+    try:
+        text = repr(value)
+    except ValueError:  # an int over sys.get_int_max_str_digits()
+        digits = int(abs(value).bit_length() * 0.30103) + 1 if isinstance(value, int) else 0
+        return f"<an integer of about {digits:,} digits>" if digits else f"<a {type(value).__name__}>"
+    except RecursionError:
+        return f"<a {type(value).__name__} nested too deeply to print>"
     return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+def first_few(values: Sequence[Any], shown: int = SHOWN) -> str:
+    """The first ``shown`` of ``values``, each short, then how many more: ``['a', 'b'] and 12,345 more``."""
+    head = "[" + ", ".join(short(value, 40) for value in values[:shown]) + "]"
+    rest = len(values) - shown
+    return head + (f" and {rest:,} more" if rest > 0 else "")

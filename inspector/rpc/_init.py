@@ -9,16 +9,17 @@ first runs each rank's local checks (worker name, backend, options, the devices 
 rank itself can judge against its own device count, the torch internals a registry-only backend
 needs), then meets the other ranks in the rendezvous store (NOTE [ Sharing the rendezvous
 store ], NOTE [ Join protocol ]): a failed check is published there, so every other rank raises
-``RankFailedError`` at once with that rank's name and message; a missing rank makes every
-arrived rank raise ``RpcJoinError`` at ``join_timeout``, naming it and the address, after
-"waiting for ranks [...]" lines at intervals. When all have arrived, each rank builds the job's
-plan from the gathered options and checks it with the planner (every problem, what torch would
-raise, the pre-flight warnings), so every rank raises the same ``JobTopologyError`` before
-torch starts. Only then does torch start: its public ``torch.distributed.rpc.init_rpc`` for a
-backend torch knows, or, for a backend registered only here, the same steps through our registry
-(NOTE [ Our init_rpc ]). Dynamic groups and other rendezvous (``file://``) go to torch directly.
-One gap remains torch's: a rank that dies between the gather and torch's own rendezvous, a
-moment later, is waited for with torch's bounds.
+``RankFailedError`` at once with that rank's name and message (an invalid ``join_timeout`` or
+``INSPECTOR_RPC_JOIN_TIMEOUT`` is such a failure too: that rank reaches the store within the
+default bound to say so); a missing rank makes every arrived rank raise ``RpcJoinError`` at
+``join_timeout``, naming it and the address, after "waiting for ranks [...]" lines at intervals.
+When all have arrived, each rank builds the job's plan from the gathered options and checks it
+with the planner (every problem, what torch would raise, the pre-flight warnings), so every rank
+raises the same ``JobTopologyError`` before torch starts. Only then does torch start: its public
+``torch.distributed.rpc.init_rpc`` for a backend torch knows, or, for a backend registered only
+here, the same steps through our registry (NOTE [ Our init_rpc ]). Dynamic groups and other
+rendezvous (``file://``) go to torch directly. One gap remains torch's: a rank that dies between
+the gather and torch's own rendezvous, a moment later, is waited for with torch's bounds.
 """
 
 from __future__ import annotations
@@ -26,11 +27,10 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import re
 import time
 from typing import Any
 
-from inspector.rpc._errors import RendezvousConfigError, RpcJoinError, RpcUnavailableError, WorkerConfigError
+from inspector.rpc._errors import RendezvousConfigError, RpcJoinError, RpcUnavailableError, WorkerConfigError, short
 from inspector.rpc._job import check_job, gathered_plan, remember, worker_record
 from inspector.rpc._join import JobStore, Waiter, arrival_record, log_interval, logger
 from inspector.rpc._plan import TopologyPlan
@@ -39,23 +39,22 @@ from inspector.rpc._registry import BackendType, construct_rpc_backend_options, 
 from inspector.rpc._registry_init import init_through_registry
 from inspector.rpc._rendezvous import open_store, resolve_rendezvous
 from inspector.rpc._torch_internals import INIT_RPC_INTERNALS, require_torch_internals
-from inspector.rpc._worker_plan import WorkerPlan
+from inspector.rpc._worker_plan import WORKER_NAME_RULE, WorkerPlan, worker_name_problem
 
 DEFAULT_JOIN_TIMEOUT_S = 300.0
 JOIN_TIMEOUT_ENV = "INSPECTOR_RPC_JOIN_TIMEOUT"
-WORKER_NAME = re.compile(r"[A-Za-z0-9_:\-]{1,127}")  # torch's rule for worker names
 
 _generations = itertools.count()
 
 
 def join_timeout_seconds(join_timeout: float | None) -> float:
     """The bound to use: the argument, else ``INSPECTOR_RPC_JOIN_TIMEOUT``, else 300 s."""
-    source = "join_timeout"
+    source, given = "join_timeout", short(join_timeout)
     if join_timeout is None:
         text = os.environ.get(JOIN_TIMEOUT_ENV)
         if text is None:
             return DEFAULT_JOIN_TIMEOUT_S
-        source = JOIN_TIMEOUT_ENV
+        source, given = JOIN_TIMEOUT_ENV, short(text)  # what was typed, not what it parsed to
         try:
             join_timeout = float(text)
         except ValueError:
@@ -66,7 +65,7 @@ def join_timeout_seconds(join_timeout: float | None) -> float:
         or not (math.isfinite(join_timeout) and join_timeout > 0)
     ):
         raise RendezvousConfigError(
-            f"{source} must be a positive number of seconds, got {join_timeout!r}\n"
+            f"{source} must be a positive number of seconds, got {given}\n"
             f"next step = pass join_timeout=300 (or set {JOIN_TIMEOUT_ENV}=300)"
         )
     return float(join_timeout)
@@ -83,11 +82,9 @@ def _local_checks(name: object, backend: object, options: Any) -> tuple[str, Bac
     import torch
     import torch.distributed.rpc as rpc
 
-    if not isinstance(name, str) or not WORKER_NAME.fullmatch(name):
-        raise WorkerConfigError(
-            f"Invalid worker name {name!r}: torch accepts 1 to 127 letters, digits, '_', ':' and '-'.\n"
-            "next step = name each worker like 'trainer3' or 'worker0'"
-        )
+    refused = worker_name_problem(name)
+    if refused is not None or not isinstance(name, str):
+        raise WorkerConfigError(f"Invalid worker name: {refused}\nnext step = name each worker with {WORKER_NAME_RULE}")
     member = resolve_backend("TENSORPIPE" if backend is None else backend)
     if not _torch_knows(member):
         require_torch_internals(INIT_RPC_INTERNALS, "inspector.rpc.init_rpc")
@@ -146,7 +143,11 @@ def init_rpc(
         >>> torch.distributed.rpc.shutdown()
     """
     started = time.monotonic()
-    timeout = join_timeout_seconds(join_timeout)
+    local_error: Exception | None = None
+    try:
+        timeout = join_timeout_seconds(join_timeout)
+    except RendezvousConfigError as exc:  # still told to the other ranks, reaching the store within the default
+        local_error, timeout = exc, DEFAULT_JOIN_TIMEOUT_S
     import torch.distributed.rpc as rpc
 
     if not rpc.is_available():
@@ -156,11 +157,11 @@ def init_rpc(
         raise RendezvousConfigError(
             f"world_size must be a positive int (or None for a dynamic group), got {world_size!r}"
         )
-    local_error: Exception | None = None
-    try:
-        name, member, options, worker = _local_checks(name, backend, rpc_backend_options)
-    except Exception as exc:  # published below so no other rank waits for this one
-        local_error = exc
+    if local_error is None:
+        try:
+            name, member, options, worker = _local_checks(name, backend, rpc_backend_options)
+        except Exception as exc:  # published below so no other rank waits for this one
+            local_error = exc
     init_method = getattr(rpc_backend_options if local_error else options, "init_method", None) or "env://"
     try:
         rdzv = None if world_size is None else resolve_rendezvous(init_method, rank, world_size)

@@ -26,10 +26,11 @@ import logging
 import os
 import socket
 import time
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
-from inspector.rpc._errors import RankFailedError, RendezvousConfigError, RpcError, RpcJoinError
+from inspector.rpc._errors import RankFailedError, RendezvousConfigError, RpcError, RpcJoinError, first_few
 from inspector.rpc._rendezvous import Backoff, Rendezvous
 
 logger = logging.getLogger("inspector.rpc")
@@ -193,11 +194,11 @@ class Waiter:
             self.check_events()
             if self.job.arrived_count() >= world:
                 ranks = self.job.arrived_ranks()
-                repeated = sorted({r for r in ranks if ranks.count(r) > 1})
+                repeated = sorted(rank for rank, times in Counter(ranks).items() if times > 1)
                 if repeated:
                     raise RendezvousConfigError(
-                        f"Ranks {repeated} arrived more than once at {self.rdzv.address}: two processes were given "
-                        "the same rank.\nnext step = give each process a distinct RANK below WORLD_SIZE"
+                        f"Ranks {first_few(repeated)} arrived more than once at {self.rdzv.address}: two processes "
+                        "were given the same rank.\nnext step = give each process a distinct RANK below WORLD_SIZE"
                     )
                 arrivals = self.job.arrivals(sorted(ranks))
                 self.job.count("read", 1)

@@ -26,6 +26,7 @@ from __future__ import annotations
 import html
 import json
 import os
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,13 +34,13 @@ from typing import Any
 from inspector.rpc import _templates
 from inspector.rpc._device_lists import device_list, reverse_maps
 from inspector.rpc._devices import Device, as_device, cuda_count
-from inspector.rpc._errors import TopologyTypeError
+from inspector.rpc._errors import TopologyTypeError, first_few, short
 from inspector.rpc._plan_file import loads_plan_json, read_plan_text
 from inspector.rpc._preflight import PreflightWarning, preflight_topology
 from inspector.rpc._problems import DeviceMapError, DeviceMapProblem
 from inspector.rpc._topology import Topology, from_parsed
 from inspector.rpc._validation import check_topology, first_topology_problem
-from inspector.rpc._worker_plan import PlanError, WorkerPlan
+from inspector.rpc._worker_plan import WORKER_NAME_RULE, PlanError, WorkerPlan, worker_name_problem
 
 __all__ = ["DerivedDevices", "PlanError", "TopologyPlan", "WorkerPlan"]
 
@@ -90,10 +91,13 @@ class TopologyPlan:
         workers = tuple(workers)
         if not all(isinstance(w, WorkerPlan) for w in workers):
             raise TopologyTypeError("workers", "a sequence of WorkerPlan", workers)
-        names = [w.name for w in workers]
-        repeated = sorted({n for n in names if names.count(n) > 1})
+        for index, worker in enumerate(workers):
+            refused = worker_name_problem(worker.name)
+            if refused is not None:  # torch's WorkerInfo refuses it when the agent starts
+                raise PlanError(f"workers[{index}].name", refused, WORKER_NAME_RULE)
+        repeated = sorted(name for name, times in Counter(w.name for w in workers).items() if times > 1)
         if repeated:
-            raise PlanError("workers", f"names {repeated} appear more than once", "unique worker names")
+            raise PlanError("workers", f"names {first_few(repeated)} appear more than once", "unique worker names")
         object.__setattr__(self, "workers", workers)
         object.__setattr__(self, "topology", _topology_of(workers))  # see NOTE [ Parse once ]
 
@@ -294,11 +298,11 @@ class TopologyPlan:
         if not isinstance(data, Mapping):
             raise PlanError("<root>", f"a {type(data).__name__}, not an object", '{"format": ..., "workers": [...]}')
         if data.get("format", PLAN_FORMAT) != PLAN_FORMAT or data.get("version", PLAN_VERSION) != PLAN_VERSION:
-            raise PlanError("format", f"{data.get('format')!r} version {data.get('version')!r}",
+            raise PlanError("format", f"{short(data.get('format'))} version {short(data.get('version'))}",
                             f"{PLAN_FORMAT!r} version {PLAN_VERSION}")  # fmt: skip
         static = data.get("static_group", True)
         if not isinstance(static, bool):
-            raise PlanError("static_group", f"{static!r}", "true or false")
+            raise PlanError("static_group", short(static), "true or false")
         workers = data.get("workers")
         if not isinstance(workers, list):
             raise PlanError("workers", "missing or not a list", "a list of worker objects")

@@ -2,7 +2,8 @@
 
 A plan path may be anything a user types: a FIFO (opening it for reading would block until
 a writer comes), a device, a file of gigabytes, JSON nested deeper than Python's parser can
-recurse, or numbers such as ``1e400`` that JSON parses to infinity. Each becomes a
+recurse, numbers such as ``1e400`` that JSON parses to infinity, or an integer of thousands of
+digits (more than Python converts by default; no plan value needs more than a few). Each becomes a
 ``PlanError`` with one clear line; nothing here blocks or materialises more than the limit.
 """
 
@@ -18,6 +19,7 @@ from typing import Any
 from inspector.rpc._worker_plan import PlanError
 
 MAX_PLAN_BYTES = 64 << 20  # a 64-worker x 8-GPU full mesh is about 2 MiB
+MAX_INT_DIGITS = 20  # a plan's integers are device counts (0 .. 128) and versions
 
 
 def read_plan_text(path: str | os.PathLike[str], limit: int = MAX_PLAN_BYTES) -> str:
@@ -60,14 +62,22 @@ def _finite(text: str) -> float:
     return value
 
 
+def _int(text: str) -> int:
+    digits = len(text.lstrip("-"))
+    if digits > MAX_INT_DIGITS:
+        raise PlanError("<number>", f"an integer of {digits:,} digits ({text[:12]}...) is not a plan value",
+                        "device counts within 0 .. 128")  # fmt: skip
+    return int(text)
+
+
 def _constant(name: str) -> Any:
     raise PlanError("<number>", f"{name} is not a JSON number", "finite numbers (device counts are ints)")
 
 
 def loads_plan_json(text: str) -> Any:
-    """``json.loads`` that refuses non-finite numbers and depth Python cannot parse, as ``PlanError``."""
+    """``json.loads`` that refuses non-finite numbers, huge integers and depth Python cannot parse, as ``PlanError``."""
     try:
-        return json.loads(text, parse_float=_finite, parse_constant=_constant)
+        return json.loads(text, parse_float=_finite, parse_int=_int, parse_constant=_constant)
     except json.JSONDecodeError as exc:
         raise PlanError(f"line {exc.lineno} column {exc.colno}", exc.msg, "a JSON object") from exc
     except RecursionError as exc:

@@ -84,20 +84,45 @@ def predict_init_error(plan: TopologyPlan) -> InitError | None:
         if problem is not None:
             return _from_problem("validation", problem, tuple(names), "Every rank raises this same error.")
         return None
-    for joined in range(1, len(names) + 1):
-        group = names[:joined]
-        subset = Topology(
-            group,
-            {n: topo.counts[n] for n in group},
-            {n: topo.maps[n] for n in group if n in topo.maps},
-            {n: topo.devices[n] for n in group if n in topo.devices},
-        )
-        problem = first_topology_problem(subset, is_static_group=False)
-        if problem is not None:
-            joiner = group[-1]
-            note = (
-                f"{joiner} raises it when it joins; its user sees a DistStoreError (store timeout) with this "
-                "error as __context__."
-            )
-            return _from_problem("join", problem, (joiner,), note)
-    return None
+    failing = _first_failing_join(topo)
+    if failing is None:
+        return None
+    joined, problem = failing
+    joiner = names[joined - 1]
+    note = (
+        f"{joiner} raises it when it joins; its user sees a DistStoreError (store timeout) with this "
+        "error as __context__."
+    )
+    return _from_problem("join", problem, (joiner,), note)
+
+
+def _joined(topo: Topology, joined: int) -> Topology:
+    """What the first ``joined`` workers of a dynamic group see: themselves, not those still to come."""
+    group = topo.names[:joined]
+    return Topology(
+        group,
+        {n: topo.counts[n] for n in group},
+        {n: topo.maps[n] for n in group if n in topo.maps},
+        {n: topo.devices[n] for n in group if n in topo.devices},
+    )
+
+
+def _first_failing_join(topo: Topology) -> tuple[int, DeviceMapProblem] | None:
+    """How many workers have joined when a dynamic group's check first fails, and its problem; None if never.
+
+    Joining only adds checks (a worker's own devices and maps, and the target checks of maps
+    to it), so "the first ``k`` fail" is monotonic in ``k`` and a bisection finds the first
+    failing ``k`` with a logarithmic number of checks, not one per joiner.
+    """
+    problem = first_topology_problem(topo, is_static_group=False)
+    if problem is None:
+        return None
+    low, high = 1, len(topo.names)  # ``high`` workers fail with ``problem``; find the fewest that do
+    while low < high:
+        middle = (low + high) // 2
+        found = first_topology_problem(_joined(topo, middle), is_static_group=False)
+        if found is None:
+            low = middle + 1
+        else:
+            high, problem = middle, found
+    return high, problem

@@ -8,12 +8,18 @@ printed as torch prints them), then adds our evidence (which devices are at faul
 ``next step`` line. ``torch_exception``/``torch_message`` hold what torch itself raises at
 that point, verbatim: a ``ValueError`` with the text above, or the ``TypeError`` torch
 crashes with on an index-less ``cuda`` or on a device list that mixes index-less devices in.
+One difference is deliberate: a list or map of more than ``MAX_LISTED`` entries is printed with
+its first ``MAX_LISTED`` and a count of the rest (``shown``), where torch would print all of a
+90,000-device list on one line.
 """
 
 from __future__ import annotations
 
 import enum
+import itertools
+from collections.abc import KeysView
 from dataclasses import dataclass
+from typing import Any
 
 from inspector.rpc._devices import Device
 from inspector.rpc._errors import RpcError
@@ -97,9 +103,23 @@ class DeviceMapError(RpcError, ValueError):
         super().__init__(problem.message)
 
 
-def names_of(devices: tuple[Device, ...] | list[Device]) -> list[str]:
-    """Devices as short strings for evidence lines (``['cuda:0', 'cpu']``)."""
-    return [str(device) for device in devices]
+MAX_LISTED = 8  # entries of a list or map a message prints; the rest are counted
+
+
+def shown(value: list[Any] | dict[Any, Any] | KeysView[Any], limit: int = MAX_LISTED) -> str:
+    """``repr(value)`` as torch prints it, or its first ``limit`` entries and how many more (NOTE above)."""
+    if len(value) <= limit:
+        return repr(value)
+    more = f"... ({len(value) - limit:,} more)"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{k!r}: {v!r}" for k, v in itertools.islice(value.items(), limit)) + f", {more}}}"
+    body = "[" + ", ".join(repr(v) for v in itertools.islice(value, limit)) + f", {more}]"
+    return f"dict_keys({body})" if isinstance(value, KeysView) else body
+
+
+def names_of(devices: tuple[Device, ...] | list[Device]) -> str:
+    """Devices as short strings for evidence lines (``['cuda:0', 'cpu']``), long lists shortened."""
+    return shown([str(device) for device in devices])
 
 
 def make_problem(

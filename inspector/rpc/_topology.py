@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from inspector.rpc._devices import Device, DeviceLike, as_device, as_device_map, cuda_count
-from inspector.rpc._errors import RpcError, TopologyTypeError
+from inspector.rpc._errors import RpcError, TopologyTypeError, short
 
 Count = int | Mapping[str, int]
 DeviceMaps = Mapping[str, Mapping[str, Any]]
@@ -32,7 +32,7 @@ class MissingDeviceCountError(RpcError, KeyError):
         self.worker = worker
         self.known = known
         super().__init__(
-            f"No device count for worker {worker!r}.\n"
+            f"No device count for worker {short(worker)}.\n"
             f"known = {known}\n"
             f"next step = give every worker in names a count (0 for a CPU-only worker)"
         )
@@ -61,7 +61,10 @@ def _frozen(mapping: dict[Any, Any]) -> Mapping[Any, Any]:
 def _names(names: object) -> tuple[str, ...]:
     if isinstance(names, (str, bytes)) or not isinstance(names, Iterable):
         raise TopologyTypeError("names", "a list of worker names", names)
-    return tuple(str(name) for name in names)
+    listed = tuple(names)
+    if not all(isinstance(name, str) for name in listed):  # torch's names are str; 1 and "1" would merge here
+        raise TopologyTypeError("names", "a list of worker names (str)", listed)
+    return listed
 
 
 def _mapping(argument: str, value: object, expected: str) -> Mapping[Any, Any]:
@@ -88,10 +91,10 @@ def normalize_maps(device_maps: object) -> dict[str, Mapping[str, DeviceMap]]:
     outer = _mapping("device_maps", device_maps, "a mapping of caller name to {callee: device map}")
     maps: dict[str, Mapping[str, DeviceMap]] = {}
     for source, per_target in outer.items():
-        where = f"device_maps[{source!r}]"
+        where = f"device_maps[{short(source)}]"
         inner = _mapping(where, per_target, "a mapping of callee name to device map")
         maps[str(source)] = _frozen(
-            {str(target): _device_map(f"{where}[{target!r}]", mapping) for target, mapping in inner.items()}
+            {str(target): _device_map(f"{where}[{short(target)}]", mapping) for target, mapping in inner.items()}
         )
     return maps
 
@@ -118,7 +121,7 @@ def normalize(
         if name not in counts:
             raise MissingDeviceCountError(name, sorted(counts))
     listed_in = {} if devices is None else _mapping("devices", devices, "a mapping of worker name to a device list")
-    lists = {str(name): as_device_list(listed, f"devices[{name!r}]") for name, listed in listed_in.items()}
+    lists = {str(name): as_device_list(listed, f"devices[{short(name)}]") for name, listed in listed_in.items()}
     return Topology(name_list, _frozen(counts), _frozen(normalize_maps(device_maps)), _frozen(lists))
 
 

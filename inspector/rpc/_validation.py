@@ -19,10 +19,12 @@ from __future__ import annotations
 
 import functools
 import types
+from collections import Counter
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 
 from inspector.rpc._device_lists import unsortable_list_problem
 from inspector.rpc._devices import Device, DeviceLike, is_valid_device
+from inspector.rpc._errors import short
 from inspector.rpc._problems import (
     INDEXLESS_TYPE_ERROR,
     DeviceMapCategory,
@@ -30,6 +32,7 @@ from inspector.rpc._problems import (
     DeviceMapProblem,
     make_problem,
     names_of,
+    shown,
 )
 from inspector.rpc._topology import Count, DeviceMap, DeviceMaps, Topology, normalize
 
@@ -64,14 +67,19 @@ def _count_hint(worker: str, count: int, bad: list[Device]) -> str:
     return f"{worker} has {count} CUDA devices: use cpu or cuda:0 .. cuda:{count - 1}"
 
 
+def _repeated(values: Iterable[Device]) -> list[Device]:
+    """The values that occur more than once, in order of first occurrence (one pass)."""
+    return [value for value, times in Counter(values).items() if times > 1]
+
+
 def _device_list_problems(topo: Topology) -> Iterator[DeviceMapProblem]:
     for node in topo.names:
         devices = topo.devices.get(node, ())
         unique = set(devices)
         if len(unique) != len(devices):
-            repeated = list(dict.fromkeys(d for d in devices if devices.count(d) > 1))
+            repeated = _repeated(devices)
             yield make_problem(
-                C.DUPLICATED_DEVICES, node, None, [f"devices = {list(devices)}"],
+                C.DUPLICATED_DEVICES, node, None, [f"devices = {shown(list(devices))}"],
                 [f"duplicated = {names_of(repeated)}", f"next step = list each device once in {node}'s devices"],
                 devices=tuple(repeated),
             )  # fmt: skip
@@ -79,7 +87,7 @@ def _device_list_problems(topo: Topology) -> Iterator[DeviceMapProblem]:
         if not _all_valid(unique, count):
             bad, type_error = _invalid(devices, count)
             yield make_problem(
-                C.INVALID_DEVICE_INDEX, node, None, [f"devices = {list(devices)}", f"device count = {count}"],
+                C.INVALID_DEVICE_INDEX, node, None, [f"devices = {shown(list(devices))}", f"device count = {count}"],
                 [f"invalid = {names_of(bad)}", f"next step = {_count_hint(node, count, bad)}"],
                 devices=tuple(bad), device_count=count, torch_type_error=type_error,
             )  # fmt: skip
@@ -88,10 +96,9 @@ def _device_list_problems(topo: Topology) -> Iterator[DeviceMapProblem]:
 def _map_problems(topo: Topology, source: str, target: str, map_: DeviceMap) -> Iterator[DeviceMapProblem]:
     targets = set(map_.values())
     if len(targets) != len(map_):
-        values = list(map_.values())
-        repeated = list(dict.fromkeys(d for d in values if values.count(d) > 1))
+        repeated = _repeated(map_.values())
         yield make_problem(
-            C.DUPLICATED_TARGET, source, target, [f"device map = {dict(map_)}"],
+            C.DUPLICATED_TARGET, source, target, [f"device map = {shown(dict(map_))}"],
             [f"duplicated targets = {names_of(repeated)}", "next step = map each target device from one source only"],
             devices=tuple(repeated), device_map=dict(map_),
         )  # fmt: skip
@@ -101,7 +108,7 @@ def _map_problems(topo: Topology, source: str, target: str, map_: DeviceMap) -> 
             extra = [d for d in map_ if d not in source_devices]
             yield make_problem(
                 C.UNEXPECTED_SOURCE, source, target,
-                [f"device map = {dict(map_)}", f"devices = {list(source_devices)}"],
+                [f"device map = {shown(dict(map_))}", f"devices = {shown(list(source_devices))}"],
                 [f"unexpected sources = {names_of(extra)}",
                  f"next step = add them to {source}'s devices or map from the devices it lists"],
                 devices=tuple(extra), device_map=dict(map_),
@@ -110,7 +117,7 @@ def _map_problems(topo: Topology, source: str, target: str, map_: DeviceMap) -> 
         count = topo.counts[source]
         bad, type_error = _invalid(map_.keys(), count)
         yield make_problem(
-            C.INVALID_SOURCE_INDEX, source, target, [f"device map = {dict(map_)}", f"device count = {count}"],
+            C.INVALID_SOURCE_INDEX, source, target, [f"device map = {shown(dict(map_))}", f"device count = {count}"],
             [f"invalid sources = {names_of(bad)}",
              f"next step = sources are the caller's devices; {_count_hint(source, count, bad)}"],
             devices=tuple(bad), device_map=dict(map_), device_count=count, torch_type_error=type_error,
@@ -121,7 +128,7 @@ def _map_problems(topo: Topology, source: str, target: str, map_: DeviceMap) -> 
             extra = [d for d in map_.values() if d not in target_devices]
             yield make_problem(
                 C.UNEXPECTED_TARGET, source, target,
-                [f"device map = {dict(map_)}", f"devices = {list(target_devices)}"],
+                [f"device map = {shown(dict(map_))}", f"devices = {shown(list(target_devices))}"],
                 [f"unexpected targets = {names_of(extra)}",
                  f"next step = targets must be among the devices {target} lists"],
                 devices=tuple(extra), device_map=dict(map_),
@@ -130,7 +137,7 @@ def _map_problems(topo: Topology, source: str, target: str, map_: DeviceMap) -> 
         count = topo.counts[target]
         bad, type_error = _invalid(map_.values(), count)
         yield make_problem(
-            C.INVALID_TARGET_INDEX, source, target, [f"device map = {dict(map_)}", f"device count = {count}"],
+            C.INVALID_TARGET_INDEX, source, target, [f"device map = {shown(dict(map_))}", f"device count = {count}"],
             [f"invalid targets = {names_of(bad)}",
              f"next step = targets are the callee's devices; {_count_hint(target, count, bad)}"],
             devices=tuple(bad), device_map=dict(map_), device_count=count, torch_type_error=type_error,
@@ -147,8 +154,8 @@ def _iter_problems(topo: Topology, is_static_group: bool) -> Iterator[DeviceMapP
             for unknown in (name for name in per_target if name not in known):
                 yield make_problem(
                     C.UNKNOWN_TARGET_NAME, source, unknown,
-                    [f"device maps = {per_target.keys()}", f"node names = {list(topo.names)}"],
-                    [f"unknown target = {unknown!r}",
+                    [f"device maps = {shown(per_target.keys())}", f"node names = {shown(list(topo.names))}"],
+                    [f"unknown target = {short(unknown)}",
                      "next step = key maps by the callee's name, or use a dynamic group if it joins later"],
                 )  # fmt: skip
         for target, map_ in per_target.items():

@@ -6,14 +6,26 @@ Values are parsed and checked once, when the record is built, and kept in canoni
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from inspector.rpc._devices import Device, DeviceSpecError, as_device, cuda_count
-from inspector.rpc._errors import RpcError
+from inspector.rpc._errors import RpcError, short
 
 Pairs = tuple[tuple[str, str], ...]
+
+WORKER_NAME = re.compile(r"[A-Za-z0-9_:\-]{1,127}")  # torch's rule for worker names (its WorkerInfo's)
+WORKER_NAME_RULE = "1 to 127 letters, digits, '_', ':' or '-' (e.g. 'worker0')"
+
+
+def worker_name_problem(name: object) -> str | None:
+    """torch's refusal of a worker name, in its words (``WorkerInfo``), or None for a name it accepts."""
+    if isinstance(name, str) and WORKER_NAME.fullmatch(name):
+        return None
+    return ("Worker name must match ^[A-Za-z0-9-_:]*$, and must be non-empty and shorter than 128 chars, "
+            f"but got {short(name)}")  # fmt: skip
 
 
 class PlanError(RpcError, ValueError):
@@ -43,7 +55,7 @@ def _pairs(path: str, mapping: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) ->
     seen: dict[Device, Device] = {}
     for item in items:
         if not isinstance(item, (tuple, list)) or len(item) != 2:
-            raise PlanError(path, f"{item!r} is not a (source, target) pair", "{'cuda:0': 'cuda:1'}")
+            raise PlanError(path, f"{short(item)} is not a (source, target) pair", "{'cuda:0': 'cuda:1'}")
         source, target = item
         try:
             src, dst = as_device(source), as_device(target)
@@ -73,7 +85,7 @@ class WorkerPlan:
         device_maps: Mapping[str, Any] | None = None,
     ) -> WorkerPlan:
         """A worker from friendly values (device strings, ``torch.device``, dicts); ``PlanError`` says what is wrong."""
-        path = f"worker {name!r}"
+        path = f"worker {short(name)}"
         try:
             count = cuda_count(device_count, str(name))
             if isinstance(devices, (str, bytes)) or not isinstance(devices, Iterable):
@@ -86,7 +98,7 @@ class WorkerPlan:
                 f"{path}.device_maps", f"a {type(device_maps).__name__}", '{"worker1": {"cuda:0": "cuda:1"}}'
             )
         maps = tuple(
-            (str(target), _pairs(f"{path}.device_maps[{target!r}]", mapping))
+            (str(target), _pairs(f"{path}.device_maps[{short(target)}]", mapping))
             for target, mapping in (device_maps or {}).items()
         )
         return cls(str(name), count, listed, maps)

@@ -1,8 +1,9 @@
 """Views: pure functions from engine snapshots to pandas DataFrames and matplotlib Figures.
 
-One module per engine part (``inspector.views.dispatch``, ``.backends``, ``.loader``, ``.rpc``),
+One module per engine part (named in ``inspector.parts``: ``inspector.views.dispatch``, ...),
 each imported on first use; no widgets anywhere here, so a test can call every view with a
-hand-made snapshot.
+hand-made snapshot. They need the ``ui`` extra (pandas, matplotlib): without it, importing this
+package raises :class:`~inspector._extras.MissingExtraError` naming the pip command to run.
 """
 
 from __future__ import annotations
@@ -10,7 +11,12 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-__all__ = ["backends", "dispatch", "loader", "rpc"]
+from inspector._extras import require_extra
+from inspector.parts import PARTS
+
+require_extra("ui", "inspector.views")
+
+__all__ = sorted(part.views.rpartition(".")[2] for part in PARTS)
 
 
 def __getattr__(name: str) -> ModuleType:

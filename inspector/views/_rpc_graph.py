@@ -9,7 +9,10 @@ the figure's renderer as soon as they exist, without drawing; each label then tr
 along its own curve (nearer the caller first) and keeps the first whose extent meets no box
 and no label placed before it. When every position meets another label it takes one that
 only meets labels; when every position meets a box, the label is left out of the picture
-(the tables list every problem), so a dense mesh stays readable.
+(the tables list every problem), so a dense mesh stays readable. A map target that is not in
+the group gets a dashed box placed the same way, before any label: positions outward from its
+caller, on both sides, until one meets no worker and no other such box, and leaves room
+between it and its caller for the arrowhead, so the arrow never ends over a worker's name.
 """
 
 from __future__ import annotations
@@ -34,6 +37,9 @@ SOURCE_CATEGORIES = {"UNEXPECTED_SOURCE", "INVALID_SOURCE_INDEX"}
 TARGET_CATEGORIES = {"DUPLICATED_TARGET", "UNEXPECTED_TARGET", "INVALID_TARGET_INDEX"}
 ALONG_CURVE = (0.35, 0.5, 0.25, 0.62, 0.18, 0.72, 0.12, 0.82)
 LABEL_PADDING_PX = 2.0
+GHOST_TURNS = (0.0, 0.45, -0.45, 0.9, -0.9, 1.35, -1.35, 1.8, -1.8, 2.4, -2.4, math.pi)  # radians off outward
+GHOST_DISTANCES = (0.62, 0.9, 1.15)  # data units from the caller's centre (workers sit on the unit circle)
+ARROW_ROOM_PX = 16.0  # clear space around a caller's box where the arrow to its ghost ends
 EDGE_LABEL, NODE = "edge-label", "node"  # artist gids, so a test can find what must not overlap
 
 
@@ -117,40 +123,93 @@ def _node_text(plan: TopologyPlan, name: str) -> str:
     return "\n".join(lines)
 
 
-def _draw_nodes(ax: Any, plan: TopologyPlan, pos: dict[str, tuple[float, float]], problems: Any) -> tuple[dict, list]:
-    """Worker boxes (red, with categories, for worker-level problems); their patches and every node artist."""
+def _draw_nodes(
+    ax: Any, plan: TopologyPlan, pos: dict[str, tuple[float, float]], problems: Any
+) -> tuple[dict, list, dict]:
+    """Worker boxes (red, with categories, for worker-level problems): their patches, every node artist,
+    and each worker's name artist."""
     node_problems: dict[str, set[str]] = {}
     for p in problems:
         if p.category in NODE_CATEGORIES and p.worker is not None:
             node_problems.setdefault(p.worker, set()).add(str(p.category))
     boxes: dict[str, Any] = {}
     artists: list[Any] = []
+    named: dict[str, Any] = {}
     for name, (x, y) in pos.items():
         bad = sorted(node_problems.get(name, ()))
         if len(pos) > 16:  # too many for boxes: a dot and a name
             ax.plot([x], [y], "o", color=PROBLEM_COLOUR if bad else NEUTRAL_INK, markersize=4)
-            artists.append(ax.text(x * 1.08, y * 1.08, name, ha="center", va="center", fontsize=5, color=NEUTRAL_INK))
+            clear = {"boxstyle": "square,pad=0.2", "facecolor": "none", "edgecolor": "none"}  # an arrow's end
+            named[name] = ax.text(x * 1.08, y * 1.08, name, ha="center", va="center", fontsize=5, color=NEUTRAL_INK,
+                                  bbox=clear)  # fmt: skip
+            artists.append(named[name])
             continue
         frame = {"boxstyle": "round,pad=0.4", "facecolor": (0.5, 0.5, 0.5, 0.12),
                  "edgecolor": PROBLEM_COLOUR if bad else NEUTRAL_INK, "linewidth": 2.0 if bad else 1.0}  # fmt: skip
         label = _node_text(plan, name)
         box = ax.text(x, y, label, ha="center", va="center", fontsize=8, color=NEUTRAL_INK, bbox=frame, zorder=3)
         boxes[name] = box.get_bbox_patch()
+        named[name] = box
         artists.append(box)
         if bad:
             below = 4.8 * (label.count("\n") + 1) + 6  # points: half the box's text lines, plus padding
             artists.append(ax.annotate(", ".join(bad), (x, y), xytext=(0, -below), textcoords="offset points",
                                        ha="center", va="top", fontsize=7, color=PROBLEM_COLOUR))  # fmt: skip
-    return boxes, artists
+    return boxes, artists, named
 
 
-def _ghost(ax: Any, name: str, near: tuple[float, float], count: int) -> tuple[tuple[float, float], Any]:
-    """A dashed box for a map target that is not in the group, placed outside its caller."""
-    x, y = near[0] * 1.6 + 0.3 * count, near[1] * 1.6 + 0.25
+def _ghost_candidates(near: tuple[float, float], limit: float) -> list[tuple[float, float]]:
+    """Places for a dashed box of a caller at ``near``: outward first, then turning to either side."""
+    x, y = near
+    outward = math.atan2(y, x) if (x, y) != (0.0, 0.0) else math.pi / 2
+    spots = []
+    for turn in GHOST_TURNS:  # the nearer to outward the better, then the nearer to the caller
+        for distance in GHOST_DISTANCES:
+            gx, gy = x + distance * math.cos(outward + turn), y + distance * math.sin(outward + turn)
+            if max(abs(gx), abs(gy)) <= limit:
+                spots.append((gx, gy))
+    return spots
+
+
+def _ghost(ax: Any, name: str, near: tuple[float, float], blocked: list[Bbox], caller: Bbox, renderer: Any,
+           limit: float) -> tuple[tuple[float, float], Any]:
+    """A dashed box for a map target not in the group, where it meets no node (NOTE [ Graph labels ])."""
     frame = {"boxstyle": "round,pad=0.3", "facecolor": "none", "edgecolor": PROBLEM_COLOUR, "linestyle": "--"}
-    box = ax.text(x, y, f"{name}\n(not in group)", ha="center", va="center", fontsize=7, color=PROBLEM_COLOUR,
+    box = ax.text(0, 0, f"{name}\n(not in group)", ha="center", va="center", fontsize=7, color=PROBLEM_COLOUR,
                   bbox=frame)  # fmt: skip
-    return (x, y), box
+    room = caller.padded(ARROW_ROOM_PX)
+    frame_px = ax.get_window_extent(renderer)
+    spots = _ghost_candidates(near, limit) or [near]
+    for spot in spots:
+        box.set_position(spot)
+        extent = _extent(box, renderer)
+        inside = frame_px.contains(extent.x0, extent.y0) and frame_px.contains(extent.x1, extent.y1)
+        if inside and not extent.overlaps(room) and not any(extent.overlaps(other) for other in blocked):
+            return spot, box
+    box.set_position(spots[-1])  # nowhere is clear (a crowded picture): the farthest place
+    return spots[-1], box
+
+
+def _place_ghosts(fig: Figure, ax: Any, plan: TopologyPlan, pos: dict[str, tuple[float, float]],
+                  named: dict[str, Any], boxes: dict[str, Any], obstacles: list[Any],
+                  limit: float) -> dict[str, tuple[float, float]]:  # fmt: skip
+    """A dashed box for every map target not in the group, each clear of the rest; where each went.
+
+    Each box joins ``boxes`` (so arrows end at its edge) and ``obstacles`` (so labels avoid it).
+    """
+    renderer = _renderer(fig, ax)
+    blocked = [_extent(artist, renderer) for artist in obstacles]
+    ghosts: dict[str, tuple[float, float]] = {}
+    for worker in plan.workers:
+        for callee, _ in worker.device_maps:
+            if callee in pos or callee in ghosts:
+                continue
+            caller = _extent(named[worker.name], renderer)
+            ghosts[callee], box = _ghost(ax, callee, pos[worker.name], blocked, caller, renderer, limit)
+            boxes[callee] = box.get_bbox_patch()
+            obstacles.append(box)
+            blocked.append(_extent(box, renderer))
+    return ghosts
 
 
 def _extent(artist: Any, renderer: Any) -> Bbox:
@@ -162,12 +221,18 @@ def _extent(artist: Any, renderer: Any) -> Bbox:
     return extent.padded(LABEL_PADDING_PX)
 
 
+def _renderer(fig: Figure, ax: Any) -> Any:
+    """A renderer that measures artists where they will be drawn (NOTE [ Graph labels ])."""
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    ax.apply_aspect()  # the equal aspect shrinks the axes at draw time: measure in the final coordinates
+    return renderer
+
+
 def place_labels(fig: Figure, ax: Any, labels: list[_Label], obstacles: list[Any]) -> None:
     """Put each label where it covers no node and, if possible, no other label (NOTE [ Graph labels ])."""
     if not labels:
         return
-    renderer = FigureCanvasAgg(fig).get_renderer()
-    ax.apply_aspect()  # the equal aspect shrinks the axes at draw time: measure in the final coordinates
+    renderer = _renderer(fig, ax)
     blocked = [_extent(artist, renderer) for artist in obstacles]
     placed: list[Bbox] = []
     for label in labels:
@@ -209,16 +274,18 @@ def topology_figure(
     per_pair = plan.pair_count <= max_labelled_edges
     shared = {_pairs_label(pairs) for w in plan.workers for _, pairs in w.device_maps}
     common = shared.pop() if not per_pair and len(shared) == 1 else ""  # said once in the title instead
-    boxes, obstacles = _draw_nodes(ax, plan, pos, problems)
-    ghosts: dict[str, tuple[float, float]] = {}
+    outside = [callee for w in plan.workers for callee, _ in w.device_maps if callee not in pos]
+    extent = 1.45 + (0.6 if outside else 0.0)
+    ax.set_xlim(-extent, extent)
+    ax.set_ylim(-extent, extent)
+    ax.set_aspect("equal")
+    ax.axis("off")
+    boxes, obstacles, named = _draw_nodes(ax, plan, pos, problems)
+    ghosts = _place_ghosts(fig, ax, plan, pos, named, boxes, obstacles, extent - 0.2) if outside else {}
     labels: list[_Label] = []
     for worker in plan.workers:
         start = pos[worker.name]
         for callee, pairs in worker.device_maps:
-            if callee not in pos and callee not in ghosts:
-                ghosts[callee], ghost_box = _ghost(ax, callee, start, len(ghosts))
-                boxes[callee] = ghost_box.get_bbox_patch()
-                obstacles.append(ghost_box)
             end = pos.get(callee) or ghosts[callee]
             groups = [[pair] for pair in pairs] if per_pair else [list(pairs)]
             found = [sorted({c for s, d in g for c in pair_categories(problems, worker.name, callee, s, d)})
@@ -235,16 +302,13 @@ def topology_figure(
                     spots = _self_loop(ax, start, label_colour, width)
                 else:
                     rad = 0.15 + 0.12 * k
-                    _arrow(ax, start, end, colour, rad, width, (boxes.get(worker.name), boxes.get(callee)),
-                           callee not in pos)  # fmt: skip
-                    spots = _along(start, end, rad)
+                    origin, first = start, boxes.get(worker.name)
+                    if first is None and callee in ghosts:  # a dot: start beyond its name, not across it
+                        origin, first = named[worker.name].get_position(), named[worker.name].get_bbox_patch()
+                    _arrow(ax, origin, end, colour, rad, width, (first, boxes.get(callee)), callee not in pos)
+                    spots = _along(origin, end, rad)
                 if k == 0 and text:
                     labels.append(_Label(text, label_colour, spots))
-    extent = 1.45 + (0.6 if ghosts else 0.0)
-    ax.set_xlim(-extent, extent)
-    ax.set_ylim(-extent, extent)
-    ax.set_aspect("equal")
-    ax.axis("off")
     for artist in obstacles:
         artist.set_gid(NODE)
     kind = "static" if plan.static_group else "dynamic"

@@ -16,13 +16,12 @@ import pytest
 import yaml
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from waiting import WAIT_S
 
 import inspector.backends as backends
 from inspector.backends import BackendError, ConfigError, ConfigNotFoundError
 from inspector.backends._config_files import MAX_CONFIG_BYTES
 from inspector.backends._config_values import MAX_CONFIG_NODES, check_size
-
-WAIT_S = 30
 
 
 @pytest.fixture

@@ -164,6 +164,16 @@ def test_process_wide_selection_uses_set_op(panel: DispatchPanel) -> None:
     assert dict(process_selection()) == {}
 
 
+def test_process_wide_selection_leaves_torch_sdpa_out_and_says_so(panel: DispatchPanel) -> None:
+    panel.select("torch_sdpa", "math")
+    panel.select("rotary", "torch")
+    panel.apply_process_wide()
+    assert dict(process_selection()) == {"rotary": "torch"}
+    assert "set_op left out torch_sdpa" in panel.status.value and "op_backend(torch_sdpa=" in panel.status.value
+    with panel.selection():  # the toggle still steers PyTorch for a block
+        assert torch._fused_sdp_choice(*(torch.randn(1, 2, 4, 8),) * 3) == 0  # SDPBackend.MATH
+
+
 def test_env_editor_and_profile(panel: DispatchPanel, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INSPECTOR_OPS", "")
     panel.apply_env("profile=reference")
@@ -239,6 +249,19 @@ def test_what_ran_shows_the_last_watched_block() -> None:
     frame = panel.show_what_ran()
     assert frame is not None and list(frame["backend"]) == ["flash_attention", "math"]
     assert "non-zero dropout" in html_of(panel.ran_out)
+
+
+def test_what_ran_shows_the_decisions_of_a_finished_recorder_block(panel: DispatchPanel) -> None:
+    from inspector.dispatch import record_decisions
+
+    ctx = CallContext("attention", dtype=torch.float32, ndim=4)
+    with record_decisions() as recorder:
+        for _ in range(3):
+            resolve("attention", ctx)
+    assert not recorder.recording and "3 decision(s): attention/sdpa x3" in repr(recorder)
+    panel.show_what_ran()
+    text = html_of(panel.ran_out)
+    assert "attention" in text and "sdpa" in text and ">3<" in text
 
 
 def test_an_extra_axis_for_one_family_does_not_break_the_plan_of_another(panel: DispatchPanel) -> None:

@@ -105,6 +105,20 @@ def test_a_bad_gpu_count_names_what_is_expected(panel: RpcPanel) -> None:
     assert panel.plan_errors.widget.value == "" and not panel.results.stale
 
 
+@pytest.mark.parametrize("typed", ["9" * 5000, "²", "999"])
+def test_a_gpu_count_no_machine_has_is_explained_beside_the_field_replacing_its_last_message(
+    panel: RpcPanel, typed: str
+) -> None:
+    panel.gpus.value = "2,2,2"
+    before = panel.plan_errors.widget.value
+    assert "comma-separated counts" in before
+    panel.gpus.value = typed
+    shown = panel.plan_errors.widget.value  # the field's own line, with this count's message, not the last one
+    assert shown != before and "PlanError" in shown and "0 .. 128" in shown
+    assert len(shown) < 1000 and "set_int_max_str_digits" not in shown
+    assert panel.errors.widget.value == "" and panel.results.stale
+
+
 def test_explicit_devices_are_parsed_per_worker(panel: RpcPanel) -> None:
     panel.devices.value = "worker1: cuda:0"
     assert panel.plan.devices == {"worker0": [], "worker1": ["cuda:0"]}

@@ -7,7 +7,10 @@ object: what ``inspector.rpc.init_rpc`` (and what followed) did on this rank.
 Modes: ``ok`` (start, call the next rank, gather the job's plan, shut down), ``die`` (exit
 before RPC, as a rank whose set-up crashed), ``bad-device`` (ask for a GPU this machine does
 not have), ``bad-backend`` (an unregistered backend), ``ghost-map`` (a map to a worker that is
-not in the job: a problem only the gathered options show).
+not in the job: a problem only the gathered options show), ``bad-timeout`` (an
+``INSPECTOR_RPC_JOIN_TIMEOUT`` that is not a number), ``torch-init`` (start with torch's own
+``init_rpc``, then gather the job's plan over RPC). Without ``JOB_JOIN_TIMEOUT`` no
+``join_timeout`` is passed, so only ``INSPECTOR_RPC_JOIN_TIMEOUT`` (or the default) bounds the join.
 """
 
 from __future__ import annotations
@@ -20,7 +23,8 @@ import time
 
 def main(mode: str) -> int:
     rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
-    join_timeout = float(os.environ.get("JOB_JOIN_TIMEOUT", "60"))
+    given = os.environ.get("JOB_JOIN_TIMEOUT")
+    join_timeout = None if given is None else float(given)
     if mode == "die":
         print(json.dumps({"rank": rank, "outcome": "died"}), flush=True)
         return 3
@@ -39,6 +43,10 @@ def main(mode: str) -> int:
         backend = "NO_SUCH_BACKEND"
     elif mode == "ghost-map":
         options.set_device_map("ghost", {"cpu": "cpu"})
+    elif mode == "bad-timeout":
+        os.environ["INSPECTOR_RPC_JOIN_TIMEOUT"], join_timeout = "abc", None
+    elif mode == "torch-init":
+        return torch_init(rank, world_size)
     started = time.monotonic()
     result: dict[str, object] = {"rank": rank}
     try:
@@ -57,6 +65,23 @@ def main(mode: str) -> int:
     result.update(outcome="ok", sum=total.tolist(), plan=plan.to_dict(), seconds=time.monotonic() - started)
     rpc.shutdown()
     print(json.dumps(result), flush=True)
+    return 0
+
+
+def torch_init(rank: int, world_size: int) -> int:
+    """A job started by torch's own ``init_rpc``: ``TopologyPlan.from_job`` gathers its plan over RPC."""
+    import torch.distributed.rpc as rpc
+
+    import inspector.rpc as irpc
+
+    peer = f"worker{(rank + 1) % world_size}"
+    options = rpc.TensorPipeRpcBackendOptions(num_worker_threads=4, rpc_timeout=60, device_maps={peer: {"cpu": "cpu"}})
+    rpc.init_rpc(f"worker{rank}", rank=rank, world_size=world_size, rpc_backend_options=options)
+    try:
+        plan = irpc.TopologyPlan.from_job()
+    finally:
+        rpc.shutdown()
+    print(json.dumps({"rank": rank, "outcome": "ok", "plan": plan.to_dict()}), flush=True)
     return 0
 
 

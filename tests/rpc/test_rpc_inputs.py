@@ -32,6 +32,8 @@ COUNTS = {"w0": 1, "w1": 1}
     [
         (("w0", COUNTS), "names"),
         ((5, COUNTS), "names"),
+        (([1, 2], {"1": 0, "2": 0}), "names"),
+        ((["w0", None], COUNTS), "names"),
         ((W, [1, 1]), "device_counts"),
         ((W, None), "device_counts"),
         ((W, COUNTS, [("w0", "w1")]), "device_maps"),
@@ -73,6 +75,30 @@ def test_absurd_device_counts_are_refused_with_the_limit_and_never_materialised(
     error = caught.value
     assert isinstance(error, ValueError) and error.worker == "w0" and error.limit == MAX_DEVICE_COUNT
     assert f"limit = 0 .. {MAX_DEVICE_COUNT}" in str(error) and "next step = " in str(error)
+    headline = str(error).split("\n")[0]
+    assert f"for worker 'w0' is outside 0 .. {MAX_DEVICE_COUNT}, the counts torch can index." in headline
+
+
+def test_a_count_too_long_to_print_is_described_not_printed() -> None:
+    with pytest.raises(DeviceCountError) as caught:
+        validate_device_maps(W, {"w0": 10**5000, "w1": 1})
+    assert str(caught.value).startswith("Device count <an integer of about 5,001 digits> for worker 'w0' is outside")
+
+
+def test_values_in_messages_are_shortened() -> None:
+    deep: Any = "cpu"
+    for _ in range(900):
+        deep = [deep]
+    with pytest.raises(PlanError) as caught:
+        WorkerPlan.build("a", 1, (), {"b": {"cpu": deep}})
+    assert caught.value.one_line.startswith("Invalid plan at worker 'a'.device_maps['b']: Invalid device [[[[")
+    assert len(caught.value.one_line) < 300
+    with pytest.raises(PlanError) as caught:
+        WorkerPlan.build("a", 1, (), {"b" * 5000: {"cpu": "gpu:0"}})
+    assert len(caught.value.one_line) < 300
+    with pytest.raises(TopologyTypeError) as typed:
+        validate_device_maps(["x" * 5000], {"x" * 5000: 0}, {"x" * 5000: 3})
+    assert len(str(typed.value)) < 300
 
 
 def test_the_largest_count_torch_can_index_is_accepted() -> None:

@@ -227,9 +227,11 @@ def test_join_timeout_comes_from_the_argument_the_variable_or_the_default(monkey
     assert join_timeout_seconds(None) == DEFAULT_JOIN_TIMEOUT_S == 300.0
     monkeypatch.setenv(JOIN_TIMEOUT_ENV, "45")
     assert join_timeout_seconds(None) == 45.0 and join_timeout_seconds(7) == 7.0
-    monkeypatch.setenv(JOIN_TIMEOUT_ENV, "soon")
-    with pytest.raises(RendezvousConfigError, match=f"{JOIN_TIMEOUT_ENV} must be a positive number"):
-        join_timeout_seconds(None)
+    for typed in ("soon", "", "nan", "inf", "-5", "0"):  # the message shows what was typed, not what it parsed to
+        monkeypatch.setenv(JOIN_TIMEOUT_ENV, typed)
+        with pytest.raises(RendezvousConfigError) as caught:
+            join_timeout_seconds(None)
+        assert str(caught.value).startswith(f"{JOIN_TIMEOUT_ENV} must be a positive number of seconds, got {typed!r}\n")
     for bad in (0, -1, float("inf"), float("nan"), True):
         with pytest.raises(RendezvousConfigError, match="join_timeout must be a positive number"):
             join_timeout_seconds(bad)

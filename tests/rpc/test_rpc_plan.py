@@ -78,6 +78,30 @@ def test_invalid_plan_files_name_the_offending_entry(text: str, path: str, fragm
     assert caught.value.path == path and fragment in str(caught.value)
 
 
+@pytest.mark.parametrize("name", ["bad name", "w" * 128, "w" * 300, "", "worker.0", "wörker", "a\n"])
+def test_a_worker_name_torch_refuses_cannot_be_planned_and_says_so_in_torchs_words(name: str) -> None:
+    import torch.distributed.rpc as torch_rpc
+
+    with pytest.raises(RuntimeError) as torch_refusal:  # the rule is torch's: its WorkerInfo refuses the name
+        torch_rpc.WorkerInfo(name, 0)
+    words = str(torch_refusal.value).partition(", but got")[0]
+    for build in (lambda: TopologyPlan.build(["worker0", name]),
+                  lambda: TopologyPlan.from_dict({"workers": [{"name": "worker0"}, {"name": name}]})):  # fmt: skip
+        with pytest.raises(PlanError) as caught:
+            build()
+        assert caught.value.path == "workers[1].name"
+        assert caught.value.problem.startswith(f"{words}, but got {repr(name)[:20]}")
+        assert len(caught.value.one_line) < 300
+
+
+@pytest.mark.parametrize("name", ["w" * 127, "a-b_c:1", "0", "TRAINER-3"])
+def test_a_worker_name_torch_accepts_can_be_planned(name: str) -> None:
+    import torch.distributed.rpc as torch_rpc
+
+    torch_rpc.WorkerInfo(name, 0)
+    assert TopologyPlan.build([name]).names == [name]
+
+
 def test_one_source_to_two_targets_cannot_be_planned() -> None:
     with pytest.raises(PlanError, match="cuda:0 is mapped to both cuda:1 and cuda:2"):
         WorkerPlan.build("a", 2, (), {"b": [("cuda:0", "cuda:1"), ("cuda:0", "cuda:2")]})

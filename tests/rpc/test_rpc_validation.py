@@ -14,6 +14,7 @@ from inspector.rpc import (
     check_device_maps,
     validate_device_maps,
 )
+from inspector.rpc._devices import as_device
 
 W = ["worker0", "worker1"]
 
@@ -174,3 +175,17 @@ def test_a_missing_device_count_names_the_worker_and_the_known_ones() -> None:
 def test_non_cuda_accelerators_are_invalid_as_in_torch() -> None:
     error = refused({"worker0": 1, "worker1": 1}, {"worker0": {"worker1": {"xpu:0": "cuda:0"}}})
     assert error.category == "INVALID_SOURCE_INDEX" and [str(d) for d in error.devices] == ["xpu:0"]
+
+
+def test_long_lists_in_a_message_show_their_first_entries_and_a_count() -> None:
+    many = {f"cuda:{i}": "cuda:0" for i in range(100)}  # 100 sources onto one target
+    error = refused({"worker0": 100, "worker1": 1}, {"worker0": {"worker1": many}})
+    lines = str(error).splitlines()
+    assert lines[0] == "Node worker0 has duplicated target devices in its device map for worker1"
+    assert lines[1].startswith("device map = {device(type='cuda', index=0): device(type='cuda', index=0), ")
+    assert lines[1].endswith(", ... (92 more)}") and len(lines[1]) < 800
+    assert lines[2] == "duplicated targets = ['cuda:0']"
+    assert error.device_map == {as_device(f"cuda:{i}"): as_device("cuda:0") for i in range(100)}  # all kept
+    names = [f"w{i}" for i in range(50)]
+    unknown = refused({n: 0 for n in names}, {"w0": {"ghost": {"cpu": "cpu"}}}, names=names)
+    assert "node names = ['w0', 'w1', 'w2', 'w3', 'w4', 'w5', 'w6', 'w7', ... (42 more)]" in str(unknown)

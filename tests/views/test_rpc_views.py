@@ -231,3 +231,46 @@ def test_a_4_by_8_mesh_with_problems_labels_each_problem_arrow() -> None:
     labels = [t.get_text() for t in fig.axes[0].texts if t.get_gid() == EDGE_LABEL]
     assert len(labels) == 6  # the six arrows into and out of the short node, each with its category
     assert sorted(set(labels)) == ["INVALID_SOURCE_INDEX", "INVALID_TARGET_INDEX"]
+
+
+def _with_targets_outside(plan: TopologyPlan, outside: dict[str, list[str]]) -> TopologyPlan:
+    maps = plan.device_maps
+    for caller, targets in outside.items():
+        maps.setdefault(caller, {}).update({target: {"cpu": "cpu"} for target in targets})
+    return TopologyPlan.build(plan.names, plan.device_counts, maps)
+
+
+@pytest.mark.parametrize(
+    "plan",
+    [
+        _with_targets_outside(_short_mesh(4, 8, "worker1", 4), {"worker2": ["ghost"]}),  # below the bottom worker
+        _with_targets_outside(TopologyPlan.build(3, 2), {"worker0": ["ghost", "other", "third"], "worker1": ["far"]}),
+        _with_targets_outside(TopologyPlan.build(["solo"], 0), {"solo": ["ghost"]}),
+        _with_targets_outside(TopologyPlan.ring(20, 1), {"worker5": ["ghost"], "worker14": ["phantom"]}),  # dots
+    ],
+)
+def test_a_target_not_in_the_group_is_drawn_clear_of_every_worker_and_its_arrow_ends_on_no_name(
+    plan: TopologyPlan,
+) -> None:
+    fig = topology_figure(plan, plan.check())
+    drawn, hits = _overlaps(fig)  # edge labels still cover no node, these boxes included
+    assert drawn > 0 and hits == []
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    nodes = [t for t in ax.texts if t.get_gid() == NODE and t.get_bbox_patch() is not None]
+    ghosts = [t for t in nodes if t.get_text().endswith("(not in group)")]
+    workers = [t for t in nodes if t not in ghosts]
+    outside = {callee for w in plan.workers for callee, _ in w.device_maps if callee not in plan.names}
+    assert sorted(ghost.get_text().split("\n")[0] for ghost in ghosts) == sorted(outside)
+
+    def box(text: object) -> object:
+        return text.get_bbox_patch().get_window_extent(renderer)  # type: ignore[attr-defined]
+
+    for ghost in ghosts:
+        others = [box(node) for node in nodes if node is not ghost]
+        assert not any(box(ghost).overlaps(other) for other in others), ghost.get_text()
+    dashed = [a for a in arrows(fig) if a.get_linestyle() == "--"]
+    assert len(dashed) == len(ghosts)
+    for arrow in dashed:  # neither the line nor its head crosses a worker's name
+        extent = arrow.get_window_extent(renderer)
+        assert not any(extent.overlaps(worker.get_window_extent(renderer)) for worker in workers)

@@ -24,11 +24,11 @@ from inspector.dispatch.torch_sdpa.facts import BACKENDS, FAMILY, SdpaCall, fact
 from inspector.dispatch.torch_sdpa.family import (
     context_from_call,
     ensure_registered,
-    predict,
     register,
     trace_call,
     trace_context,
 )
+from inspector.dispatch.torch_sdpa.prediction import predict
 from inspector.dispatch.torch_sdpa.watch import WatchedCall, WatchedCalls, WatchGroup, WatchTable, last_watch, watch
 
 __all__ = [

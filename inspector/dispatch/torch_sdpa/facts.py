@@ -134,13 +134,31 @@ def cuda_facts(query: Any, key: Any, value: Any) -> CudaFacts:
     )
 
 
+def dispatch_device(query: Any, key: Any, value: Any) -> str:
+    """The device whose kernel PyTorch's dispatcher picks for the call: the tensors' common
+    device; with mixed devices CUDA's if any is on CUDA, the meta kernel's if any is on meta."""
+    if query.is_cpu and key.is_cpu and value.is_cpu:
+        return "cpu"
+    types = {str(t.device.type) for t in (query, key, value)}
+    if len(types) == 1:
+        return types.pop()
+    for preferred in ("cuda", "meta"):
+        if preferred in types:
+            return preferred
+    return str(query.device.type)
+
+
 def facts_from_call(
     query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
     scale: float | None = None, enable_gqa: bool = False,
 ) -> SdpaCall:
     """Read the facts of one call (the tensors are not kept). Straight-line on purpose: reading
     tensor metadata from Python is most of what ``predict`` costs."""
-    device = "cpu" if query.is_cpu else "cuda" if query.is_cuda else str(query.device.type)
+    for position, (name, tensor) in enumerate((("query", query), ("key", key), ("value", value)), 1):
+        if not isinstance(tensor, Tensor):
+            raise TypeError(f"scaled_dot_product_attention(): argument '{name}' (position {position}) must be "
+                            f"Tensor, not {type(tensor).__name__}")
+    device = dispatch_device(query, key, value)
     nested = False
     try:
         qs, ks, vs = query.shape, key.shape, value.shape

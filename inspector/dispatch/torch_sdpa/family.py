@@ -1,4 +1,4 @@
-"""The ``torch_sdpa`` family: PyTorch's SDPA backends as rows, and ``predict``/``trace_call``.
+"""The ``torch_sdpa`` family: PyTorch's SDPA backends as rows, ``predict_by_rules`` and ``trace_call``.
 
 NOTE [ Priority orders ]
 PyTorch tries its backends in an order that depends on the device: on CPU always flash, then
@@ -25,7 +25,7 @@ from inspector.dispatch.records import ImplRecord
 from inspector.dispatch.registry import register_family
 from inspector.dispatch.resolution import decide_in
 from inspector.dispatch.spec import Spec
-from inspector.dispatch.torch_sdpa import checks, cpu_quick, cpu_rules, cuda_rules
+from inspector.dispatch.torch_sdpa import checks, cpu_rules, cuda_rules
 from inspector.dispatch.torch_sdpa.facts import (
     BACKENDS,
     CUDNN,
@@ -56,8 +56,12 @@ SPECS: dict[str, Spec] = {
     EFFICIENT: _on_device(cpu_rules.cuda_only(EFFICIENT), cuda_rules.EFFICIENT_CUDA),
     CUDNN: _on_device(cpu_rules.cuda_only(CUDNN), cuda_rules.CUDNN_CUDA),
     OVERRIDEABLE: _on_device(cpu_rules.cuda_only(OVERRIDEABLE), cuda_rules.OVERRIDEABLE_CUDA),
-    MATH: checks.runtime_enabled(MATH, "math_sdp_enabled", "The math backend has been runtime disabled.")
-    & cpu_rules.NO_DISPATCH_ERROR,
+    MATH: checks.rule(
+        "math_sdp_enabled", "('math' in @.enabled or @.device == 'meta')", required="math enabled",
+        message="The math backend has been runtime disabled.",
+        show=lambda f: "meta tensors (PyTorch's meta kernel answers math)" if f.device == "meta" else
+        "enabled: " + (", ".join(sorted(f.enabled)) or "none"),
+    ) & cpu_rules.NO_DISPATCH_ERROR,
 }
 DESCRIPTIONS = {
     FLASH: "FlashAttention (CUDA), or PyTorch's CPU flash kernel",
@@ -114,14 +118,27 @@ def plan_for_order(order: tuple[str, ...]) -> FamilyPlan:
     return FamilyPlan(FAMILY, rows, rows[order.index(MATH)], complete)
 
 
-def register() -> None:
-    """(Re-)register ``torch_sdpa`` in the dispatch registry (importing the package does it once)."""
+ORIGIN = "inspector.dispatch.torch_sdpa"
+
+
+def register(*, replace: bool = False) -> bool:
+    """(Re-)register ``torch_sdpa`` in the dispatch registry (importing the package does it once).
+
+    A family of that name that someone else registered is kept (``inspector.examples.skipped()``
+    says so) unless ``replace``; ``predict``, ``trace_call`` and ``watch`` describe PyTorch either
+    way. Returns whether the inspector's family is registered now.
+    """
+    from inspector._free_names import may_register_family
     from inspector.dispatch.torch_sdpa.steering import TORCH_STEER
 
+    if not replace and not may_register_family(FAMILY, origin=ORIGIN):
+        return False
     register_family(
         FAMILY, lambda: records(machine_order()), MATH, extractor=context_from_call, completer=complete,
         steer=TORCH_STEER, description="PyTorch's own scaled_dot_product_attention backends, as PyTorch picks them",
+        origin=ORIGIN,
     )
+    return True
 
 
 def ensure_registered() -> None:
@@ -146,32 +163,12 @@ def context_from_call(
     return context_of(facts)
 
 
-def predict(
-    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
-    scale: float | None = None, enable_gqa: bool = False,
-) -> SDPBackend:
-    """The backend PyTorch will run for exactly this call under the flags in force now.
-
-    ``SDPBackend.ERROR`` where PyTorch would refuse the call ("No available kernel"), e.g. when
-    an ``sdpa_kernel`` block allows only backends that cannot serve it.
-
-    >>> q = torch.randn(2, 8, 128, 64)
-    >>> predict(q, q, q)
-    <SDPBackend.FLASH_ATTENTION: 1>
-    >>> predict(q, q, q, dropout_p=0.1)
-    <SDPBackend.MATH: 0>
-    """
-    quick = cpu_quick.choose(query, key, value, attn_mask, dropout_p, enable_gqa)
-    if quick is not None:
-        return quick
-    return predict_by_rules(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-
-
 def predict_by_rules(
     query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
     scale: float | None = None, enable_gqa: bool = False,
 ) -> SDPBackend:
-    """``predict`` from the full facts and the ported rules alone (see NOTE [ The quick CPU path ])."""
+    """The backend PyTorch will run, from the call's full facts and the ported rules: what
+    ``predict`` answers for every call (see NOTE [ The quick CPU path ])."""
     facts = facts_from_call(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     plan = plan_for_order(CPU_ORDER if facts.device == "cpu" else order_for(facts))
     # The rules read only ``extra``: a bare context is enough here and costs a third of a full one.

@@ -44,12 +44,24 @@ def _around(handler: Handler, call_next: Call) -> Call:
     return lambda *args, **kwargs: handler(call_next, args, kwargs)
 
 
+_inside = threading.local()
+
+
+def inside_wrapper() -> bool:
+    """Whether this thread is inside the wrapper now (a torch function mode then lets the call pass)."""
+    return getattr(_inside, "depth", 0) > 0
+
+
 @functools.wraps(ORIGINAL_SDPA)
 def _sdpa(*args: Any, **kwargs: Any) -> Any:
     call: Call = ORIGINAL_SDPA
     for handler in reversed(tuple(_handlers)):
         call = _around(handler, call)
-    return call(*args, **kwargs)
+    _inside.depth = getattr(_inside, "depth", 0) + 1
+    try:
+        return call(*args, **kwargs)
+    finally:
+        _inside.depth -= 1
 
 
 def _native(name: str) -> Call:

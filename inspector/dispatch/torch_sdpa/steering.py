@@ -8,14 +8,16 @@ call raises ``ExplicitSelectionError`` with PyTorch's failing checks instead of 
 "No available kernel". Calls from contexts without a ``torch_sdpa`` selection pass straight on.
 
 PyTorch's flags are process-wide, while ``op_backend`` scopes are per thread and per asyncio
-task. Two threads that select different backends at once therefore fight over one set of
-flags: the second warns. However blocks interleave, the flags in force before the first
-steered block are put back exactly when the last one ends. ``None`` (``op_backend(
+task. Two threads (or tasks) that select different backends at once therefore fight over one
+set of flags: the second warns. While blocks overlap, the flags are those of the block entered
+last that is still running, also when an earlier one ends first; the flags in force before the
+first steered block are put back exactly when the last one ends. ``None`` (``op_backend(
 torch_sdpa=None)``) restores, for its block, the flags from before the outermost steered block.
 """
 
 from __future__ import annotations
 
+import asyncio
 import threading
 import warnings
 from dataclasses import dataclass
@@ -63,6 +65,11 @@ def _member(handle: Any) -> SDPBackend | None:
     )
 
 
+def _allow(backends: tuple[SDPBackend, ...]) -> None:
+    names = {member.name.lower() for member in backends}
+    restore_flags({name: name in names for name in BACKENDS})
+
+
 def check_selection(call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
     """The interception handler: check the call against this context's selection, then run it.
 
@@ -72,7 +79,10 @@ def check_selection(call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     if get_override(FAMILY) is not None:
         from inspector.dispatch.torch_sdpa.family import decide_call
 
-        facts = facts_from_call(*args, **kwargs)
+        try:
+            facts = facts_from_call(*args, **kwargs)
+        except Exception:  # arguments PyTorch itself refuses: let it say so in its own words
+            return call(*args, **kwargs)
         facts = facts._replace(enabled=TORCH_STEER.baseline_enabled() or facts.enabled)
         decide_call(context_of(facts))  # strict: raises when incapable
     return call(*args, **kwargs)
@@ -82,8 +92,17 @@ def check_selection(call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
 class _Entered:
     key: int
     backend: SDPBackend | None
+    allowed: tuple[SDPBackend, ...]
     kernel: Any
-    thread: int
+    owner: tuple[int, int]
+
+
+def _owner() -> tuple[int, int]:
+    """Who entered a block: the thread, and the asyncio task within it (0 outside any task)."""
+    task = None
+    if asyncio._get_running_loop() is not None:
+        task = asyncio.current_task()
+    return threading.get_ident(), 0 if task is None else id(task)
 
 
 class TorchSteer:
@@ -98,7 +117,7 @@ class TorchSteer:
 
     def enter(self, handle: Any) -> _Entered:
         backend = _member(handle)
-        thread = threading.get_ident()
+        owner = _owner()
         with self._lock:
             if self._depth == 0:
                 self._baseline = current_flags()
@@ -106,27 +125,27 @@ class TorchSteer:
             self._depth += 1
             self._next += 1
             key = self._next
-            others = {e.backend for e in self._active.values() if e.thread != thread}
+            others = {e.backend for e in self._active.values() if e.owner != owner}
             baseline = dict(self._baseline)
         try:
             if others - {backend}:
                 shown = sorted("None" if b is None else b.name.lower() for b in others)
                 mine = "None" if backend is None else backend.name.lower()
                 warnings.warn(
-                    f"op_backend(torch_sdpa={mine!r}) entered while another thread selects {shown}: PyTorch's SDPA "
-                    "flags are process-wide, so both threads now run with the latest selection. Select torch_sdpa "
-                    "in one thread at a time.",
+                    f"op_backend(torch_sdpa={mine!r}) entered while another thread or task selects {shown}: "
+                    "PyTorch's SDPA flags are process-wide, so both now run with the latest selection. Select "
+                    "torch_sdpa in one thread or task at a time.",
                     RuntimeWarning, stacklevel=4,
                 )
-            allowed = [backend] if backend is not None else [
+            allowed = (backend,) if backend is not None else tuple(
                 getattr(SDPBackend, name.upper()) for name, on in baseline.items() if on
-            ]
-            kernel = sdpa_kernel(allowed)
+            )
+            kernel = sdpa_kernel(list(allowed))
             kernel.__enter__()
         except BaseException:
             self._leave()
             raise
-        entered = _Entered(key, backend, kernel, thread)
+        entered = _Entered(key, backend, allowed, kernel, owner)
         with self._lock:
             self._active[key] = entered
         return entered
@@ -137,6 +156,11 @@ class TorchSteer:
         finally:
             with self._lock:
                 self._active.pop(entered.key, None)
+                latest = self._active[max(self._active)] if self._active else None
+            if latest is not None:
+                # Blocks of other threads or tasks may end out of order, and sdpa_kernel has just put back what
+                # it found on entry: the block entered last that is still running gets its selection back.
+                _allow(latest.allowed)
             self._leave()
 
     def _leave(self) -> None:

@@ -23,6 +23,7 @@ from typing import Any
 
 import torch
 from torch.nn.attention import SDPBackend
+from torch.overrides import TorchFunctionMode
 
 from inspector.dispatch.context import format_value
 from inspector.dispatch.torch_sdpa import interception
@@ -57,6 +58,9 @@ class WatchedCall:
     def __str__(self) -> str:
         shapes = " ".join(f"{name}{tuple(shape)}" for name, shape in zip("qkv", self.shapes, strict=False))
         return f"#{self.index} {self.backend} {self.dtype} {self.device} {shapes}".rstrip()
+
+    def __repr__(self) -> str:
+        return f"<WatchedCall {self}>"
 
 
 @dataclass(frozen=True)
@@ -163,25 +167,61 @@ class WatchTable:
         return pd.DataFrame([g.__dict__ for g in self.groups], columns=columns)
 
 
-class watch:  # lower-case: used like a function, ``with watch() as calls:``
-    """Record every ``F.scaled_dot_product_attention`` call made inside the block (results unchanged)."""
+class _PreboundCalls(TorchFunctionMode):
+    """Sends calls of the SDPA builtin that bypass the module attribute (references taken before
+    the block) to the watch; calls through the attribute are already seen by the wrapper."""
 
-    def __init__(self, *, limit: int = 100_000) -> None:
+    def __init__(self, around: Any) -> None:
+        super().__init__()
+        self.around = around
+
+    def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
+        kwargs = kwargs or {}
+        if func is interception.ORIGINAL_SDPA and not interception.inside_wrapper():
+            return self.around(func, tuple(args), dict(kwargs))
+        return func(*args, **kwargs)
+
+
+class watch:  # lower-case: used like a function, ``with watch() as calls:``
+    """Record every ``F.scaled_dot_product_attention`` call made inside the block (results unchanged).
+
+    ``prebound=True`` also records calls made through a reference to the function taken before
+    the block (``from torch.nn.functional import scaled_dot_product_attention``), through a
+    ``TorchFunctionMode``; while a torch function mode is active, ``nn.TransformerEncoderLayer``
+    and ``nn.MultiheadAttention`` skip their native fast paths and run their Python code (the
+    same results, through the SDPA calls this records).
+    """
+
+    def __init__(self, *, limit: int = 100_000, prebound: bool = False) -> None:
         if not isinstance(limit, int) or limit <= 0:
             raise ValueError(f"watch(limit=...) must be a positive int, got {limit!r}")
         self.limit = limit
+        self.prebound = bool(prebound)
         self.calls = WatchedCalls()
         self._thread = 0
+        self._mode: _PreboundCalls | None = None
         self.dropped = 0
 
     def __enter__(self) -> WatchedCalls:
         self._thread = threading.get_ident()
         interception.add(self._around, self._native)
+        if self.prebound:
+            self._mode = _PreboundCalls(self._around)
+            try:
+                self._mode.__enter__()
+            except BaseException:
+                interception.remove(self._around, self._native)
+                raise
         return self.calls
 
     def __exit__(self, *exc_info: object) -> None:
-        interception.remove(self._around, self._native)
-        _last[:] = [self.calls]
+        try:
+            if self._mode is not None:
+                self._mode.__exit__(None, None, None)
+                self._mode = None
+        finally:
+            interception.remove(self._around, self._native)
+            _last[:] = [self.calls]
 
 
     def _native(self, name: str) -> None:
@@ -198,7 +238,15 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         if len(self.calls) >= self.limit:
             self.dropped += 1
             return call(*args, **kwargs)
-        record = self._record(args, kwargs)
+        try:
+            record = self._record(args, kwargs)
+        except Exception as exc:  # a call the inspector cannot read: PyTorch answers it, in its own words
+            result = call(*args, **kwargs)
+            self.calls.calls.append(WatchedCall(
+                len(self.calls), "unknown", "unknown", "inspector", (), "", "", (), 0.0, False, None, False, False,
+                (), None, note=f"the inspector could not read this call ({type(exc).__name__}: {exc})",
+            ))
+            return result
         with torch.profiler.record_function(f"torch_sdpa:{record.backend}"):
             return call(*args, **kwargs)
 

@@ -109,3 +109,71 @@ def test_same_selection_in_two_threads_does_not_warn() -> None:
             pass
     release.set()
     thread.join(30)
+
+
+def test_asyncio_tasks_with_different_selections_warn_and_keep_the_latest_running_one() -> None:
+    import asyncio
+
+    before = current_flags()
+    seen: dict[str, SDPBackend] = {}
+
+    async def task_a(entered: asyncio.Event, a_done: asyncio.Event) -> None:
+        with op_backend(torch_sdpa="math"):
+            entered.set()
+            await asyncio.sleep(0)
+        a_done.set()
+
+    async def task_b(entered: asyncio.Event, a_done: asyncio.Event) -> None:
+        await entered.wait()
+        with op_backend(torch_sdpa="flash_attention"):
+            await a_done.wait()  # A's block ends while B's still runs
+            seen["b"] = SDPBackend(torch._fused_sdp_choice(Q, Q, Q))
+
+    async def main() -> None:
+        entered, a_done = asyncio.Event(), asyncio.Event()
+        await asyncio.gather(task_a(entered, a_done), task_b(entered, a_done))
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        asyncio.run(main())
+    assert any("another thread or task" in str(w.message) for w in caught)
+    assert seen["b"] == SDPBackend.FLASH_ATTENTION  # B keeps its restriction after A's block ended
+    assert current_flags() == before
+
+
+def test_a_thread_block_that_ends_first_leaves_the_other_threads_selection_in_force() -> None:
+    before = current_flags()
+    entered, release = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with op_backend(torch_sdpa="math"):
+            entered.set()
+            release.wait(30)
+
+    thread = threading.Thread(target=other)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        with op_backend(torch_sdpa="flash_attention"):
+            thread.start()
+            assert entered.wait(30)
+        assert torch._fused_sdp_choice(Q, Q, Q) == int(SDPBackend.MATH.value)  # the other thread's block
+        release.set()
+        thread.join(30)
+    assert current_flags() == before
+
+
+@pytest.mark.parametrize("block", ["watch", "steer"])
+def test_a_call_pytorch_refuses_raises_pytorchs_own_error_inside_the_blocks(block: str) -> None:
+    def outcome(*args: object, **kwargs: object) -> tuple[type[BaseException], str]:
+        with pytest.raises(Exception) as exc:
+            F.scaled_dot_product_attention(*args, **kwargs)
+        return type(exc.value), str(exc.value)
+
+    calls = [((None, Q, Q), {}), ((Q, Q, Q), {"bogus": 1}), ((Q, Q), {})]
+    expected = [outcome(*args, **kwargs) for args, kwargs in calls]
+    scope = torch_sdpa.watch() if block == "watch" else op_backend(torch_sdpa="math")
+    with scope as watched:
+        got = [outcome(*args, **kwargs) for args, kwargs in calls]
+    assert got == expected
+    if block == "watch":
+        assert list(watched) == []  # a call PyTorch refused ran nothing to record

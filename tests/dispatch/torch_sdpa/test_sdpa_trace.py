@@ -93,3 +93,34 @@ def test_explain_for_the_attention_family_still_works_next_to_torch_sdpa() -> No
 
     ctx = CallContext("attention", dtype=torch.bfloat16, ndim=4, head_dim=128)
     assert explain("attention", ctx).endswith("(origin=chain)")
+
+
+def test_set_op_refuses_torch_sdpa_and_names_what_steers_pytorch() -> None:
+    from inspector.dispatch import process_selection, set_op
+
+    with pytest.raises(ValueError, match=r"with op_backend\(torch_sdpa=") as exc:
+        set_op("torch_sdpa", "math")
+    assert "enable_flash_sdp" in str(exc.value)
+    set_op("torch_sdpa", None)  # clearing is harmless
+    assert "torch_sdpa" not in process_selection()
+
+
+def test_process_wide_tiers_never_make_the_trace_disagree_with_pytorch(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    import logging
+
+    from inspector.dispatch import reload_env, set_op
+
+    q = torch.randn(2, 4, 16, 32)
+    monkeypatch.setenv("INSPECTOR_OPS", "torch_sdpa=math")
+    with caplog.at_level(logging.WARNING, logger="inspector.dispatch"):
+        reload_env()
+    assert any("torch_sdpa='math' is ignored" in r.message for r in caplog.records)
+    set_op("profile", "reference")
+    try:
+        assert torch_sdpa.trace_call(q, q, q).chosen == "flash_attention"
+        assert torch_sdpa.predict(q, q, q) == SDPBackend(torch._fused_sdp_choice(q, q, q))
+        assert resolve("torch_sdpa", torch_sdpa.context_from_call(q, q, q)).name == "flash_attention"
+    finally:
+        set_op("profile", None)

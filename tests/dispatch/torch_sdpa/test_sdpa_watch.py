@@ -98,3 +98,29 @@ def test_watch_limit_bounds_memory() -> None:
     assert len(calls) == 2 and watcher.dropped == 3
     with pytest.raises(ValueError, match="positive int"):
         torch_sdpa.watch(limit=0)
+
+
+def test_prebound_references_are_seen_only_when_asked_and_never_twice() -> None:
+    from torch.nn.functional import scaled_dot_product_attention as bound_before
+
+    q = torch.randn(1, 2, 8, 16)
+    with torch_sdpa.watch() as plain:
+        bound_before(q, q, q)
+    assert len(plain) == 0  # a reference taken before the block bypasses the module attribute
+    with torch_sdpa.watch(prebound=True) as calls:
+        out = bound_before(q, q, q, dropout_p=0.0)
+        F.scaled_dot_product_attention(q, q, q, dropout_p=0.5, is_causal=True)
+    torch.testing.assert_close(out, F.scaled_dot_product_attention(q, q, q))
+    assert [c.backend for c in calls] == ["flash_attention", "math"]  # each call once
+    assert not torch.overrides._is_torch_function_mode_enabled()  # the mode left with the block
+
+
+def test_prebound_watch_sees_the_encoder_layers_python_path() -> None:
+    layer = torch.nn.TransformerEncoderLayer(32, 4, dim_feedforward=64, batch_first=True).eval()
+    x = torch.randn(2, 8, 32)
+    with torch.no_grad():
+        expected = layer(x)
+        with torch_sdpa.watch(prebound=True) as calls:
+            got = layer(x)
+    torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
+    assert [c.backend for c in calls] == ["flash_attention"]  # the fast path is off: the SDPA call is visible
