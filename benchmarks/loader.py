@@ -81,11 +81,19 @@ def main() -> int:
 
     started = time.perf_counter()
     load = bench.machine_load()
-    latency = bench.small_load_latency(count=2000, warmup=200, workers=WORKERS)
-    rows = bench.run(sizes_mb=SIZES, workers=(WORKERS,), repeats=3, layouts=LAYOUTS, progress=progress,
-                     keep_history=False)  # fmt: skip
-    startup = bench.measure_startup(size_mb=max(SIZES), workers=WORKERS)
-    leaf_us = bench.per_leaf_cost_us(workers=WORKERS)
+    settings = {"sizes_mb": list(SIZES), "workers": [WORKERS], "script": "benchmarks/loader.py"}
+    measured: list = []  # as each row arrives: Ctrl-C keeps what was measured, as the panel's Cancel does
+    try:
+        latency = bench.small_load_latency(count=2000, warmup=200, workers=WORKERS)
+        rows = bench.run(sizes_mb=SIZES, workers=(WORKERS,), repeats=3, layouts=LAYOUTS, progress=progress,
+                         on_row=measured.append, keep_history=False)  # fmt: skip
+        startup = bench.measure_startup(size_mb=max(SIZES), workers=WORKERS)
+        leaf_us = bench.per_leaf_cost_us(workers=WORKERS)
+    except KeyboardInterrupt:
+        bench.record_run("loader", measured, cancelled=True, settings=settings)
+        print(f"\ninterrupted: {len(measured)} rows kept in {bench.history_path()} (marked cancelled)",
+              file=sys.stderr)  # fmt: skip
+        return 130
     dram_rows = [r for r in rows if r.method == "memcpy" and r.size_mb == max(SIZES)]
     dram = max(r.mb_s for r in dram_rows)
     print(f"shared-memory loader, {WORKERS} workers, page cache hot (MB = 2**20 bytes; median of the timed repeats)")
@@ -104,8 +112,7 @@ def main() -> int:
         print("  " + measurement.line())
     if load.note():
         print("\n" + load.note())
-    bench.record_run("loader", rows, measurements, settings={"sizes_mb": list(SIZES), "workers": [WORKERS],
-                                                             "script": "benchmarks/loader.py"})  # fmt: skip
+    bench.record_run("loader", rows, measurements, settings=settings)
     print(f"\n(ran in {time.perf_counter() - started:.0f} s; kept in {bench.history_path()})")
     if args.json:
         with open(args.json, "w") as out:

@@ -121,12 +121,17 @@ def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[An
         raise UsageError(f"--device {args.device!r}: {exc}") from None
     settings = {"sizes_mb": sizes, "workers": workers, "layouts": layouts, "repeats": args.repeats,
                 "device": args.device or "cpu"}  # fmt: skip
+    measured: list[Any] = []  # as each row arrives, so Ctrl-C keeps what was measured (the panel's Cancel does too)
     try:
         bench_rows = run_loader(sizes_mb=sizes, workers=workers, layouts=layouts, repeats=args.repeats,
-                                device=args.device, progress=progress_bar, keep_history=False)  # fmt: skip
+                                device=args.device, progress=progress_bar, on_row=measured.append,
+                                keep_history=False)  # fmt: skip
+        latency = small_load_latency(count=1000, warmup=100, workers=max(workers))
     except ValueError as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
-    latency = small_load_latency(count=1000, warmup=100, workers=max(workers))
+    except KeyboardInterrupt:
+        record_run("loader", measured, cancelled=True, settings=settings)
+        raise
     measurements = [*throughput_targets(bench_rows), latency_target(latency)]
     record_run("loader", bench_rows, measurements, settings=settings)
     return [row.as_dict() for row in bench_rows], measurements, machine_load().note()

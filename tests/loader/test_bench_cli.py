@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import pytest
 import torch
+from waiting import wait_until
+
+from inspector.loader.bench import read_history
 
 WAIT_S = 300
 
@@ -66,3 +71,39 @@ def test_compare_without_a_history_says_how_to_make_one(tmp_path: Path) -> None:
     assert result.returncode == 0 and "run `inspector bench loader` first" in result.stdout
     other = bench("dispatch", "--compare")
     assert other.returncode == 2 and "only the loader benchmark keeps a history" in other.stderr
+
+
+def interrupt_when(command: list[str], env: dict[str, str], ready: str) -> tuple[int, str]:
+    """Run ``command``, press Ctrl-C (a real SIGINT) once its stderr shows ``ready``; (exit code, stderr)."""
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, env=env)
+    seen: list[str] = []
+    reader = threading.Thread(target=lambda: seen.extend(iter(lambda: process.stderr.read(1), "")), daemon=True)
+    reader.start()
+    try:
+        wait_until(lambda: ready in "".join(seen) or process.poll() is not None, WAIT_S)
+        process.send_signal(signal.SIGINT)
+        code = process.wait(WAIT_S)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    reader.join(WAIT_S)
+    return code, "".join(seen)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("how", ["cli", "script"])
+def test_ctrl_c_keeps_the_rows_measured_so_far_as_a_cancelled_run(tmp_path: Path, how: str) -> None:
+    env = {**os.environ, "INSPECTOR_CACHE_DIR": str(tmp_path / "cache")}
+    if how == "cli":
+        command = [sys.executable, "-m", "inspector", "bench", "loader", "--sizes", "1,2,3", "--layouts", "steps",
+                   "--repeats", "1"]  # fmt: skip
+        ready = "] 2/15 "
+    else:
+        command = [sys.executable, str(Path(__file__).parents[2] / "benchmarks" / "loader.py"), "--quick"]
+        ready = "[ 2/"
+    code, stderr = interrupt_when(command, env, ready)
+    assert code == 130, stderr[-2000:]
+    (entry,) = read_history("loader", path=tmp_path / "cache" / "bench-history.jsonl")
+    assert entry["cancelled"] is True and len(entry["rows"]) >= 2
+    assert {row["layout"] for row in entry["rows"]} == {"steps"}

@@ -93,7 +93,8 @@ def run(
 ) -> BenchResults:
     """Measure every method on every layout, size and worker count; see the module docstring.
 
-    Raises ``BenchCancelled`` (with ``.rows``, what was measured) when ``cancel`` is set.
+    Raises ``BenchCancelled`` (with ``.rows``, what was measured) when ``cancel`` is set; that run, or one
+    stopped by ``KeyboardInterrupt``, is kept in the history as cancelled, with the rows measured so far.
 
     >>> rows = run(sizes_mb=(1,), workers=(2,), methods=("ours", "sync", "memcpy"))  # doctest: +SKIP
     """
@@ -137,7 +138,7 @@ def run(
                                 on_row(row)
                     finally:
                         files.remove()
-    except BenchCancelled:
+    except (BenchCancelled, KeyboardInterrupt):  # Ctrl-C keeps what was measured, as Cancel does
         if keep_history:
             record_run("loader", rows, cancelled=True, settings=settings)
         raise
