@@ -30,6 +30,8 @@ class Measurement:
     ratio_label: str = ""
     target: str = ""
     ok: bool = True
+    spread: tuple[float, float] | None = None  # (min, max) of the repeats ``value`` is the median of
+    baseline_spread: tuple[float, float] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -47,11 +49,14 @@ class Measurement:
                             verdict)])
 
     def line(self) -> str:
-        """``resolve ...: 0.27 µs; plain Python call 0.030 µs; 9.0x a plain call [target <= 12x] PASS``."""
-        text = f"{self.name}: {_number(self.value)} {self.unit}"
+        """``resolve ...: 0.27 µs; plain Python call 0.030 µs; 9.0x a plain call [target <= 12x] PASS``.
+
+        A figure that is the median of repeats shows their range: ``52.1 µs (40.3-2,390)``.
+        """
+        text = f"{self.name}: {_number(self.value)} {self.unit}{_range(self.spread)}"
         if self.baseline:
             shown = "" if self.baseline_value is None else f" {_number(self.baseline_value)} {self.unit}"
-            text += f"; {self.baseline}{shown}"
+            text += f"; {self.baseline}{shown}{_range(self.baseline_spread)}"
         if self.ratio is not None:
             text += f"; {self.ratio:.2f}x {self.ratio_label}".rstrip()
         if self.target:
@@ -61,6 +66,10 @@ class Measurement:
 
 def _number(value: float) -> str:
     return f"{value:,.0f}" if abs(value) >= 1000 else f"{value:.3g}"
+
+
+def _range(spread: tuple[float, float] | None) -> str:
+    return "" if spread is None else f" (min {_number(spread[0])}, max {_number(spread[1])})"
 
 
 def best_of(fn: Callable[[], object], rounds: int) -> float:

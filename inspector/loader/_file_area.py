@@ -5,6 +5,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import math
+import numbers
 import os
 import shutil
 import tempfile
@@ -20,14 +21,19 @@ _LONGEST_WAIT_S = 3600.0  # the ttl thread wakes at least this often (a long wai
 
 
 def check_ttl(ttl: object) -> float | None:
-    """``ttl`` as seconds: a finite positive number, or None (keep files until shutdown)."""
+    """``ttl`` as seconds: a finite positive real number (numpy's included, booleans not), or None (keep files
+    until shutdown)."""
     if ttl is None:
         return None
-    if isinstance(ttl, bool) or not isinstance(ttl, int | float) or not math.isfinite(ttl) or ttl <= 0:
+    try:
+        seconds = float(ttl) if isinstance(ttl, numbers.Real) and not isinstance(ttl, bool) else math.nan
+    except OverflowError:  # an int too large for a float: not finite either
+        seconds = math.inf
+    if not math.isfinite(seconds) or seconds <= 0:
         raise ValueError(
             f"ttl must be a finite positive number of seconds, or None to keep files until shutdown; got {ttl!r}"
         )
-    return float(ttl)
+    return seconds
 
 
 class Janitor:

@@ -304,9 +304,17 @@ def test_a_given_directory_is_created_private_and_kept_at_shutdown(tmp_path: Pat
 def test_bad_arguments_are_refused() -> None:
     with pytest.raises(ValueError, match="worker_num"):
         FileStorageLoader(worker_num=0)
-    for ttl in (0, -1, float("nan"), float("inf"), True, "20"):
+    refused = (0, -1, float("nan"), float("inf"), True, "20", np.bool_(True), np.float64("nan"), np.int64(0), 10**400)
+    for ttl in refused:
         with pytest.raises(ValueError, match="ttl must be a finite positive number"):
             FileStorageLoader(ttl=ttl)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("ttl", [np.int64(5), np.int32(5), np.float32(5.0), np.float64(5.0), 5])
+def test_a_ttl_may_be_any_real_number_numpy_scalars_included(ttl: object) -> None:
+    loader = FileStorageLoader(ttl=ttl)  # type: ignore[arg-type]
+    assert loader.ttl == 5.0 and type(loader.ttl) is float
+    loader.shutdown()
 
 
 def test_a_slow_consumer_bounds_the_segments_in_use(loader: FileStorageLoader) -> None:
