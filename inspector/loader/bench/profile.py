@@ -40,7 +40,12 @@ class HostToDevice:
 
 @dataclass(frozen=True)
 class LoaderProfile:
-    """What ``profile_loader`` measured: first batch, per-batch times and bytes, and H2D copies where CUDA exists."""
+    """What ``profile_loader`` measured: first batch, per-batch times and bytes, and H2D copies where CUDA exists.
+
+    It shows itself as a table (``repr``, ``_repr_html_``, ``to_frame()``); its chart is drawn on the view side,
+    ``inspector.views.loader.profile_figure(profile)`` (several profiles side by side, too), because the engine
+    imports no plotting library.
+    """
 
     name: str
     first_batch_s: float

@@ -20,10 +20,12 @@ and recycled segments stay mapped, avoiding the first-touch page-fault cost a fr
 load would pay. The price: a consumer that keeps one small leaf keeps the whole segment; copy
 it (``leaf.copy()``) to let the rest go.
 
-*What a kept payload costs.* One memory mapping of its segment's size class in this process
-(and one in each worker that read into it, until the segment is dropped), and **no file
-descriptor**: mappings are made without keeping a descriptor (``mapping``), and a segment's own
-descriptor is closed when it is leased. A segment that comes back from a lease can then only
+*What a kept payload costs.* Its whole segment: at least ``MIN_CAPACITY`` (64 KiB, so a kept
+1 KiB payload holds 64 KiB) and otherwise its size class (``capacity_for``, at most 12.5% over
+the file's size); one memory mapping of it in this process and one in the worker that read into
+it (until the segment is dropped), so ``vm.max_map_count`` (65,530 by default) bounds how many
+payloads a process can keep at once; and **no file descriptor**: mappings are made without
+keeping a descriptor (``mapping``), and a segment's own descriptor is closed when it is leased. A segment that comes back from a lease can then only
 go to a worker that has mapped it already; one that no live worker has mapped is dropped.
 
 *Across fork.* A child made by ``os.fork()`` inherits every mapping, so the arrays it inherits
