@@ -86,7 +86,7 @@ def test_workers_that_cannot_start_stop_being_replaced_and_say_why(tmp_path: Pat
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     lines = result.stdout.splitlines()
     assert lines[0] == "WorkerStartError 3 1", result.stderr[-2000:]
-    assert lines[1].startswith("command = /bin/false -c ")
+    assert lines[1].startswith("command = /bin/false -P -c ")
     assert "read the worker's stderr" in lines[2]
 
 
