@@ -52,7 +52,7 @@ class Core:
 
     def __init__(self, kind: str, worker_num: int, why_missing: Callable[[str], str | None] = no_reason) -> None:
         self.name = f"{kind}-{next(_numbers)}"
-        self.timings: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=TIMINGS_KEPT)  # LoadTiming fields
+        self.timings: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=TIMINGS_KEPT)  # LoadTiming marks
         self.config = PoolConfig(self.name, worker_num, why_missing, self.timings.append)
         self.closers: list[Callable[[], None]] = []
         self.forkers: list[Callable[[], None]] = []  # run in a forked child (NOTE [ Loaders across fork ])

@@ -137,7 +137,7 @@ class StorageLoader(ABC):
 
     def timings(self) -> tuple[LoadTiming, ...]:
         """Per-stage timings of the most recent loads (oldest first)."""
-        return tuple(LoadTiming(*fields) for fields in list(self._core.timings))
+        return tuple(LoadTiming.from_marks(*marks) for marks in list(self._core.timings))
 
     def clear_timings(self) -> None:
         self._core.timings.clear()

@@ -156,10 +156,10 @@ def test_a_worker_reads_exactly_the_checked_size_and_says_so_when_the_file_is_sh
     segment = bytearray(1 << 20)
     fd = os.open(storage.path, os.O_RDONLY)
     try:
-        reply = read_into_segment(fd, segment, 1, size)
+        reply = read_into_segment(fd, memoryview(segment), 1, size)
         assert isinstance(reply, FileRead) and (reply.request_id, reply.size) == (1, size)
         assert bytes(segment[:size]) == Path(storage.path).read_bytes()
-        short = read_into_segment(fd, segment, 2, size + 64)  # the file shrank after it was checked
+        short = read_into_segment(fd, memoryview(segment), 2, size + 64)  # the file shrank after it was checked
         assert isinstance(short, ReadFailed) and short.kind == "truncated" and f"{size} of {size + 64}" in short.message
     finally:
         os.close(fd)

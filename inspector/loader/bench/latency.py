@@ -8,17 +8,22 @@ message there and one back, so ``small_load_latency`` times, in one run and on t
     loader   ``loader.load(storage).result()`` of a 1 KiB payload, workers started and warm
 
 and reports both as ``Spread``s of microseconds, after a warm-up, with their ratio (NOTE [ Numbers
-a researcher can trust ] in ``stats``). The echo child is a fresh interpreter, like the workers,
-so this also runs from a script without a main guard.
+a researcher can trust ] in ``stats``). Both stay up for the whole measurement and take turns in
+short rounds (which goes first alternates), so a change in the machine's load or in its cores'
+sleep states hits both alike; each round's ratio is kept too, so the spread of the ratio shows.
+The echo child is a fresh interpreter, like the workers, so this also runs from a script without
+a main guard.
 """
 
 from __future__ import annotations
 
+import contextlib
+import statistics
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from multiprocessing.connection import Connection, Pipe
 from typing import Any
@@ -47,63 +52,78 @@ class LatencyResult:
     payload_bytes: int
     workers: int
     machine: MachineLoad
+    round_ratios: tuple[float, ...] = ()  # each round's median ratio, in the order measured
 
     @property
     def ratio(self) -> float:
-        """The loader's median over the pipe's median (the target is at most 3)."""
+        """The loader's median over the pipe's median, over every round (the target is at most 3)."""
         return self.loader_us.median / self.pipe_us.median
 
     def as_dict(self) -> dict[str, Any]:
         return {**asdict(self), "ratio": self.ratio}
 
 
-def pipe_round_trips(count: int, warmup: int) -> list[float]:
-    """Seconds of each of ``count`` round trips to an echoing child, after ``warmup`` untimed ones."""
+@contextlib.contextmanager
+def pipe_round_trip() -> Iterator[Callable[[], None]]:
+    """One round trip to an echoing child through a ``multiprocessing.Pipe`` (the baseline), while the child lives."""
     ours, theirs = Pipe(duplex=True)
     assert isinstance(theirs, Connection)
     child = subprocess.Popen([sys.executable, "-c", _ECHO, str(theirs.fileno())], pass_fds=(theirs.fileno(),),
                              stdin=subprocess.DEVNULL)  # fmt: skip
     theirs.close()
     message = ("load", 1, "/a/storage/file.istore", 3)
+
     def round_trip() -> None:
         ours.send(message)
         ours.recv()
 
     try:
-        return _timed(round_trip, count, warmup)
+        yield round_trip
     finally:
         ours.send(None)
         ours.close()
         wait_or_kill(child, 10.0)
 
 
-def loader_round_trips(count: int, warmup: int, workers: int, payload_bytes: int) -> list[float]:
-    """Seconds of each of ``count`` loads of a small storage file (``load(...).result()``), after ``warmup``."""
+@contextlib.contextmanager
+def loader_round_trip(workers: int, payload_bytes: int) -> Iterator[Callable[[], None]]:
+    """``loader.load(storage).result()`` of a small storage file, workers started, while the loader lives."""
     with tempfile.TemporaryDirectory(prefix="inspector-bench-") as tmp, FileStorageLoader(
         tmp, ttl=None, worker_num=workers
     ) as loader:
         storage = loader.save({"payload": np.zeros(payload_bytes, np.uint8)})
         loader.start()
-        return _timed(lambda: loader.load(storage).result(60), count, warmup)
+        yield lambda: loader.load(storage).result(60)
 
 
 def small_load_latency(
-    count: int = 2000, warmup: int = 200, workers: int = 2, payload_bytes: int = 1024
+    count: int = 2000, warmup: int = 200, workers: int = 2, payload_bytes: int = 1024, rounds: int = 10
 ) -> LatencyResult:
-    """Both round trips, interleaved in two halves so a change in the machine's load hits both alike.
+    """Both round trips, ``count`` of each after ``warmup`` untimed ones, taking turns in ``rounds`` rounds.
 
     >>> result = small_load_latency(count=500)  # doctest: +SKIP
     >>> f"{result.loader_us.median:.0f} us, {result.ratio:.1f}x a pipe round trip"  # doctest: +SKIP
     """
-    if count < 2 or warmup < 0 or workers < 1 or payload_bytes < 0:
-        raise ValueError("count must be >= 2, warmup >= 0, workers >= 1 and payload_bytes >= 0")
+    if count < 2 or warmup < 0 or workers < 1 or payload_bytes < 0 or not 1 <= rounds <= count:
+        raise ValueError("count must be >= 2, warmup >= 0, workers >= 1, payload_bytes >= 0 and 1 <= rounds <= count")
     machine = machine_load()
-    half = count // 2
-    pipe = pipe_round_trips(half, warmup)
-    loader = loader_round_trips(half, warmup, workers, payload_bytes)
-    pipe += pipe_round_trips(count - half, warmup)
-    loader += loader_round_trips(count - half, warmup, workers, payload_bytes)
-    return LatencyResult(Spread.of(loader).scaled(1e6), Spread.of(pipe).scaled(1e6), payload_bytes, workers, machine)
+    pipe: list[float] = []
+    loader: list[float] = []
+    ratios = []
+    with pipe_round_trip() as pipe_once, loader_round_trip(workers, payload_bytes) as loader_once:
+        _timed(pipe_once, 0, warmup)
+        _timed(loader_once, 0, warmup)
+        for r in range(rounds):
+            n = count // rounds + (1 if r < count % rounds else 0)
+            if r % 2:
+                ours, theirs = _timed(loader_once, n, 0), _timed(pipe_once, n, 0)
+            else:
+                theirs, ours = _timed(pipe_once, n, 0), _timed(loader_once, n, 0)
+            ratios.append(statistics.median(ours) / statistics.median(theirs))
+            loader += ours
+            pipe += theirs
+    return LatencyResult(Spread.of(loader).scaled(1e6), Spread.of(pipe).scaled(1e6), payload_bytes, workers, machine,
+                         tuple(ratios))  # fmt: skip
 
 
 def _timed(fn: Callable[[], Any], count: int, warmup: int) -> list[float]:
@@ -115,4 +135,3 @@ def _timed(fn: Callable[[], Any], count: int, warmup: int) -> list[float]:
         fn()
         times.append(time.perf_counter() - started)
     return times
-

@@ -10,6 +10,7 @@ from __future__ import annotations
 import array
 import errno
 import socket
+import struct
 from typing import NamedTuple
 
 from inspector.loader.pool.messages import MAX_MESSAGE, Message, decode, encode
@@ -40,6 +41,12 @@ class Received(NamedTuple):
 def socket_pair() -> tuple[socket.socket, socket.socket]:
     """A connected pair of sequenced-packet Unix sockets, neither inheritable."""
     return socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+
+
+def set_receive_timeout(sock: socket.socket, seconds: float) -> None:
+    """A blocking receive on ``sock`` gives up after ``seconds`` (``SO_RCVTIMEO``: no extra system call per wait)."""
+    whole, micros = divmod(int(seconds * 1e6), 1_000_000)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", whole, micros))
 
 
 class Channel:
@@ -91,6 +98,44 @@ class Channel:
                 socket.close(fd)
             raise ValueError(f"a loader message longer than {MAX_MESSAGE} bytes")
         return Received(decode(self._view[:size]), fds, bool(msg_flags & _CTRUNC))
+
+    def receive_message(self, block: bool = False) -> Message | None:
+        """The next message, for a receiver that takes no descriptors (any that came along are closed by the
+        kernel); None when none is waiting (``block`` False) or none came within the socket's receive timeout.
+        ``EOFError`` once the peer is gone."""
+        flags = _TRUNC if block else _DONTWAIT | _TRUNC  # with MSG_TRUNC: the message's full size
+        view = self._view
+        view[0] = 0  # no message starts so: a reply read here stays marked until ``taken`` (see ``leftover``)
+        try:
+            size = self.sock.recv_into(view, 0, flags)
+        except BlockingIOError:
+            return None
+        except OSError as exc:
+            if exc.errno in GONE:
+                raise EOFError("the other end of the loader socket is gone") from exc
+            raise
+        if size == 0:
+            raise EOFError("the other end of the loader socket is gone")
+        if size > MAX_MESSAGE:
+            raise ValueError(f"a loader message longer than {MAX_MESSAGE} bytes")
+        return decode(view[:size])
+
+    def taken(self) -> None:
+        """The message last received is being handled: ``leftover`` no longer returns it."""
+        self._buffer[0] = 0
+
+    def leftover(self) -> Message | None:
+        """The message last received if it was never ``taken`` (an interrupt struck in between), else None.
+
+        ``marshal`` reads one record and ignores what follows it, so the message's size is not needed.
+        """
+        if self._buffer[0] == 0:
+            return None
+        self._buffer[0] = 0
+        try:
+            return decode(self._view)
+        except ValueError:
+            return None
 
     def close(self) -> None:
         self.sock.close()

@@ -24,8 +24,8 @@ class PoolConfig:
     """What a ``WorkerPool`` is: its name, size and limits, and two hooks into its loader.
 
     ``why_missing(path)`` explains a file that is gone (expired after ``ttl``, removed at shutdown)
-    and ``record(fields)`` receives each delivered load's stage timings, the fields of a
-    ``LoadTiming`` as a plain tuple (made into records only when asked for).
+    and ``record(marks)`` receives each delivered load's clock readings as a plain tuple, the
+    arguments of ``LoadTiming.from_marks`` (made into records only when asked for).
     """
 
     name: str

@@ -23,6 +23,7 @@ thread (``delivery``).
 from __future__ import annotations
 
 import errno
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -55,6 +56,7 @@ class Dispatcher:
         self._segments = segments
         self._route = route
         self._wake_io = wake_io
+        self.read_replies: Callable[..., None] = lambda worker, done, deadline: None  # direct_reads, once wired
         self._pass = threading.Lock()
         self._again = False
 
@@ -154,15 +156,18 @@ class Dispatcher:
             self._fail(worker, request, OSError(exc.errno, f"Could not open {path!r} to load it: {exc.strerror}"))
             return True
         with file:
-            segment = self._segments.take_free(file.size, worker.key)
+            # A request that found no free segment gets a new one, even if one was freed since: the pool then
+            # has one more, and the next caller finds it free instead of waiting for the I/O thread again.
+            segment = None if request.bounced and create else self._segments.take_free(file.size, worker.key)
             if segment is None:
                 if not create:
+                    request.bounced = True
                     with self._state.lock:
                         worker.in_flight.pop(request.id, None)
                         self._state.pending.appendleft(request)
                     return False
                 try:
-                    segment = self._segments.acquire(file.size, worker.key)
+                    segment = self._segments.acquire(file.size, worker.key, fresh=request.bounced)
                 except SharedMemoryError as exc:
                     self._fail(worker, request, exc)
                     return True
@@ -175,8 +180,12 @@ class Dispatcher:
             self._segments.mark_mapped(segment, worker.key)
         request.segment = segment
         request.plan = file.plan
-        request.worker, request.worker_key = worker.index, worker.key
+        request.worker, request.worker_key, request.at, request.sent = worker.index, worker.key, worker, False
         request.dispatched = time.perf_counter()
+        if not request.needs_delivery:  # whoever reads the reply completes it: the waiting caller may (io_loop)
+            if worker.reader is None:
+                worker.reader = functools.partial(self.read_replies, worker)
+            request.future._reader = worker.reader
         with self._state.lock:
             request.reserved = segment.capacity
             self._state.reserved += request.reserved
@@ -198,3 +207,5 @@ class Dispatcher:
             reason = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))
             error = OSError(exc.errno, f"Could not hand {request.path!r} to loader worker {worker.index}: {reason}")
             self._route(Failed(request, error))
+            return
+        request.sent = True  # its ReadFile is on the worker's socket (a later Ping queues behind it: direct_reads)

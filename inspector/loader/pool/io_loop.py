@@ -35,8 +35,9 @@ from inspector.loader._errors import (
 )
 from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.delivery import Failed, Item, Loaded
+from inspector.loader.pool.direct_reads import answered_before, sweep_orphans
 from inspector.loader.pool.dispatch import Dispatcher
-from inspector.loader.pool.messages import DropSegment, FileRead, ReadFailed, WorkerReady
+from inspector.loader.pool.messages import DropSegment, FileRead, Pong, ReadFailed, WorkerReady
 from inspector.loader.pool.segments import SegmentPool
 from inspector.loader.pool.state import PoolState
 from inspector.loader.pool.worker_handles import WorkerHandle, describe_command
@@ -76,10 +77,27 @@ class IOLoop:
         self._wake_open = True
         self._wake_pending = False
         self._epoll: select.epoll | None = None  # the thread's, kept here so a forked child can close it
+        self.suspects: set[int] = set()  # requests found stranded by the last sweep (``direct_reads``)
+        self.in_flight_before: set[int] = set()  # requests in flight at the last sweep
+        self.sweeps = 0
+        self.reopen: Callable[[Any], None] = self.retry  # WorkerPool._reopen, once wired
         self.thread = threading.Thread(target=self._run, name=f"{config.name}-io", daemon=True)
 
     def start(self) -> None:
         self.thread.start()
+
+    @property
+    def epoll(self) -> select.epoll | None:
+        """The I/O thread's epoll while it runs (callers that read replies pause a socket in it)."""
+        return self._epoll
+
+    @property
+    def state(self) -> PoolState:
+        return self._state
+
+    def fail(self, request: Any, error: BaseException) -> None:
+        """Answer ``request`` with ``error`` through the usual route."""
+        self._route(Failed(request, error))
 
     def wake(self) -> None:
         """Make the I/O thread look around again (one write per sleep, not one per call)."""
@@ -130,15 +148,23 @@ class IOLoop:
                 if now >= next_chores:
                     self._segments.trim_idle()
                     self._segments.drop_unreachable({w.key for w in replies.values()})
+                    sweep_orphans(self)
                     next_chores = now + POLL_INTERVAL_S
+                    state.throttled = False  # a safety net: look at the queue again now and then
                 self._flush_unmaps(replies.values())
-                if state.pending:
+                if state.pending and not state.throttled:
                     self._dispatcher.kick(create=True)
                 deaths: list[WorkerHandle] = []
                 for fd, _events in epoll.poll(POLL_INTERVAL_S):
                     worker = replies.get(fd)
-                    if worker is not None:  # one message: epoll reports the socket again if more wait
-                        if not self._drain(worker, limit=1):
+                    if worker is not None:  # every reply waiting there
+                        if not worker.rx.acquire(blocking=False):
+                            continue  # a waiting caller reads it (NOTE [ Waiting callers ... ] in direct_reads)
+                        try:
+                            alive = self._drain(worker)
+                        finally:
+                            worker.rx.release()
+                        if not alive:
                             deaths.append(worker)
                     elif fd == self._wake_r:
                         with contextlib.suppress(BlockingIOError):
@@ -186,20 +212,20 @@ class IOLoop:
         while limit is None or handled < limit:
             handled += 1
             try:
-                received = worker.channel.receive(block=False)
+                message = worker.channel.receive_message()  # workers never send descriptors
             except EOFError:
                 return False
             except ValueError as exc:  # a garbled message: a bug, logged; the request times out as lost otherwise
                 logger.error("inspector.loader: worker %d sent %s", worker.index, exc)
                 continue
-            if received is None:
+            if message is None:
                 return True
-            for fd in received.fds:
-                os.close(fd)  # workers never send descriptors
-            self._handle(worker, received.message)
+            self.handle(worker, message)
         return True
 
-    def _handle(self, worker: WorkerHandle, message: Any) -> None:
+    def handle(self, worker: WorkerHandle, message: Any, recovering: bool = False) -> None:
+        """Handle one reply from ``worker`` (on the I/O thread, or on a caller's: NOTE [ Waiting callers read their
+        own replies ] in ``direct_reads``, whose steps this order keeps recoverable)."""
         state = self._state
         if type(message) is WorkerReady:
             with state.lock:
@@ -207,11 +233,26 @@ class IOLoop:
                 state.changed.notify_all()
             self._start_failures = 0
             return
-        with state.lock:
-            request = worker.in_flight.pop(message.request_id, None)
-        if request is None:
-            logger.error("inspector.loader: unexpected reply %r from worker %d", message, worker.index)
+        if type(message) is Pong:
+            answered_before(self, worker)
             return
+        request = worker.in_flight.get(message.request_id)
+        if request is None:
+            if not recovering:
+                logger.error("inspector.loader: unexpected reply %r from worker %d", message, worker.index)
+            return
+        request.handling = time.monotonic()
+        with state.lock:
+            worker.in_flight.pop(message.request_id, None)
+        worker.channel.taken()
+        try:
+            self._complete(worker, request, message)
+        except BaseException:  # on a caller's thread, a Ctrl-C may strike anywhere in here
+            if not request.future.done() and not request.finished:
+                self.retry(request)
+            raise
+
+    def _complete(self, worker: WorkerHandle, request: Any, message: Any) -> None:
         if type(message) is FileRead:
             worker.loads_done += 1
             self._route(Loaded(request, message.size, message.read_start, message.read_end, time.perf_counter()))
@@ -222,6 +263,17 @@ class IOLoop:
                 self._segments.forget_mapping(segment, worker.key)
             self._segments.release(segment)
         self._route(Failed(request, self._reply_error(worker, request.label, message)))
+
+    def retry(self, request: Any) -> None:
+        """Put back a request whose completion was interrupted (its worker is done with its segment)."""
+        request.handling = 0.0
+        segment, request.segment = request.segment, None
+        if segment is not None and segment.state == "busy":
+            self._segments.release(segment)
+        with self._state.lock:
+            self._state.unreserve(request)
+            self._state.pending.appendleft(request)
+        self.wake()
 
     def _reply_error(self, worker: WorkerHandle, path: str, reply: ReadFailed) -> BaseException:
         """The exception a ``ReadFailed`` reply stands for, with the facts the worker sent."""
@@ -234,7 +286,8 @@ class IOLoop:
 
     def _on_death(self, worker: WorkerHandle) -> None:
         """See NOTE [ Worker deaths ]."""
-        self._drain(worker)
+        with worker.rx:  # a caller reading it stops at the socket's end
+            self._drain(worker)
         with contextlib.suppress(Exception):  # its socket closed; if it lingers, make sure it is gone
             wait_or_kill(worker.process, 1.0)
         exitcode = worker.process.returncode
@@ -245,6 +298,7 @@ class IOLoop:
                 state.workers.remove(worker)
             orphans = list(worker.in_flight.values())
             worker.in_flight.clear()
+            state.throttled = False  # its slots are free again
         self._segments.forget_worker(worker.key)
         worker.close()
         for request in orphans:

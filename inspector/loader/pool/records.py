@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 STAGES = ("queued", "read", "handoff", "wait", "build", "h2d", "callback")
 STAGE_LABELS = {
@@ -35,6 +36,16 @@ class LoadTiming:
     h2d: float
     callback: float
     total: float
+
+    @classmethod
+    def from_marks(cls, request_id: int, path: str, worker: int | None, nbytes: int, leaves: int, device: Any,
+                   ok: bool, submitted: float, dispatched: float, read_start: float, read_end: float,
+                   received: float, started: float, built: float, h2d: float, ended: float) -> LoadTiming:
+        """The record of one load from the clock readings the pool takes as it goes (``perf_counter`` seconds)."""
+        return cls(request_id, path, worker, nbytes, leaves, "cpu" if device is None else str(device), ok,
+                   max(dispatched - submitted, 0.0), read_end - read_start, max(received - read_end, 0.0),
+                   max(started - received, 0.0), built - started - h2d, h2d, ended - built,
+                   ended - submitted)  # fmt: skip
 
     def stage_seconds(self) -> dict[str, float]:
         return {stage: getattr(self, stage) for stage in STAGES}

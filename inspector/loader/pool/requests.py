@@ -25,6 +25,7 @@ import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
+from concurrent.futures._base import FINISHED, PENDING
 from typing import Any, Protocol
 
 from inspector.loader._errors import CallbackDeadlockError
@@ -52,11 +53,8 @@ class _Waiters(list[Any]):
     future only while that is pending."""
 
     __slots__ = ("future", "pools")
-
-    def __init__(self, future: LoadFuture | None) -> None:
-        super().__init__()
-        self.future = future
-        self.pools: dict[int, Any] | None = None  # waiter id -> the pool whose callback waits
+    future: LoadFuture | None
+    pools: dict[int, Any] | None  # waiter id -> the pool whose callback waits
 
     def append(self, waiter: Any) -> None:
         future = self.future
@@ -88,16 +86,22 @@ class LoadFuture(Future):
     _observed = False
     _needs_delivery = False
     _pool: weakref.ref[Any] | None = None
+    _reader: Callable[[Callable[[], bool], float | None], None] | None = None  # reads its worker's replies here
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._waiter_list = self._waiters = _Waiters(self)
+    def __init__(self) -> None:  # Future.__init__'s fields, set here: one load makes one future, on the hot path
+        self._condition = threading.Condition()
+        self._state = PENDING
+        self._result = None
+        self._exception = None
+        self._done_callbacks: list[Callable[[Future[Any]], object]] = []
+        waiters = self._waiter_list = self._waiters = _Waiters()
+        waiters.future, waiters.pools = self, None
 
     def result(self, timeout: float | None = None) -> Any:
         self._observed = True
         pool = self._waiting_pool()
         if pool is None:
-            return super().result(timeout)
+            return super().result(self._read_replies(timeout))
         with pool.delivery_waits():
             return super().result(timeout)
 
@@ -105,9 +109,19 @@ class LoadFuture(Future):
         self._observed = True
         pool = self._waiting_pool()
         if pool is None:
-            return super().exception(timeout)
+            return super().exception(self._read_replies(timeout))
         with pool.delivery_waits():
             return super().exception(timeout)
+
+    def _read_replies(self, timeout: float | None) -> float | None:
+        """Read this load's reply on this thread when it can (NOTE [ Waiting callers read their own replies ] in
+        ``io_loop``); the timeout left."""
+        reader = self._reader
+        if reader is None or self._state == FINISHED:
+            return timeout
+        deadline = None if timeout is None else time.monotonic() + timeout
+        reader(self.done, deadline)
+        return None if deadline is None else max(0.0, deadline - time.monotonic())
 
     def _waiting_pool(self) -> Any:
         """The pool, when this wait happens inside one of its callbacks (see NOTE [ Callbacks that wait ])."""
@@ -124,7 +138,8 @@ class LoadFuture(Future):
     def _invoke_callbacks(self) -> None:
         """Called by ``Future`` once this future is done: its done-callbacks go to the delivery thread."""
         self._waiter_list.future = None  # done: no wait on it can block any more (and no cycle keeps it alive)
-        if not self._done_callbacks:  # type: ignore[attr-defined]
+        self._reader = None
+        if not self._done_callbacks:
             return
         pool = self._pool() if self._pool is not None else None
         if pool is None or not pool.run_done_callbacks(self):
@@ -135,13 +150,14 @@ class LoadFuture(Future):
         self._condition = threading.Condition()
         self._waiters.clear()  # they belong to the parent's threads, which the child does not have
         self._pool = None  # no delivery thread here: done-callbacks run on this thread
+        self._reader = None
         self._observed = True  # the parent has the real load; nothing is lost here
         with contextlib.suppress(InvalidStateError):  # finished or cancelled before the fork
             self.set_exception(error)
 
     def __del__(self) -> None:
         try:
-            if not self._observed and not self.cancelled() and self.done() and self._exception is not None:
+            if self._exception is not None and not self._observed and self._state == FINISHED:  # no lock: dropped
                 logger.warning("inspector.loader: loading %s failed and nobody retrieved the error: %s",
                                self._label, self._exception)  # fmt: skip
         except Exception:  # never raise from a finalizer (e.g. at interpreter exit)
@@ -163,9 +179,9 @@ def run_done_callbacks(future: Future[Any]) -> None:
 class Request:
     """One ``load`` call on its way through the pool (internal and mutable; a plain class: one per load)."""
 
-    __slots__ = ("callback", "device", "dispatched", "future", "id", "needs_delivery", "on_error", "path",
-                 "plan", "queued", "reserved", "running", "segment", "storage", "submitted", "worker",
-                 "worker_key")  # fmt: skip
+    __slots__ = ("at", "bounced", "callback", "device", "dispatched", "finished", "future", "handling", "id",
+                 "needs_delivery", "on_error", "path", "plan", "queued", "reserved", "running", "segment", "sent",
+                 "storage", "submitted", "worker", "worker_key")  # fmt: skip
 
     def __init__(
         self,
@@ -190,6 +206,11 @@ class Request:
         self.segment: Any = None
         self.plan: Any = None  # the header, checked when the file was opened for the worker
         self.running = False
+        self.finished = 0  # its books are closed (open count, budget), by the pool: 1 delivered, 2 failed
+        self.bounced = False  # found no free segment once: the I/O thread makes it a new one
+        self.at: Any = None  # the worker it was sent to (a WorkerHandle)
+        self.sent = False  # its ReadFile was sent to ``at``
+        self.handling = 0.0  # when its reply began to be handled (NOTE [ Waiting callers read their own replies ])
         self.reserved = 0  # segment bytes counted against the pool's budget
         self.queued = False  # went through the delivery thread's queue
         # completing it runs code on the delivery thread (see NOTE [ Callbacks that wait ])

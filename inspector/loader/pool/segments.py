@@ -25,8 +25,9 @@ it (``leaf.copy()``) to let the rest go.
 the file's size); one memory mapping of it in this process and one in the worker that read into
 it (until the segment is dropped), so ``vm.max_map_count`` (65,530 by default) bounds how many
 payloads a process can keep at once; and **no file descriptor**: mappings are made without
-keeping a descriptor (``mapping``), and a segment's own descriptor is closed when it is leased. A segment that comes back from a lease can then only
-go to a worker that has mapped it already; one that no live worker has mapped is dropped.
+keeping a descriptor (``mapping``), and a segment's own descriptor is closed when it is leased.
+A segment that comes back from a lease can then only go to a worker that has mapped it
+already; one that no live worker has mapped is dropped.
 
 *Across fork.* A child made by ``os.fork()`` inherits every mapping, so the arrays it inherits
 view the very pages the parent's segments hold. A segment leased when a fork happens is
@@ -113,7 +114,7 @@ if hasattr(os, "register_at_fork"):
 class Segment:
     """One shared-memory segment as the main process sees it."""
 
-    __slots__ = ("buffer", "capacity", "epoch", "fd", "id", "last_used", "lease", "mapped_by", "state")
+    __slots__ = ("buffer", "capacity", "epoch", "fd", "id", "last_used", "lease", "mapped_by", "returns", "state")
 
     def __init__(self, seg_id: int, capacity: int, fd: int, buffer: Any) -> None:
         self.id = seg_id
@@ -125,6 +126,12 @@ class Segment:
         self.last_used = time.monotonic()
         self.lease: weakref.ref[np.ndarray] | None = None
         self.epoch = 0  # ForkEpoch.count when it was last leased
+        self.returns: collections.deque[Segment] | None = None  # its pool's deque of released segments
+
+    def released(self, _lease: Any) -> None:
+        """The lease died (a weakref callback: any thread, even inside garbage collection): hand it back."""
+        if self.returns is not None:
+            self.returns.append(self)
 
     def close_fd(self) -> None:
         if self.fd >= 0:
@@ -222,15 +229,17 @@ class SegmentPool:
             best.state = "busy"
             return best
 
-    def acquire(self, nbytes: int, worker: int) -> Segment:
-        """A busy segment of at least ``nbytes`` for ``worker``: a free one, else a new one (may be slow)."""
-        seg = self.take_free(nbytes, worker)
+    def acquire(self, nbytes: int, worker: int, fresh: bool = False) -> Segment:
+        """A busy segment of at least ``nbytes`` for ``worker``: a free one (unless ``fresh``), else a new one (may be
+        slow)."""
+        seg = None if fresh else self.take_free(nbytes, worker)
         if seg is not None:
             return seg
         with self._lock:
             seg_id = self._next_id
             self._next_id += 1
         seg = create_segment(seg_id, capacity_for(nbytes), f"{self._prefix}-{seg_id}")
+        seg.returns = self._released
         with self._lock:
             self._segments[seg_id] = seg
             self._trim()
@@ -242,8 +251,7 @@ class SegmentPool:
         seg.state = "leased"
         seg.epoch = ForkEpoch.count
         seg.close_fd()  # a kept payload holds no descriptor
-        released = self._released
-        seg.lease = weakref.ref(base, lambda _ref: released.append(seg))  # kept on seg so it can fire
+        seg.lease = weakref.ref(base, seg.released)  # kept on seg so it can fire
         return base
 
     def release(self, seg: Segment) -> None:

@@ -1,9 +1,10 @@
 """The worker pool: its public face, how its parts are wired, and a shutdown that leaves nothing.
 
 The parts: ``dispatch`` sends requests (NOTE [ Request flow ]), ``io_loop`` reads replies and
-replaces dead workers (NOTE [ Worker deaths ]), ``delivery`` completes loads, ``segments`` holds
-the shared memory (NOTE [ Segment ownership ]), ``worker_handles`` starts worker processes
-(NOTE [ Starting workers ]); ``state`` is the bookkeeping they share.
+replaces dead workers (NOTE [ Worker deaths ]), ``direct_reads`` lets a waiting caller read its
+own reply (NOTE [ Waiting callers read their own replies ]), ``delivery`` completes loads,
+``segments`` holds the shared memory (NOTE [ Segment ownership ]), ``worker_handles`` starts
+worker processes (NOTE [ Starting workers ]); ``state`` is the bookkeeping they share.
 
 NOTE [ Loader shutdown ]
 ``shutdown(timeout)`` stops accepting work, waits (up to ``timeout``) until every submitted
@@ -39,6 +40,7 @@ from inspector.loader._errors import LoaderCrashedError, LoaderShutdownError, Lo
 from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.cuda import StagingPool
 from inspector.loader.pool.delivery import Deliverer, Failed, Item
+from inspector.loader.pool.direct_reads import receive_for
 from inspector.loader.pool.dispatch import Dispatcher
 from inspector.loader.pool.io_loop import POLL_INTERVAL_S, IOLoop
 from inspector.loader.pool.records import LoaderStatus, WorkerStatus
@@ -71,6 +73,8 @@ class WorkerPool:
                                 self._teardown, self._stop_delivery)  # fmt: skip
         except OSError as exc:  # no descriptor left for the wake-up pipe: nothing has started yet
             raise WorkerSpawnError(0, exc) from exc
+        self._dispatcher.read_replies = functools.partial(receive_for, self._loop)
+        self._loop.reopen = self._reopen
         self._deliverer = Deliverer(self._segments, self._finished, config.record, self._staging, self.token,
                                     config.name, self._state.requests)  # fmt: skip
         try:
@@ -240,6 +244,9 @@ class WorkerPool:
     def _finished(self, request: Request, ok: bool) -> None:
         state = self._state
         with state.lock:
+            if request.finished:  # a request loaded again after an interrupt may finish twice: count it once
+                return
+            request.finished = 1 if ok else 2
             state.unreserve(request)
             state.open -= 1
             if request.queued:
@@ -252,7 +259,24 @@ class WorkerPool:
                 state.changed.notify_all()
             throttled, state.throttled = state.throttled, False
         if throttled or state.pending:
-            self._dispatcher.kick()
+            if threading.current_thread() is self._deliverer.thread:
+                self._wake()
+            else:
+                self._dispatcher.kick()
+
+    def _reopen(self, request: Request) -> None:
+        """Open the books of a request closed by an interrupt before its future was answered, and load it again."""
+        state = self._state
+        with state.lock:
+            if not request.finished:
+                return
+            state.open += 1
+            if request.finished == 1:
+                state.done -= 1
+            else:
+                state.failed -= 1
+            request.finished = 0
+        self._loop.retry(request)
 
     def _teardown(self) -> None:
         state = self._state

@@ -14,19 +14,20 @@ import errno
 import os
 import signal
 import socket
-import struct
 import sys
 import time
 import traceback
 from collections.abc import Sequence
 from typing import Any
 
-from inspector.loader.pool.channel import Channel, Received
+from inspector.loader.pool.channel import Channel, Received, set_receive_timeout
 from inspector.loader.pool.mapping import map_shared
 from inspector.loader.pool.messages import (
     MAX_TRACEBACK,
     DropSegment,
     FileRead,
+    Ping,
+    Pong,
     ReadFailed,
     ReadFile,
     StopWorker,
@@ -39,8 +40,7 @@ POLL_INTERVAL_S = 0.5  # how often an idle worker checks that its parent is stil
 def serve(channel: Channel, parent_pid: int) -> None:
     """Answer requests on ``channel`` until told to stop, the socket closes, or the parent dies."""
     maps: dict[int, Any] = {}
-    seconds, micros = divmod(int(POLL_INTERVAL_S * 1e6), 1_000_000)
-    channel.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVTIMEO, struct.pack("ll", seconds, micros))
+    set_receive_timeout(channel.sock, POLL_INTERVAL_S)
     try:
         channel.send(WorkerReady(os.getpid()))  # inside: a parent that gave up on us has closed the socket
         while True:
@@ -50,12 +50,19 @@ def serve(channel: Channel, parent_pid: int) -> None:
                     return
                 continue
             message = received.message
-            if isinstance(message, ReadFile):
-                channel.send(handle_read(maps, message, received))
+            if type(message) is ReadFile:
+                reply, file_fd = handle_read(maps, message, received)
+                try:
+                    channel.send(reply)
+                finally:  # after the reply: the main process is not kept waiting for a close
+                    if file_fd >= 0:
+                        os.close(file_fd)
             elif isinstance(message, DropSegment):
                 maps.pop(message.segment_id, None)  # unmapped once no view is left
             elif isinstance(message, StopWorker):
                 return
+            elif isinstance(message, Ping):
+                channel.send(Pong())
             else:
                 _close_all(received.fds)
     except (EOFError, OSError):
@@ -64,8 +71,9 @@ def serve(channel: Channel, parent_pid: int) -> None:
         maps.clear()
 
 
-def handle_read(maps: dict[int, Any], request: ReadFile, received: Received) -> Any:
-    """Map the segment if it came along, then read the file into it; the reply."""
+def handle_read(maps: dict[int, memoryview], request: ReadFile, received: Received) -> tuple[Any, int]:
+    """Map the segment if it came along, then read the file into it; the reply, and the file's descriptor for the
+    caller to close once the reply is sent (-1: closed already)."""
     fds = received.fds
     expected = 2 if request.capacity > 0 else 1
     if received.fds_lost or len(fds) != expected:
@@ -73,41 +81,37 @@ def handle_read(maps: dict[int, Any], request: ReadFile, received: Received) -> 
         code = errno.EMFILE if received.fds_lost else errno.EBADF
         kind = "unmapped" if request.capacity > 0 else "os"
         return ReadFailed(request.request_id, kind, f"a descriptor did not reach the worker ({os.strerror(code)})",
-                          code, "", 0.0, 0.0)  # fmt: skip
+                          code, "", 0.0, 0.0), -1  # fmt: skip
     file_fd = fds[0]
-    try:
-        if request.capacity > 0:
-            try:
-                maps[request.segment_id] = map_shared(fds[1], request.capacity, populate=True)
-            except OSError as exc:
-                return ReadFailed(request.request_id, "unmapped",
-                                  f"cannot map the shared-memory segment: {exc.strerror}", exc.errno or 0, "", 0.0,
-                                  0.0)  # fmt: skip
-            finally:
-                os.close(fds[1])
-        segment = maps.get(request.segment_id)
-        if segment is None:  # the main process forgets the mapping and hands the segment over again
-            return ReadFailed(request.request_id, "unmapped", "cannot map the shared-memory segment: unknown segment",
-                              0, "", 0.0, 0.0)  # fmt: skip
-        return read_into_segment(file_fd, segment, request.request_id, request.size)
-    finally:
-        os.close(file_fd)
+    if request.capacity > 0:
+        try:
+            maps[request.segment_id] = memoryview(map_shared(fds[1], request.capacity, populate=True)).cast("B")
+        except OSError as exc:
+            return ReadFailed(request.request_id, "unmapped", f"cannot map the shared-memory segment: {exc.strerror}",
+                              exc.errno or 0, "", 0.0, 0.0), file_fd  # fmt: skip
+        finally:
+            os.close(fds[1])
+    segment = maps.get(request.segment_id)
+    if segment is None:  # the main process forgets the mapping and hands the segment over again
+        return ReadFailed(request.request_id, "unmapped", "cannot map the shared-memory segment: unknown segment",
+                          0, "", 0.0, 0.0), file_fd  # fmt: skip
+    return read_into_segment(file_fd, segment, request.request_id, request.size), file_fd
 
 
-def read_into_segment(fd: int, segment: Any, request_id: int, size: int) -> Any:
-    """Read ``size`` bytes of the open file ``fd`` (its header already checked) into ``segment``; the reply."""
+def read_into_segment(fd: int, view: memoryview, request_id: int, size: int) -> Any:
+    """Read ``size`` bytes of the open file ``fd`` (its header already checked) into the segment ``view``; the
+    reply."""
     started = time.perf_counter()
     try:
-        with memoryview(segment).cast("B") as view:
-            if size > len(view):
-                raise ValueError(f"{size} bytes do not fit a segment of {len(view)}")
-            got = 0
-            while got < size:
-                n = os.preadv(fd, [view[got:size]], got)
-                if n == 0:
-                    return ReadFailed(request_id, "truncated", f"truncated while being read: {got} of {size} bytes",
-                                      0, "", started, time.perf_counter())  # fmt: skip
-                got += n
+        if size > len(view):
+            raise ValueError(f"{size} bytes do not fit a segment of {len(view)}")
+        got = 0
+        while got < size:
+            n = os.preadv(fd, [view[got:size]], got)
+            if n == 0:
+                return ReadFailed(request_id, "truncated", f"truncated while being read: {got} of {size} bytes", 0,
+                                  "", started, time.perf_counter())  # fmt: skip
+            got += n
     except OSError as exc:
         return ReadFailed(request_id, "os", exc.strerror or str(exc), exc.errno or 0, "", started, time.perf_counter())
     except Exception as exc:  # reported with where it happened, never swallowed

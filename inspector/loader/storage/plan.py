@@ -31,7 +31,7 @@ from inspector.loader.storage.layout import Prelude, check_header_crc
 PLANS_KEPT = 256
 PLAN_BYTES_KEPT = 8 << 20  # header bytes held by the cache's keys
 PLAN_LEAVES_KEPT = 1 << 16  # a plan with more leaves than this is used once and not kept
-_LIST, _TUPLE, _DICT = 0, 1, 2
+_LIST, _TUPLE, _DICT, _NAMED = 0, 1, 2, 3  # _NAMED: a dict whose keys are all scalars (kept as values)
 _CONST, _LEAF, _CONTAINER = 0, 1, 2  # a reference while compiling is 3 * index + kind
 
 
@@ -47,7 +47,7 @@ class Plan:
         data_len: int,
         leaves: tuple[tuple[Any, ...], ...],
         consts: list[Any],
-        containers: tuple[tuple[int, tuple[int, ...], tuple[int, ...]], ...],
+        containers: tuple[tuple[int, tuple[int, ...], tuple[Any, ...]], ...],
         root: int,
         tensor_span: tuple[int, int] | None,
         tokens: int,
@@ -56,7 +56,7 @@ class Plan:
         self.data_len = data_len
         self.leaves = leaves  # (is_tensor, dtype, shape, offset, nbytes, requires_grad), in file order
         self.consts = consts
-        self.containers = containers  # (kind, item slots, key slots) in post-order
+        self.containers = containers  # (kind, item slots, key slots or the keys themselves) in post-order
         self.root = root
         self.tensor_span = tensor_span
         self.tokens = tokens
@@ -91,12 +91,14 @@ class Plan:
         values = self.consts + leaves
         get, append = values.__getitem__, values.append
         for kind, items, keys in self.containers:
-            if kind == _LIST:
+            if kind == _NAMED:
+                append(dict(zip(keys, map(get, items))))  # noqa: B905 (lengths equal by construction)
+            elif kind == _LIST:
                 append(list(map(get, items)))
             elif kind == _TUPLE:
                 append(tuple(map(get, items)))
             else:
-                append(dict(zip(map(get, keys), map(get, items))))  # noqa: B905 (lengths equal by construction)
+                append(dict(zip(map(get, keys), map(get, items))))  # noqa: B905
         return values[self.root]
 
 
@@ -172,7 +174,10 @@ def compile_plan(doc: dict[str, Any], data_len: int, data_start: int, path: str)
     def slots(refs: list[int]) -> tuple[int, ...]:
         return tuple(bases[ref % 3] + ref // 3 for ref in refs)
 
-    compiled = tuple((kind, slots(items), slots(keys)) for kind, items, keys in containers)
+    def compiled_keys(kind: int, keys: list[int]) -> tuple[Any, ...]:
+        return tuple(consts[ref // 3] for ref in keys) if kind == _NAMED else slots(keys)
+
+    compiled = tuple((kind, slots(items), compiled_keys(kind, keys)) for kind, items, keys in containers)
     return Plan(data_start, data_len, tuple(leaves), consts, compiled, slots([root])[0],
                 tuple(span) if span is not None else None, len(doc["tokens"]))  # fmt: skip
 
@@ -184,7 +189,8 @@ def _close(tag: str, items: list[int], containers: list[Any], unhashable: set[in
         keys = items[0::2]
         if any(k in unhashable for k in keys):
             raise StorageCorruptError(path, "unusable dict key (a list, a dict or a numpy array)")
-        containers.append((_DICT, items[1::2], keys))
+        named = all(k % 3 == _CONST for k in keys)
+        containers.append((_NAMED if named else _DICT, items[1::2], keys))
         unhashable.add(ref)
     elif tag == "l":
         containers.append((_LIST, items, []))

@@ -3,12 +3,12 @@
 Every reader goes through ``StorageFile``: the synchronous ``FileStorage.load`` (into a new
 array), the pool before it picks a segment and hands the open descriptor to a worker, and
 ``describe_storage``. It opens with ``O_NONBLOCK`` so a FIFO planted at the path cannot hang
-the reader, refuses anything that is not a regular file, takes the size from ``fstat`` on the
-open descriptor (so the check and the read see the same file), reads the 32 prelude bytes and
-the header (one ``pread`` when the header is small) and checks them completely against that
-size before anything else is read or reserved: prelude, header CRC, JSON, and every leaf
-against the data region (NOTE [ Storage file format ] in ``layout``, NOTE [ Header plans ] in
-``plan``).
+the reader, refuses anything that is not a regular file, takes the size from the open descriptor
+(``fstat``, or the end a first short read of a small file reaches: so the check and the read see
+the same file), reads the 32 prelude bytes and the header (one ``pread`` when the header is
+small) and checks them completely against that size before anything else is read or reserved:
+prelude, header CRC, JSON, and every leaf against the data region (NOTE [ Storage file format ]
+in ``layout``, NOTE [ Header plans ] in ``plan``).
 """
 
 from __future__ import annotations
@@ -32,15 +32,20 @@ class StorageFile:
     for anything that is not a complete storage file, and ``OSError`` for the rest (EMFILE, EACCES).
     """
 
+    __slots__ = ("_fd", "path", "plan", "prelude", "size")
+
     def __init__(self, path: str) -> None:
         self.path = path
         self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
-            info = os.fstat(self._fd)
-            if not stat.S_ISREG(info.st_mode):
-                raise StorageCorruptError(path, f"not a regular file ({_kind(info.st_mode)})")
-            self.size = info.st_size
-            head = os.pread(self._fd, HEAD_READ, 0)
+            try:
+                head = os.pread(self._fd, HEAD_READ, 0)
+            except OSError:  # a FIFO (ESPIPE) or a directory (EISDIR): say which
+                self._regular_size()
+                raise
+            # A regular file reads short only at its end: a small file's size needs no fstat. Anything else that
+            # reads short (a device) is refused by the prelude checks; a full first read asks fstat.
+            self.size = len(head) if len(head) < HEAD_READ else self._regular_size()
             self.prelude: Prelude = parse_prelude(head, self.size, path)
             length = self.prelude.header_len
             if len(head) >= PRELUDE_SIZE + length:
@@ -53,6 +58,12 @@ class StorageFile:
         except BaseException:
             os.close(self._fd)
             raise
+
+    def _regular_size(self) -> int:
+        info = os.fstat(self._fd)
+        if not stat.S_ISREG(info.st_mode):
+            raise StorageCorruptError(self.path, f"not a regular file ({_kind(info.st_mode)})")
+        return info.st_size
 
     def fileno(self) -> int:
         return self._fd
