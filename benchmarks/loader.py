@@ -11,9 +11,11 @@ Shares of memcpy are given two ways: against a warm single-thread memcpy of the 
 (which runs from the CPU cache at 1-16 MiB, so that share looks small there), and against the
 256 MiB memcpy, which is what memory can sustain. Ratios to each baseline come from the same run.
 
-It also times one small load (1 KiB) round trip against a bare multiprocessing pipe round trip
-(interleaved, same run), and prints every target with PASS or MISS, and a note when the machine
-was busy. The run is appended to the benchmark history (``inspector bench loader --compare``).
+It also times one small load (1 KiB) round trip against a bare multiprocessing pipe round trip,
+and the 1 MiB steps payload against a synchronous load, each pair taking turns in rounds of the
+same run (the ratio is the median of the rounds'), and prints every target with PASS or MISS,
+and a note when the machine was busy. The run is appended to the benchmark history
+(``inspector bench loader --compare``).
 
 Only the standard library is imported at the top: the baselines' worker processes started with
 ``spawn`` re-import this script.
@@ -77,7 +79,13 @@ def main() -> int:
         SIZES = (1, 16)
 
     from inspector.loader import bench
-    from inspector.loader.bench.targets import latency_target, leaf_target, startup_target, throughput_targets
+    from inspector.loader.bench.targets import (
+        latency_target,
+        leaf_target,
+        startup_target,
+        throughput_targets,
+        versus_sync_target,
+    )
 
     started = time.perf_counter()
     load = bench.machine_load()
@@ -89,6 +97,7 @@ def main() -> int:
                          on_row=measured.append, keep_history=False)  # fmt: skip
         startup = bench.measure_startup(size_mb=max(SIZES), workers=WORKERS)
         leaf_us = bench.per_leaf_cost_us(workers=WORKERS)
+        versus = bench.versus_sync(1, "steps", WORKERS, rounds=10)
     except KeyboardInterrupt:
         bench.record_run("loader", measured, cancelled=True, settings=settings)
         print(f"\ninterrupted: {len(measured)} rows kept in {bench.history_path()} (marked cancelled)",
@@ -100,13 +109,16 @@ def main() -> int:
     print(f"DRAM memcpy reference ({max(SIZES):g} MiB, single thread, warm): {dram:.0f} MiB/s\n")
     for line in table(rows, dram):
         print(line)
+    rounds = ", ".join(f"{r:.2f}" for r in latency.round_ratios)
     print(f"\nsmall load ({latency.payload_bytes} B) round trip: {latency.loader_us} µs; "
-          f"bare multiprocessing pipe round trip: {latency.pipe_us} µs; ratio {latency.ratio:.2f}x")  # fmt: skip
-    sync_1 = {r.method: r for r in rows if r.layout == "steps" and r.size_mb == 1}
-    if "ours" in sync_1 and "sync" in sync_1:
-        print(f"1 MiB steps, {WORKERS} workers: {sync_1['ours'].mb_s / sync_1['sync'].mb_s:.2f}x synchronous "
-              "FileStorage.load")  # fmt: skip
-    measurements = [*throughput_targets(rows), startup_target(startup), leaf_target(leaf_us), latency_target(latency)]
+          f"bare multiprocessing pipe round trip: {latency.pipe_us} µs; ratio {latency.ratio:.2f}x "
+          f"(rounds: {rounds})")  # fmt: skip
+    rounds = ", ".join(f"{r:.2f}" for r in versus.round_ratios)
+    print(f"1 MiB steps, {WORKERS} workers, taking turns with a synchronous FileStorage.load: ours "
+          f"{versus.ours_mb_s} MiB/s, sync {versus.sync_mb_s} MiB/s; {versus.ratio:.2f}x "
+          f"(rounds: {rounds})")  # fmt: skip
+    measurements = [*throughput_targets(rows), versus_sync_target(versus), startup_target(startup),
+                    leaf_target(leaf_us), latency_target(latency)]  # fmt: skip
     print("\ntargets:")
     for measurement in measurements:
         print("  " + measurement.line())

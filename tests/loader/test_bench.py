@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import statistics
 import threading
 from pathlib import Path
 
@@ -18,8 +19,11 @@ from inspector.loader.bench import (
     measure_startup,
     per_leaf_cost_us,
     run,
+    small_load_latency,
+    versus_sync,
 )
 from inspector.loader.bench.peers import BenchFiles
+from inspector.loader.bench.targets import versus_sync_target
 
 
 @pytest.mark.slow
@@ -106,3 +110,20 @@ def test_a_check_that_raises_inside_a_callback_ends_the_run_at_once_with_that_er
     finally:
         files.remove()
     assert os.listdir(tmp_path) == []
+
+
+def test_the_small_load_and_the_pipe_take_turns_and_the_ratio_is_the_median_round() -> None:
+    result = small_load_latency(count=40, warmup=5, rounds=4)
+    assert result.loader_us.count == result.pipe_us.count == 40 and len(result.round_ratios) == 4
+    assert result.ratio == statistics.median(result.round_ratios)
+    with pytest.raises(ValueError, match="rounds"):
+        small_load_latency(count=4, rounds=5)
+
+
+def test_ours_and_a_synchronous_load_take_turns_in_rounds(tmp_path: Path) -> None:
+    result = versus_sync(0.25, "steps", workers=2, rounds=3, loads=8, directory=str(tmp_path))
+    assert result.ours_mb_s.count == result.sync_mb_s.count == 3 and len(result.round_ratios) == 3
+    assert result.ratio == statistics.median(result.round_ratios) > 0
+    line = versus_sync_target(result).line()
+    assert "interleaved rounds" in line and "median of 3 rounds" in line and ("PASS" in line or "MISS" in line)
+    assert os.listdir(tmp_path) == []  # its files are gone

@@ -2,7 +2,8 @@
 
 ``run`` measures throughput by payload size, layout and worker count against the baselines
 (synchronous load, a multiprocessing queue, ``torch.utils.data.DataLoader``, a memcpy ceiling);
-``small_load_latency`` times one small load against a bare pipe round trip; ``profile_loader``
+``small_load_latency`` times one small load against a bare pipe round trip; ``versus_sync`` takes
+turns with a synchronous load in rounds of one run; ``profile_loader``
 times any iterable, your own ``DataLoader`` included. Every figure follows NOTE [ Numbers a
 researcher can trust ] (``stats``), and runs are kept in a history (``history``).
 """
@@ -25,6 +26,7 @@ from inspector.loader.bench.rows import (
 )
 from inspector.loader.bench.stats import MachineLoad, Spread, machine_load
 from inspector.loader.bench.throughput import check_sizes, last_run, loads_per_repeat, run
+from inspector.loader.bench.versus import VersusSync, versus_sync
 
 __all__ = [
     "BenchCancelled",
@@ -37,6 +39,7 @@ __all__ = [
     "MachineLoad",
     "Spread",
     "Startup",
+    "VersusSync",
     "WORKERLESS",
     "check_sizes",
     "history_path",
@@ -53,4 +56,5 @@ __all__ = [
     "run",
     "side_by_side",
     "small_load_latency",
+    "versus_sync",
 ]

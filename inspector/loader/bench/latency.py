@@ -56,7 +56,10 @@ class LatencyResult:
 
     @property
     def ratio(self) -> float:
-        """The loader's median over the pipe's median, over every round (the target is at most 3)."""
+        """The median of the rounds' ratios (each the loader's median over the pipe's in that round), or of all
+        samples when there were no rounds; the target is at most 3."""
+        if self.round_ratios:
+            return statistics.median(self.round_ratios)
         return self.loader_us.median / self.pipe_us.median
 
     def as_dict(self) -> dict[str, Any]:

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import statistics
 import tempfile
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import numpy as np
@@ -20,10 +21,10 @@ from inspector.loader.storage.handles import FileStorage
 STAGES_MS = ("read", "handoff", "wait", "build", "h2d", "callback")
 
 
-def ours_speeds(
-    files: BenchFiles, workers: int, device: Any, loads: int, repeats: int, check: Callable[[], None]
-) -> tuple[list[float], int, dict[str, float | None]]:
-    """MiB/s per timed repeat, corrupt deliveries, and the median stage times (ms) of our loader."""
+@contextlib.contextmanager
+def ours_once(files: BenchFiles, workers: int, device: Any) -> Iterator[tuple[Callable[[int], int], Any]]:
+    """(``once``, the loader): ``once(n)`` makes ``n`` loads of ``files`` with a checking callback each and waits for
+    them; the corrupt count. The loader (started) lives as long as the block."""
     storages = [FileStorage(p) for p in files.paths]
     with FileStorageLoader(ttl=None, worker_num=workers) as loader:
         loader.start()
@@ -62,6 +63,14 @@ def ours_speeds(
                 raise errors[0]
             return bad[0]
 
+        yield once, loader
+
+
+def ours_speeds(
+    files: BenchFiles, workers: int, device: Any, loads: int, repeats: int, check: Callable[[], None]
+) -> tuple[list[float], int, dict[str, float | None]]:
+    """MiB/s per timed repeat, corrupt deliveries, and the median stage times (ms) of our loader."""
+    with ours_once(files, workers, device) as (once, loader):
         once(loads)  # warm-up, and the first fill of the segment pool: mapped once, recycled afterwards
         loader.clear_timings()
         speeds, corrupt = [], 0

@@ -58,6 +58,17 @@ def _spread(row: Any) -> tuple[float, float]:
     return (row.mb_s_min, row.mb_s_max)
 
 
+def versus_sync_target(result: Any) -> Measurement:
+    """Ours against a synchronous load, in alternating rounds of one run (``versus``): at least 1x at 1 MiB."""
+    low, high = min(result.round_ratios), max(result.round_ratios)
+    return Measurement("loader", f"{result.layout} {result.size_mb:g} MiB vs sync, interleaved rounds",
+                       result.ours_mb_s.median, "MiB/s", "synchronous FileStorage.load, same rounds",
+                       result.sync_mb_s.median, result.ratio, f"sync (median of {len(result.round_ratios)} rounds: "
+                       f"{low:.2f}-{high:.2f})", ">= 1x", result.ratio >= 1.0,
+                       (result.ours_mb_s.min, result.ours_mb_s.max),
+                       (result.sync_mb_s.min, result.sync_mb_s.max))  # fmt: skip
+
+
 def startup_target(startup: Any) -> Measurement:
     """Seconds from a new loader to its first delivered payload, against 0.5 s + payload at 2 GB/s."""
     return Measurement("loader", f"start-up incl. first {startup.size_mb:g} MiB load", startup.seconds, "s",
