@@ -13,6 +13,8 @@ from typing import TypeVar
 
 T = TypeVar("T")
 WAIT_S = 60.0  # a worker, a future or a process answers well within this on any machine we run on
+PROCESS_WAIT_S = 120.0  # a fresh Python process that imports torch, on a busy 2-core machine
+RUN_WAIT_S = 300.0  # a whole benchmark run in a subprocess
 
 
 def wait_until(condition: Callable[[], T], timeout: float = WAIT_S, interval: float = 0.02, what: str = "") -> T:

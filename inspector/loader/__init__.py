@@ -45,6 +45,7 @@ __all__ = [
     "WorkerDiedError",
     "WorkerSpawnError",
     "WorkerStartError",
+    "WorkersNotReadyError",
     "WorkerStatus",
     "describe_storage",
     "loader_statuses",
@@ -65,6 +66,7 @@ _HOMES = {
     "WorkerDiedError": "_errors",
     "WorkerSpawnError": "_errors",
     "WorkerStartError": "_errors",
+    "WorkersNotReadyError": "_errors",
     "LeafInfo": "storage.describe",
     "StorageInfo": "storage.describe",
     "describe_storage": "storage.describe",
@@ -95,6 +97,7 @@ if TYPE_CHECKING:
         StorageNotFoundError,
         UnsupportedPayloadError,
         WorkerDiedError,
+        WorkersNotReadyError,
         WorkerSpawnError,
         WorkerStartError,
     )

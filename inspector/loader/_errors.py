@@ -122,6 +122,19 @@ class CudaUnavailableError(LoaderError, RuntimeError):
         )
 
 
+class WorkersNotReadyError(LoaderError, TimeoutError):
+    """``start(timeout)`` ran out of time before every worker said it was ready."""
+
+    def __init__(self, loader: str, timeout: float) -> None:
+        self.loader = loader
+        self.timeout = timeout
+        super().__init__(
+            f"{loader}: workers not ready after {timeout} s\n"
+            "next step = call start() with a longer timeout on a busy machine, or read the workers' stderr "
+            "if they keep failing to start"
+        )
+
+
 class WorkerStartError(LoaderError, RuntimeError):
     """Worker processes keep exiting before they are ready, so the pool stopped replacing them."""
 

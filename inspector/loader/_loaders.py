@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 
+from inspector.loader._errors import WorkersNotReadyError
 from inspector.loader._file_area import FileArea, check_ttl
 from inspector.loader._lifecycle import Core
 from inspector.loader.pool.config import no_reason
@@ -124,7 +125,7 @@ class StorageLoader(ABC):
     def start(self, timeout: float = 60.0) -> LoaderStatus:
         """Start the workers now and wait until they are ready (``load`` would start them anyway)."""
         if not self._core.pool().wait_ready(timeout):
-            raise TimeoutError(f"{self.name}: workers not ready after {timeout} s")
+            raise WorkersNotReadyError(self.name, timeout)
         return self.status()
 
     def shutdown(self, timeout: float | None = None) -> None:

@@ -34,6 +34,7 @@ from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, error_html
 from inspector.panels._render import RawHTML, render_into, render_section
+from inspector.parts import part
 from inspector.views.loader import LoaderState, page
 
 SIZE_CHOICES = (0.25, 1, 4, 16, 64, 256)
@@ -53,7 +54,7 @@ def cuda_available() -> bool:
 class LoaderPanel(Panel[LoaderState]):
     """Loader throughput by size and by worker count, where the time goes, and live worker status."""
 
-    title = "Loader"
+    title = part("loader").title
 
     def __init__(
         self,

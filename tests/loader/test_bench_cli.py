@@ -11,16 +11,14 @@ from pathlib import Path
 
 import pytest
 import torch
-from waiting import wait_until
+from waiting import RUN_WAIT_S, wait_until
 
 from inspector.loader.bench import read_history
-
-WAIT_S = 300
 
 
 def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "inspector", "bench", *args], capture_output=True, text=True,
-                          timeout=WAIT_S, env=env)  # fmt: skip
+                          timeout=RUN_WAIT_S, env=env)  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -80,14 +78,14 @@ def interrupt_when(command: list[str], env: dict[str, str], ready: str) -> tuple
     reader = threading.Thread(target=lambda: seen.extend(iter(lambda: process.stderr.read(1), "")), daemon=True)
     reader.start()
     try:
-        wait_until(lambda: ready in "".join(seen) or process.poll() is not None, WAIT_S)
+        wait_until(lambda: ready in "".join(seen) or process.poll() is not None, RUN_WAIT_S)
         process.send_signal(signal.SIGINT)
-        code = process.wait(WAIT_S)
+        code = process.wait(RUN_WAIT_S)
     finally:
         if process.poll() is None:
             process.kill()
             process.wait()
-    reader.join(WAIT_S)
+    reader.join(RUN_WAIT_S)
     return code, "".join(seen)
 
 

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 from loader_probes import wait_gone
-
-WAIT_S = 120
+from waiting import PROCESS_WAIT_S
 
 # No main guard, on purpose: a multiprocessing spawn child would re-run all of this.
 SCRIPT = """
@@ -46,7 +45,7 @@ def script_text() -> str:
 def test_a_plain_script_without_a_main_guard(tmp_path: Path) -> None:
     script = tmp_path / "unguarded.py"
     script.write_text(script_text())
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT_S)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert check_output(result)["main"] == "__main__"
     assert result.stdout.count('"sum"') == 1  # the script ran once: no worker re-ran it
 
@@ -61,20 +60,21 @@ def test_a_module_in_the_working_directory_shadowing_the_standard_library_never_
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(SCRIPT).format(path=[p for p in sys.path if p not in ("", ".")]))
     result = subprocess.run([sys.executable, str(script)], cwd=work, capture_output=True, text=True,
-                            timeout=WAIT_S)  # fmt: skip
+                            timeout=PROCESS_WAIT_S)  # fmt: skip
     check_output(result)
 
 
 @pytest.mark.slow
 def test_code_piped_on_stdin() -> None:
     result = subprocess.run([sys.executable, "-"], input=script_text(), capture_output=True, text=True,
-                            timeout=WAIT_S)  # fmt: skip
+                            timeout=PROCESS_WAIT_S)  # fmt: skip
     check_output(result)
 
 
 @pytest.mark.slow
 def test_python_dash_c() -> None:
-    result = subprocess.run([sys.executable, "-c", script_text()], capture_output=True, text=True, timeout=WAIT_S)
+    result = subprocess.run([sys.executable, "-c", script_text()], capture_output=True, text=True,
+                            timeout=PROCESS_WAIT_S)  # fmt: skip
     check_output(result)
 
 
@@ -85,7 +85,7 @@ def test_a_module_run_with_dash_m_from_another_directory(tmp_path: Path) -> None
     (package / "__init__.py").write_text("")
     (package / "train.py").write_text(script_text())
     result = subprocess.run([sys.executable, "-m", "job.train"], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=WAIT_S)  # fmt: skip
+                            timeout=PROCESS_WAIT_S)  # fmt: skip
     check_output(result)
 
 
@@ -98,7 +98,7 @@ def test_a_torchrun_job(tmp_path: Path) -> None:
     script.write_text(script_text())
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
     result = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "1", str(script)], capture_output=True,
-                            text=True, timeout=WAIT_S, env=env)  # fmt: skip
+                            text=True, timeout=PROCESS_WAIT_S, env=env)  # fmt: skip
     check_output(result)
 
 
@@ -116,7 +116,7 @@ def test_a_jupyter_kernel(tmp_path: Path) -> None:
             elif message["msg_type"] == "error":
                 outputs.append("ERROR " + "\n".join(message["content"]["traceback"]))
 
-        reply = client.execute_interactive(script_text(), timeout=WAIT_S, output_hook=collect)
+        reply = client.execute_interactive(script_text(), timeout=PROCESS_WAIT_S, output_hook=collect)
         assert reply["content"]["status"] == "ok", "".join(outputs)
     finally:
         client.stop_channels()

@@ -15,11 +15,10 @@ from typing import Any
 import numpy as np
 import pytest
 from loader_probes import pid_alive
+from waiting import WAIT_S
 
 from inspector.loader import FileStorageLoader, SharedMemoryError, WorkerDiedError
 from inspector.loader.pool.segments import create_segment
-
-WAIT_S = 60
 
 
 def wait_until_busy(loader: FileStorageLoader, load: Future[Any], timeout: float = 10.0) -> int | None:

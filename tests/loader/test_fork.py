@@ -10,8 +10,7 @@ from pathlib import Path
 
 import pytest
 from loader_probes import wait_gone
-
-WAIT_S = 120
+from waiting import PROCESS_WAIT_S
 
 FORK_SCRIPT = """
 import json, os, sys
@@ -40,7 +39,7 @@ loader.shutdown()
 def run_fork_script(tmp_path: Path, child_body: str) -> dict:
     script = tmp_path / "fork.py"
     script.write_text(textwrap.dedent(FORK_SCRIPT).format(path=sys.path, child_body=child_body))
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT_S)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert result.returncode == 0, result.stderr[-3000:]
     info = json.loads(result.stdout.splitlines()[-1])
     assert wait_gone(info["pids"]) == []
@@ -97,6 +96,6 @@ loader.shutdown()
 def test_dataloader_workers_forked_from_a_process_with_a_loader_leave_it_working(tmp_path: Path) -> None:
     script = tmp_path / "dl.py"
     script.write_text(textwrap.dedent(DATALOADER_SCRIPT).format(path=sys.path))
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT_S)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=PROCESS_WAIT_S)
     assert result.returncode == 0, result.stderr[-3000:]
     assert json.loads(result.stdout.splitlines()[-1]) == {"batches": 4, "after": 6, "dir_kept": True}

@@ -9,8 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
-WAIT_S = 120
+from waiting import PROCESS_WAIT_S
 
 PRELUDE = """
 import gc, json, os, signal, sys, threading, time
@@ -63,7 +62,7 @@ def run_script(tmp_path: Path, body: str, **values: object) -> dict:
     head = textwrap.dedent(PRELUDE).format(path=sys.path)
     assignments = "".join(f"{name} = {value!r}\n" for name, value in values.items())
     script.write_text(head + assignments + textwrap.dedent(body))
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=WAIT_S * 3)
+    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=PROCESS_WAIT_S * 3)
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.splitlines()[-1])
 

@@ -10,17 +10,15 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
 from loader_probes import loader_threads, memfd_mappings, pid_alive, shm_entries, wait_gone, worker_processes
+from waiting import WAIT_S, wait_until
 
-from inspector.loader import FileStorageLoader, LoaderShutdownError, loader_statuses
-
-WAIT_S = 60
+from inspector.loader import FileStorageLoader, LoaderError, LoaderShutdownError, WorkersNotReadyError, loader_statuses
 
 
 def test_shutdown_leaves_no_worker_thread_segment_or_shm_entry(tmp_path: Path, clean_process: None) -> None:
@@ -95,10 +93,7 @@ def test_shutdown_from_inside_a_callback_does_not_deadlock(tmp_path: Path, clean
 
     loader.load(loader.save([1]), stop).result(WAIT_S)
     assert done.wait(WAIT_S) and not loader.running
-    deadline = time.monotonic() + 10
-    while loader_threads() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert loader_threads() == []
+    wait_until(lambda: not loader_threads(), what="the loader's threads to end")
 
 
 def test_a_dropped_loader_finishes_its_loads_then_shuts_itself_down(tmp_path: Path, clean_process: None) -> None:
@@ -111,10 +106,17 @@ def test_a_dropped_loader_finishes_its_loads_then_shuts_itself_down(tmp_path: Pa
     gc.collect()
     assert future.result(WAIT_S) == [7] and got == [[7]]
     assert wait_gone([pid or 0]) == []
-    deadline = time.monotonic() + 10
-    while loader_threads() and time.monotonic() < deadline:
-        time.sleep(0.02)
-    assert loader_threads() == []
+    wait_until(lambda: not loader_threads(), what="the loader's threads to end")
+
+
+def test_start_that_runs_out_of_time_raises_a_loader_timeout_and_the_loader_still_starts(tmp_path: Path) -> None:
+    with FileStorageLoader(tmp_path, ttl=None, worker_num=1) as loader:
+        with pytest.raises(WorkersNotReadyError, match="workers not ready after 0 s") as info:
+            loader.start(timeout=0)  # no worker process is ready the instant it is spawned
+        assert isinstance(info.value, LoaderError) and isinstance(info.value, TimeoutError)
+        assert "next step" in str(info.value)
+        assert loader.start(timeout=WAIT_S).running  # the workers kept starting
+        assert loader.load(loader.save([1])).result(WAIT_S) == [1]
 
 
 def test_loader_statuses_lists_live_loaders(tmp_path: Path) -> None:

@@ -16,7 +16,7 @@ import pytest
 import torch
 from hypothesis import HealthCheck, given, settings
 from loader_payloads import assert_same, payloads, write_hostile
-from waiting import WAIT_S
+from waiting import WAIT_S, wait_until
 
 from inspector.loader import (
     CudaUnavailableError,
@@ -327,10 +327,9 @@ def test_a_slow_consumer_bounds_the_segments_in_use(loader: FileStorageLoader) -
     storage = loader.save({"a": np.ones(10_000)})
     gate = threading.Event()
     futures = [loader.load(storage, lambda _obj: gate.wait(10)) for _ in range(40)]
-    deadline = time.monotonic() + WAIT_S
-    while loader.status().pending + loader.status().in_flight < 40 - 2 * (DEPTH + 1):
-        assert time.monotonic() < deadline, "the loads never queued up behind the blocked callbacks"
-        time.sleep(0.01)
+    queued = 40 - 2 * (DEPTH + 1)
+    wait_until(lambda: loader.status().pending + loader.status().in_flight >= queued,
+               what="the loads to queue up behind the blocked callbacks")  # fmt: skip
     status = loader.status()
     gate.set()
     assert status.pending > 0  # the rest wait in the queue, holding no memory

@@ -4,12 +4,11 @@ from __future__ import annotations
 
 import os
 import threading
-import time
 from pathlib import Path
 from typing import Any
 
 import pytest
-from waiting import WAIT_S
+from waiting import WAIT_S, wait_until
 
 from inspector.loader import FileStorageLoader, StorageNotFoundError
 
@@ -18,10 +17,7 @@ def test_files_older_than_ttl_are_deleted_and_loading_them_says_so(tmp_path: Pat
     with FileStorageLoader(tmp_path, ttl=0.2, worker_num=1) as loader:
         storage = loader.save([1])
         assert os.path.exists(storage.path)
-        deadline = time.monotonic() + 10
-        while os.path.exists(storage.path) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not os.path.exists(storage.path)
+        wait_until(lambda: not os.path.exists(storage.path), what="the expired file to be deleted")
         with pytest.raises(StorageNotFoundError, match="expired") as info:
             loader.load(storage).result(WAIT_S)
         assert info.value.expired and "ttl=0.2" in str(info.value) and "raise ttl" in str(info.value)
@@ -49,7 +45,4 @@ def test_saving_and_loading_proceed_while_the_cleanup_thread_is_deleting(
         finally:
             release.set()
         paths = expired + [s.path for s in fresh]
-        deadline = time.monotonic() + WAIT_S
-        while any(os.path.exists(p) for p in paths) and time.monotonic() < deadline:
-            time.sleep(0.02)
-        assert not any(os.path.exists(p) for p in paths)  # and then it deleted them all
+        wait_until(lambda: not any(os.path.exists(p) for p in paths), what="every expired file to be deleted")
