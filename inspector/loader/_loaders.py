@@ -36,8 +36,6 @@ class StorageLoader(ABC):
     """
 
     def __init__(self, worker_num: int = 3, *, _why_missing: Callable[[str], str | None] = no_reason) -> None:
-        if type(worker_num) is not int or worker_num < 1:
-            raise ValueError(f"worker_num must be a positive int, got {worker_num!r}")
         self._core = Core(type(self).__name__, worker_num, _why_missing)
         self._finalizer = weakref.finalize(self, self._core.close_when_idle)
         self._finalizer.atexit = False

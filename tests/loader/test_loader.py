@@ -302,8 +302,10 @@ def test_a_given_directory_is_created_private_and_kept_at_shutdown(tmp_path: Pat
 
 
 def test_bad_arguments_are_refused() -> None:
-    with pytest.raises(ValueError, match="worker_num"):
-        FileStorageLoader(worker_num=0)
+    for worker_num in (0, -1, True, 2.0, "2"):
+        with pytest.raises(ValueError, match="worker_num must be a positive int") as info:
+            FileStorageLoader(worker_num=worker_num)  # type: ignore[arg-type]
+        assert "next step = pass worker_num=1 or more" in str(info.value)
     refused = (0, -1, float("nan"), float("inf"), True, "20", np.bool_(True), np.float64("nan"), np.int64(0), 10**400)
     for ttl in refused:
         with pytest.raises(ValueError, match="ttl must be a finite positive number"):

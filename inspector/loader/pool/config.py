@@ -37,7 +37,10 @@ class PoolConfig:
 
     def __post_init__(self) -> None:
         if type(self.worker_num) is not int or self.worker_num < 1:
-            raise ValueError(f"worker_num must be a positive int, got {self.worker_num!r}")
+            raise ValueError(
+                f"worker_num must be a positive int, got {self.worker_num!r}\n"
+                "next step = pass worker_num=1 or more (about one per core you can spare)"
+            )
         if type(self.depth) is not int or self.depth < 1:
             raise ValueError(f"depth must be a positive int, got {self.depth!r}")
 
