@@ -12,6 +12,7 @@ from typing import Any
 
 import numpy as np
 
+from inspector._interrupts import interrupts_deferred
 from inspector.loader.storage.handles import FileStorage
 
 STEP_SHAPE = (4, 84, 84)  # float32: 112,896 bytes, the ~100 KiB leaf of an Atari-style step
@@ -173,12 +174,9 @@ def sync_peer(files: BenchFiles, device: Any) -> Once:
 def mp_queue_peer(files: BenchFiles, workers: int, device: Any) -> Iterator[Once]:
     """Worker processes load and put the arrays on a ``multiprocessing.Queue`` (pickled through a pipe)."""
     ctx = multiprocessing.get_context("spawn")
-    tasks, results = ctx.Queue(), ctx.Queue()
-    processes = [
-        ctx.Process(target=queue_worker, args=(files.paths, tasks, results), daemon=True) for _ in range(workers)
-    ]
-    for process in processes:
-        process.start()
+    with interrupts_deferred():  # a Ctrl-C inside a queue's construction would leak its semaphores
+        tasks, results = ctx.Queue(), ctx.Queue()
+    processes: list[Any] = []
 
     def once(loads: int) -> int:
         for i in range(loads):
@@ -192,6 +190,11 @@ def mp_queue_peer(files: BenchFiles, workers: int, device: Any) -> Iterator[Once
         return corrupt
 
     try:
+        with interrupts_deferred():  # so every started worker is listed, and told to stop below
+            for _ in range(workers):
+                process = ctx.Process(target=queue_worker, args=(files.paths, tasks, results), daemon=True)
+                process.start()
+                processes.append(process)
         yield once
     finally:
         for _ in processes:
@@ -222,7 +225,8 @@ def dataloader_peer(files: BenchFiles, workers: int, device: Any, total: int) ->
         multiprocessing_context="spawn",
         pin_memory=device is not None,
     )
-    iterator = iter(loader)
+    with interrupts_deferred():  # iter() makes the workers' queues: a Ctrl-C there would leak semaphores
+        iterator = iter(loader)
     next(iterator)
     position = [1]
 
