@@ -309,6 +309,7 @@ class LoaderState:
     profiles: tuple[LoaderProfile, ...] = ()
     history: tuple[Mapping[str, Any], ...] | None = None
     statuses: tuple[LoaderStatus, ...] = ()
+    history_note: str = ""  # what the history's reader skipped, said beside the past runs
 
 
 def current_state() -> LoaderState:
@@ -352,6 +353,8 @@ def page(state: LoaderState) -> Page:
         if state.history:
             blocks = [table(styled(shown(history_table(state.history)))),
                       table(styled(history_environments(state.history)))]
+        if state.history_note:
+            blocks.append(note(state.history_note))
         sections.append(section("history", "Past runs", blocks))
     if state.profiles:
         sections.append(section("profiles", "Your loader", [
