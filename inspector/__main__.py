@@ -11,6 +11,6 @@ import sys
 if sys.path and sys.path[0] in ("", os.getcwd()):
     del sys.path[0]
 
-from inspector.cli import main  # noqa: E402
+from inspector.cli import main
 
 raise SystemExit(main())
