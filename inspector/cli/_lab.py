@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from inspector._user_modules import IMPORT_ENV
-from inspector.cli._common import UsageError
+from inspector.cli._common import UsageError, check_module_name, working_directory_importable
 
 WORKING_COPY = "inspector-notebooks"
 
@@ -68,8 +68,10 @@ def run(args: argparse.Namespace) -> int:
 def user_modules_env(imports: list[str], env: dict[str, str]) -> dict[str, str]:
     """``env`` for a server whose kernels import ``imports`` in ``inspector.show()`` (each checked here first)."""
     if imports:
-        sys.path.insert(0, "")
-        missing = [name for name in imports if _find(name) is None]
+        for name in imports:
+            check_module_name(name)
+        with working_directory_importable():
+            missing = [name for name in imports if _find(name) is None]
         if missing:
             raise UsageError(f"--import {missing[0]}: no such module here (is it on PYTHONPATH?)")
         env[IMPORT_ENV] = ",".join([*filter(None, env.get(IMPORT_ENV, "").split(",")), *imports])
