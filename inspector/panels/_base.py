@@ -143,7 +143,8 @@ class Panel(Generic[S]):
     def ensure_idle(self, job: BackgroundJob, headline: str, again: str) -> None:
         """Refuse to start work while ``job`` runs, before anything shown changes; ``again``: what to do after."""
         if job.running:
-            raise RuntimeError(str(Message(headline, next_step=f"wait for it to finish, or press Cancel, then {again}")))
+            step = f"wait for it to finish, or press Cancel, then {again}"
+            raise RuntimeError(str(Message(headline, next_step=step)))
 
     def start_job(
         self,
