@@ -41,7 +41,8 @@ from inspector.loader.bench.peers import (
     sync_peer,
 )
 from inspector.loader.bench.rows import METHOD_LABELS, METHODS, WORKERLESS, BenchCancelled, BenchResults, BenchRow
-from inspector.loader.bench.stats import Spread, machine_load, with_eta
+from inspector.loader.bench.stats import Spread, machine_load
+from inspector.loader.bench.time_left import bench_plan, time_left_reporter
 from inspector.loader.pool.cuda import resolve_device
 from inspector.loader.pool.segments import available_memory
 
@@ -110,16 +111,10 @@ def run(
     sizes = check_sizes(sizes_mb)
     target = resolve_device(device)
     methods = list(methods) + (["h2d"] if target is not None and "h2d" not in methods else [])
-    plan = [
-        (layout, size, w, method)
-        for layout in layouts
-        for size in sizes
-        for method in methods
-        for w in (workers[:1] if method in WORKERLESS else workers)
-    ]
+    plan = bench_plan(layouts, sizes, workers, methods, WORKERLESS)
     settings = {"sizes_mb": sizes, "workers": list(workers), "device": str(target) if target else "cpu",
                 "repeats": repeats, "layouts": list(layouts), "methods": list(methods)}  # fmt: skip
-    report = with_eta(progress, len(plan))
+    report = time_left_reporter(progress, plan)
     rows: list[BenchRow] = []
     try:
         with tempfile.TemporaryDirectory(prefix="inspector-bench-", dir=directory) as tmp:
