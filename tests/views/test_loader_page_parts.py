@@ -10,12 +10,12 @@ from matplotlib.figure import Figure
 from PIL import Image
 
 from inspector.loader import LoaderProfile
-from inspector.loader.bench import METHODS, BenchRow, MachineLoad, SweepResult, SweepSetting, Spread
+from inspector.loader.bench import METHODS, BenchRow, MachineLoad, Spread, SweepResult, SweepSetting
 from inspector.loader.bench.profile import OURS_LABEL
+from inspector.loader.bench.rows import WORKERLESS
 from inspector.loader.bench.stage_split import StageSplit
 from inspector.loader.bench.targets import throughput_targets, waiting_targets
 from inspector.loader.bench.time_left import bench_plan
-from inspector.loader.bench.rows import WORKERLESS
 from inspector.views import loader as views
 from inspector.views import loader_history, loader_profile
 from inspector.views._figures import KEYS_METADATA, figure_to_png
