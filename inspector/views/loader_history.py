@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from inspector.loader.bench import METHOD_LABELS, side_by_side
-from inspector.loader.bench.history import run_name
+from inspector.loader.bench.history import run_name, targets_side_by_side
 from inspector.views._figures import NEUTRAL_INK, key_above, new_figure, style_axes
 from inspector.views._palette import method_colour
 
@@ -43,20 +43,7 @@ def history_table(runs: Sequence[Mapping[str, Any]], method: str | None = None) 
 def history_targets(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """Each run's targets side by side: the figure and its baseline, as ``ours / baseline``, with PASS or MISS."""
     names = [run_name(i, run) for i, run in enumerate(runs)]
-    table: dict[str, dict[str, Any]] = {}
-    for name, run in zip(names, runs, strict=True):
-        for m in run.get("measurements", []):
-            record = table.setdefault(m["name"], {"measurement": m["name"], **dict.fromkeys(names, "")})
-            value = f"{_short(m['value'])} {m['unit']}"
-            if m.get("baseline_value") is not None:
-                value += f" / {_short(m['baseline_value'])}"
-            verdict = (" PASS" if m.get("ok") else " MISS") if m.get("target") else ""
-            record[name] = value + verdict
-    return pd.DataFrame.from_records(list(table.values()), columns=["measurement", *names])
-
-
-def _short(value: float) -> str:
-    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+    return pd.DataFrame.from_records(targets_side_by_side(runs), columns=["measurement", *names])
 
 
 def history_environments(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
@@ -96,6 +83,10 @@ def overlay_figure(first: Mapping[str, Any], second: Mapping[str, Any], names: S
                 ax.plot([row["size_mb"] for row in line], [row["mb_s"] for row in line], linestyle=style,
                         marker=marker, color=colour)  # fmt: skip
         ax.set_xscale("log", base=2)
+        sizes = sorted({row["size_mb"] for run in runs for row in run.get("rows", []) if row["layout"] == layout})
+        if sizes:
+            ax.set_xticks(sizes, [f"{size:g}" for size in sizes])
+            ax.minorticks_off()
         ax.set_yscale("log")
         ax.set_xlabel("payload size (MiB)")
         ax.set_ylabel("MiB/s (log)")

@@ -104,7 +104,7 @@ def test_past_runs_show_baselines_targets_labels_and_two_runs_overlaid() -> None
     blocks = loader_history.history_blocks(runs, "1 line of the history could not be read", ("r0", "r2"))
     html = "".join(block.to_html() if hasattr(block, "to_html") else str(block) for block in blocks)
     assert "torch DataLoader" in html and "memcpy (ceiling)" in html  # baselines, not only ours
-    assert "3,000 MiB/s / 100 PASS" in html and "try 2" in html and "could not be read" in html
+    assert "3,000 / 100 MiB/s PASS" in html and "try 2" in html and "could not be read" in html
     pair = loader_history.overlay_pair(runs, ("r0", "r2"))
     assert pair is not None and [r["id"] for r in pair] == ["r0", "r2"]
     assert [r["id"] for r in loader_history.overlay_pair(runs)] == ["r1", "r2"]  # type: ignore[union-attr]

@@ -92,11 +92,13 @@ def run(
     cancel: threading.Event | None = None,
     directory: str | None = None,
     keep_history: bool = True,
+    label: str = "",
 ) -> BenchResults:
     """Measure every method on every layout, size and worker count; see the module docstring.
 
     Raises ``BenchCancelled`` (with ``.rows``, what was measured) when ``cancel`` is set; that run, or one
     stopped by ``KeyboardInterrupt``, is kept in the history as cancelled, with the rows measured so far.
+    A finished run is kept with its targets (and their baselines) and ``label``.
 
     >>> rows = run(sizes_mb=(1,), workers=(2,), methods=("ours", "sync", "memcpy"))  # doctest: +SKIP
     """
@@ -136,11 +138,11 @@ def run(
                         files.remove()
     except (BenchCancelled, KeyboardInterrupt):  # Ctrl-C keeps what was measured, as Cancel does
         if keep_history:
-            _keep(rows, cancelled=True, settings=settings)
+            _keep(rows, cancelled=True, settings=settings, label=label)
         raise
     report(len(rows), "done")
     if keep_history:
-        _keep(rows, settings=settings)
+        _keep(rows, settings=settings, label=label)
     global _last_run
     _last_run = tuple(rows)
     return BenchResults(rows)
@@ -151,7 +153,10 @@ _last_run: tuple[BenchRow, ...] = ()
 
 def _keep(rows: Sequence[BenchRow], **options: Any) -> None:
     """Keep the run in the history as best effort: a history that cannot be written loses no result."""
-    problem = keep_run("loader", rows, **options)
+    from inspector.loader.bench.targets import throughput_targets
+
+    targets = throughput_targets(rows) if any(r.method == "memcpy" for r in rows) else []
+    problem = keep_run("loader", rows, targets, **options)
     if problem:
         warnings.warn(problem, RuntimeWarning, stacklevel=3)
 
