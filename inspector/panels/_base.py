@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 import ipywidgets as widgets
 
 from inspector import parts
+from inspector._messages import Message
 from inspector.panels._guard import ErrorLine, guarded
 from inspector.panels._render import render_into, render_section
 
@@ -142,7 +143,8 @@ class Panel(Generic[S]):
     def ensure_idle(self, job: BackgroundJob, headline: str, again: str) -> None:
         """Refuse to start work while ``job`` runs, before anything shown changes; ``again``: what to do after."""
         if job.running:
-            raise RuntimeError(f"{headline}\nnext step = wait for it to finish, or press Cancel, then {again}")
+            step = f"wait for it to finish, or press Cancel, then {again}"
+            raise RuntimeError(str(Message(headline, next_step=step)))
 
     def start_job(
         self,
