@@ -49,7 +49,7 @@ def test_rpc_tab_validates_as_you_type_and_launches_a_local_world(page, lab, tmp
     bad_rows.first.wait_for()
     assert bad_rows.count() == 2 * 3 * 4  # cuda:4..7 into worker2 from three callers, and out of it to three
     assert "INVALID_TARGET_INDEX: targets are the callee's devices" in bad_rows.first.inner_text()
-    grid = panel.locator(".inspector-rpc-graph img[alt='device grid']")  # a GPU mesh: a GPU x GPU grid per pair
+    grid = panel.locator(".inspector-rpc-graph img")  # a GPU mesh: a GPU x GPU grid per worker pair
     grid.first.wait_for()
     panel.scroll_into_view_if_needed()
     save_screenshot(page, "rpc_tab_mesh.png", tmp_path)
