@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
+from collections.abc import Callable
 from typing import Any
 
 from inspector.cli._common import UsageError, check_output_path, progress_bar
@@ -64,7 +66,7 @@ def run(args: argparse.Namespace) -> int:
     if args.compare is not None:
         return _compare(args)
     _check_options(args)
-    rows, measurements, note = _run_part(args)
+    rows, measurements, note, keep = _run_part(args)
     if args.out:
         from inspector._files import atomic_write_text
         from inspector.cli._loader_results import csv_text
@@ -80,10 +82,20 @@ def run(args: argparse.Namespace) -> int:
         print(measurement.line())
     if note:
         print(note)
+    if keep is not None:  # last: what the user asked for is written whatever happens to the history
+        _warn(keep())
     return 0 if all(m.ok for m in measurements) else 1
 
 
-def _run_part(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any], str]:
+Keep = Callable[[], "str | None"]  # keeps the run in the history; None once kept, else why not
+
+
+def _warn(problem: str | None) -> None:
+    if problem:
+        print(f"inspector bench: warning: {problem}", file=sys.stderr)
+
+
+def _run_part(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any], str, Keep | None]:
     if args.part == "loader":  # the one part with options of its own
         return _run_loader(args)
     if args.part == "dispatch":
@@ -92,12 +104,12 @@ def _run_part(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any]
         register_all()  # the attention demo is what the hot path is measured on (never over your family)
     module, _, function = part(args.part).bench.partition(":")
     measurements = getattr(importlib.import_module(module), function)(progress=progress_bar)
-    return [m.as_dict() for m in measurements], measurements, ""
+    return [m.as_dict() for m in measurements], measurements, "", None
 
 
-def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any], str]:
+def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any], str, Keep]:
     from inspector.loader import CudaUnavailableError
-    from inspector.loader.bench import check_sizes, machine_load, record_run, small_load_latency
+    from inspector.loader.bench import check_sizes, keep_run, machine_load, small_load_latency
     from inspector.loader.bench import run as run_loader
     from inspector.loader.bench.targets import latency_target, throughput_targets
     from inspector.loader.pool.cuda import resolve_device
@@ -130,11 +142,14 @@ def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[An
     except ValueError as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
     except KeyboardInterrupt:
-        record_run("loader", measured, cancelled=True, settings=settings)
+        _warn(keep_run("loader", measured, cancelled=True, settings=settings))
         raise
     measurements = [*throughput_targets(bench_rows), latency_target(latency)]
-    record_run("loader", bench_rows, measurements, settings=settings)
-    return [row.as_dict() for row in bench_rows], measurements, machine_load().note()
+
+    def keep() -> str | None:
+        return keep_run("loader", bench_rows, measurements, settings=settings)
+
+    return [row.as_dict() for row in bench_rows], measurements, machine_load().note(), keep
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -142,11 +157,17 @@ def _compare(args: argparse.Namespace) -> int:
         raise UsageError(f"--compare: only the loader benchmark keeps a history, not {args.part!r}")
     if args.compare < 1:
         raise UsageError(f"--compare needs a positive number of runs, got {args.compare}")
-    from inspector.loader.bench import history_path, read_history, side_by_side
+    from inspector.loader.bench import HistoryFileError, history_path, read_history, side_by_side
 
-    runs = read_history("loader", last=args.compare)
+    try:
+        runs = read_history("loader", last=args.compare)
+    except HistoryFileError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read the benchmark history {history_path()}: {exc.strerror or exc}") from None
     if not runs:
-        print(f"no loader runs kept yet in {history_path()}; run `inspector bench loader` first")
+        skipped = f" ({runs.note()})" if runs.note() else ""
+        print(f"no loader runs kept yet in {history_path()}{skipped}; run `inspector bench loader` first")
         return 0
     for i, entry in enumerate(runs):
         env = entry.get("environment", {})
@@ -161,6 +182,8 @@ def _compare(args: argparse.Namespace) -> int:
         cells = "".join(f" {record[n]:>9,.0f}" if record[n] is not None else f" {'-':>9}" for n in names)
         print(f"{record['layout']:<9} {record['size_mb']:>6g} {record['workers']:>2} {record['method']:<11}{cells}")
     print("\nMiB/s (median of each run's timed repeats); each run is one column, oldest first")
+    if runs.note():
+        print(runs.note())
     return 0
 
 

@@ -67,6 +67,7 @@ class LoaderPanel(Panel[LoaderState]):
         self.rows: list[BenchRow] = []
         self.profiles: list[LoaderProfile] = []
         self._history: tuple[Any, ...] | None = None
+        self._history_note = ""
         self._statuses: tuple[Any, ...] = ()
         self.last_error: BaseException | None = None
         self._rows_lock = threading.Lock()
@@ -232,7 +233,7 @@ class LoaderPanel(Panel[LoaderState]):
         """What this panel shows now, as the page's state."""
         with self._rows_lock:
             rows = tuple(self.rows)
-        return LoaderState(rows, tuple(self.profiles), self._history, self._statuses)
+        return LoaderState(rows, tuple(self.profiles), self._history, self._statuses, self._history_note)
 
     def _render_results(self) -> None:
         current = self.page(self.state())
@@ -253,7 +254,8 @@ class LoaderPanel(Panel[LoaderState]):
     # -- past runs -------------------------------------------------------------------------------
     def show_history(self, last: int = 5) -> None:
         """Show the last ``last`` benchmark runs (from the history under your cache) side by side."""
-        self._history = tuple(read_history("loader", last=last))
+        kept = read_history("loader", last=last)
+        self._history, self._history_note = tuple(kept), kept.note()
         self.show(self.history_out, self.page(self.state()), LoaderSection.HISTORY)
 
     # -- your loader ----------------------------------------------------------------------------

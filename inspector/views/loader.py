@@ -331,6 +331,7 @@ class LoaderState:
     profiles: tuple[LoaderProfile, ...] = ()
     history: tuple[Mapping[str, Any], ...] | None = None
     statuses: tuple[LoaderStatus, ...] = ()
+    history_note: str = ""  # what the history's reader skipped, said beside the past runs
 
     @cached_property
     def bench(self) -> pd.DataFrame:
@@ -376,7 +377,9 @@ def page(state: LoaderState) -> Page:
         sections.append(lazy(LoaderSection.RESULTS, "Benchmark", lambda: [note(NO_BENCHMARK)], rows))
     history, profiles, statuses = state.history, state.profiles, state.statuses
     if history is not None:
-        sections.append(lazy(LoaderSection.HISTORY, "Past runs", lambda: _history_blocks(history), history))
+        skipped = state.history_note
+        sections.append(lazy(LoaderSection.HISTORY, "Past runs", lambda: _history_blocks(history, skipped),
+                             (history, skipped)))
     if profiles:
         sections.append(lazy(LoaderSection.PROFILES, "Your loader", lambda: _profile_blocks(profiles), profiles))
     if statuses:
@@ -421,10 +424,11 @@ def _loader_blocks(statuses: tuple[LoaderStatus, ...]) -> list[Block]:
     return [table(styled(shown(loaders_table(statuses)))), table(styled(workers_table(statuses)))]
 
 
-def _history_blocks(history: tuple[Mapping[str, Any], ...]) -> list[Block]:
-    if not history:
-        return [note("No past runs yet: each Run is kept (also from `inspector bench loader`).")]
-    return [table(styled(shown(history_table(history)))), table(styled(history_environments(history)))]
+def _history_blocks(history: tuple[Mapping[str, Any], ...], skipped: str = "") -> list[Block]:
+    blocks: list[Block] = [note("No past runs yet: each Run is kept (also from `inspector bench loader`).")]
+    if history:
+        blocks = [table(styled(shown(history_table(history)))), table(styled(history_environments(history)))]
+    return blocks + ([note(skipped)] if skipped else [])
 
 
 def _get(row: Any, key: str) -> Any:
