@@ -56,7 +56,7 @@ def run(args: argparse.Namespace) -> int:
     notebook = folder / "app.ipynb"
     if not notebook.is_file():
         headline = f"no {notebook}: this installation of inspector is incomplete"
-        raise UsageError(str(Message(headline, next_step="reinstall it")))
+        raise UsageError(Message(headline, next_step="reinstall it").one_line())
     env = user_modules_env(args.imports, dict(os.environ))
     env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(folder), env.get("JUPYTER_PATH")]))
     command = voila_command(notebook, args.port, no_browser=args.no_browser or bool(os.environ.get("CI")),

@@ -50,10 +50,12 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(args.notebooks) if args.notebooks is not None else _default_folder()
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
-        raise UsageError(str(Message(f"--notebooks {folder} {what}", next_step="pass a folder holding 00_tour.ipynb")))
+        step = "pass a folder holding 00_tour.ipynb"
+        raise UsageError(Message(f"--notebooks {folder} {what}", next_step=step).one_line())
     tour = folder / "00_tour.ipynb"
     if not tour.is_file():
-        raise UsageError(str(Message(f"no {tour}", next_step="pass --notebooks with a folder holding 00_tour.ipynb")))
+        step = "pass --notebooks with a folder holding 00_tour.ipynb"
+        raise UsageError(Message(f"no {tour}", next_step=step).one_line())
     require_extra("lab", "inspector lab")
     env = user_modules_env(args.imports, dict(os.environ))
     command = [sys.executable, "-m", "jupyterlab", str(tour)]
@@ -89,7 +91,7 @@ def _default_folder() -> Path:
     installed = Path(str(resources.files("inspector") / "notebooks"))
     if not (installed / "00_tour.ipynb").is_file():
         headline = "no notebooks here and none installed with the package"
-        raise UsageError(str(Message(headline, next_step="pass --notebooks DIR")))
+        raise UsageError(Message(headline, next_step="pass --notebooks DIR").one_line())
     working = Path(WORKING_COPY)
     if not (working / "00_tour.ipynb").exists():
         working.mkdir(exist_ok=True)
