@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import numbers
 import os
 import time
 from typing import Any
@@ -48,7 +49,8 @@ _generations = itertools.count()
 
 
 def join_timeout_seconds(join_timeout: float | None) -> float:
-    """The bound to use: the argument, else ``INSPECTOR_RPC_JOIN_TIMEOUT``, else 300 s."""
+    """The bound to use: the argument (any real number: ``np.int64(60)`` too), else ``INSPECTOR_RPC_JOIN_TIMEOUT``,
+    else 300 s. A huge bound (``1e308``) is kept; only the store's own timeout is clamped (``store_timeout``)."""
     source, given = "join_timeout", short(join_timeout)
     if join_timeout is None:
         text = os.environ.get(JOIN_TIMEOUT_ENV)
@@ -59,16 +61,19 @@ def join_timeout_seconds(join_timeout: float | None) -> float:
             join_timeout = float(text)
         except ValueError:
             join_timeout = math.nan
-    if (
-        isinstance(join_timeout, bool)
-        or not isinstance(join_timeout, (int, float))
-        or not (math.isfinite(join_timeout) and join_timeout > 0)
-    ):
+    problem = "must be a positive number of seconds"
+    seconds = math.nan
+    if isinstance(join_timeout, numbers.Real) and not isinstance(join_timeout, bool):
+        try:
+            seconds = float(join_timeout)
+        except OverflowError:  # an int such as 10**400: more than a float holds
+            problem = "is too large to be a number of seconds (beyond what a float holds)"
+    if not (math.isfinite(seconds) and seconds > 0):
         raise RendezvousConfigError(
-            f"{source} must be a positive number of seconds, got {given}\n"
+            f"{source} {problem}, got {given}\n"
             f"next step = pass join_timeout=300 (or set {JOIN_TIMEOUT_ENV}=300)"
         )
-    return float(join_timeout)
+    return seconds
 
 
 def _torch_knows(member: BackendType) -> bool:

@@ -27,6 +27,7 @@ from urllib.parse import parse_qs, urlparse
 from inspector.rpc._errors import RendezvousConfigError, RpcJoinError
 
 PROBE_TIMEOUT_S = 1.0
+MAX_STORE_TIMEOUT_S = 365 * 24 * 3600.0  # a year: waits beyond it are "forever", and far below what c10d holds
 POLL_MIN_S = 0.01
 POLL_MAX_S = 0.25
 GUARDED_SCHEMES = ("env", "tcp")
@@ -109,6 +110,12 @@ def resolve_rendezvous(init_method: str, rank: int, world_size: int) -> Rendezvo
     return Rendezvous(host, port, rank, world_size, agent, libuv)
 
 
+def store_timeout(join_timeout: float) -> timedelta:
+    """The store's per-operation timeout for a join bound: at least 1 s, at most ``MAX_STORE_TIMEOUT_S``
+    (``timedelta`` and c10d's milliseconds overflow long before ``1e308`` seconds)."""
+    return timedelta(seconds=min(MAX_STORE_TIMEOUT_S, max(1.0, join_timeout)))
+
+
 def _reachable(host: str, port: int, timeout: float) -> bool:
     try:
         with socket.create_connection((host, port), timeout=timeout):
@@ -128,7 +135,7 @@ def open_store(
 
     deadline = started + join_timeout
 
-    op_timeout = timedelta(seconds=max(1.0, join_timeout))
+    op_timeout = store_timeout(join_timeout)
     if rdzv.hosts_store:
         try:
             return dist.TCPStore(rdzv.host, rdzv.port, None, True, op_timeout, wait_for_workers=False,
