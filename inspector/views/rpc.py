@@ -51,11 +51,8 @@ ROW_HIGHLIGHT = "background-color: rgba(214, 39, 40, 0.18)"
 
 
 def next_step(problem: DeviceMapProblem) -> str:
-    """What to do about a problem: its message's ``next step = ...`` line."""
-    for line in problem.message.splitlines():
-        if line.startswith("next step = "):
-            return line.removeprefix("next step = ")
-    return ""
+    """What to do about a problem (kept with it: nothing parses its message)."""
+    return problem.next_step
 
 
 def maps_table(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] = ()) -> pd.DataFrame:
