@@ -20,6 +20,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from inspector._messages import Message
 from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, StaleMark, error_html
@@ -227,11 +228,12 @@ class RpcPanel(Panel[RpcState]):
     def load_plan(self, plan: TopologyPlan) -> None:
         """Show ``plan`` in the widgets and validate it (up to ``MAX_EDITABLE_PAIRS`` rows)."""
         if plan.pair_count > MAX_EDITABLE_PAIRS:
-            raise ValueError(
-                f"This plan maps {plan.pair_count:,} device pairs, too many to edit row by row here.\n"
-                f"limit = {MAX_EDITABLE_PAIRS:,}\n"
-                "next step = check it with plan.check() or `inspector rpc check PLAN.json`, or plan fewer workers"
+            message = Message(
+                f"This plan maps {plan.pair_count:,} device pairs, too many to edit row by row here.",
+                {"limit": f"{MAX_EDITABLE_PAIRS:,}"},
+                next_step="check it with plan.check() or `inspector rpc check PLAN.json`, or plan fewer workers",
             )
+            raise ValueError(str(message))
         self._loading = True
         try:
             self._names = plan.names

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 import ipywidgets as widgets
 
 from inspector._bench import Progress
+from inspector._messages import Message
 from inspector.errors import Cancelled
 from inspector.rpc import InitError, LocalWorld, TopologyPlan, WorkerPlan, WorldSnapshot, predict_init_error
 from inspector.rpc._records import MIB
@@ -106,10 +107,8 @@ def summarize(planned: TopologyPlan, samples: int = 50, largest_bytes: int = 16 
     import torch
 
     if len(planned.workers) > MAX_LOCAL_WORKERS:
-        raise ValueError(
-            f"Launching {len(planned.workers)} local workers would only measure an oversubscribed "
-            f"machine.\nlimit = {MAX_LOCAL_WORKERS}\nnext step = lower 'workers' to launch"
-        )
+        headline = f"Launching {len(planned.workers)} local workers would only measure an oversubscribed machine."
+        raise ValueError(str(Message(headline, {"limit": MAX_LOCAL_WORKERS}, next_step="lower 'workers' to launch")))
     gpus = torch.cuda.device_count()
     launched, dropped = (planned, 0) if gpus > 0 else planned.cpu_only()
     return LaunchSummary(planned, launched, gpus, dropped, samples, tuple(bandwidth_sizes(largest_bytes)))

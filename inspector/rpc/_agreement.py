@@ -14,6 +14,7 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from inspector._messages import Message
 from inspector.rpc._errors import SHOWN, first_few
 
 PROTOCOL = 1  # the join protocol's version: records of another version are not read field by field
@@ -40,15 +41,16 @@ def disagreement(arrivals: Mapping[int, Mapping[str, Any]], address: str) -> str
         if len(said) > 1:
             parts = [f"ranks {first_few(group)} ({_names(arrivals, group)}) say {value}"
                      for value, group in sorted(said.items(), key=lambda item: item[1])]  # fmt: skip
-            return f"The ranks at {address} disagree on {label}: {'; '.join(parts)}.\nnext step = {next_step}"
+            return str(Message(f"The ranks at {address} disagree on {label}: {'; '.join(parts)}.", next_step=next_step))
     world = arrivals[ranks[0]].get("world_size") if ranks else None
     beyond = [rank for rank in ranks if isinstance(world, int) and rank >= world]
     if beyond:
-        return (
+        message = Message(
             f"{len(ranks)} ranks arrived at {address} for world size {world}: ranks {first_few(beyond)} "
-            f"({_names(arrivals, beyond)}) are beyond it.\n"
-            "next step = give each process a distinct RANK below WORLD_SIZE, and start WORLD_SIZE processes"
+            f"({_names(arrivals, beyond)}) are beyond it.",
+            next_step="give each process a distinct RANK below WORLD_SIZE, and start WORLD_SIZE processes",
         )
+        return str(message)
     return None
 
 

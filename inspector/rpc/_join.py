@@ -30,6 +30,7 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from inspector._messages import Message
 from inspector.rpc._agreement import agreement_fields, disagreement
 from inspector.rpc._errors import RankFailedError, RendezvousConfigError, RpcError, RpcJoinError, first_few
 from inspector.rpc._rendezvous import Backoff, Rendezvous
@@ -205,10 +206,12 @@ class Waiter:
                 ranks = self.job.arrived_ranks()
                 repeated = sorted(rank for rank, times in Counter(ranks).items() if times > 1)
                 if repeated:
-                    self.refuse(
+                    message = Message(
                         f"Ranks {first_few(repeated)} arrived more than once at {self.rdzv.address}: two processes "
-                        "were given the same rank.\nnext step = give each process a distinct RANK below WORLD_SIZE"
+                        "were given the same rank.",
+                        next_step="give each process a distinct RANK below WORLD_SIZE",
                     )
+                    self.refuse(str(message))
                 arrivals = self.job.arrivals(sorted(ranks))
                 self.refuse_disagreement(arrivals)
                 self.job.count("read", 1)

@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from inspector._messages import Message
 from inspector.rpc._errors import RendezvousConfigError, RpcJoinError
 
 PROBE_TIMEOUT_S = 1.0
@@ -68,9 +69,8 @@ class Rendezvous:
 def _env(name: str, next_step: str) -> str:
     value = os.environ.get(name, "")
     if not value:
-        raise RendezvousConfigError(
-            f"init_rpc with env:// needs the environment variable {name}.\nnext step = {next_step}"
-        )
+        headline = f"init_rpc with env:// needs the environment variable {name}."
+        raise RendezvousConfigError(Message(headline, next_step=next_step))
     return value
 
 
@@ -101,10 +101,8 @@ def resolve_rendezvous(init_method: str, rank: int, world_size: int) -> Rendezvo
     if not 0 < port < 65536:
         raise RendezvousConfigError(f"The rendezvous port must be within 1 .. 65535, got {port}")
     if not 0 <= rank < world_size:
-        raise RendezvousConfigError(
-            f"rank {rank} is outside 0 .. {world_size - 1} for world_size {world_size}\n"
-            "next step = give each process a distinct rank below world_size"
-        )
+        headline = f"rank {rank} is outside 0 .. {world_size - 1} for world_size {world_size}"
+        raise RendezvousConfigError(Message(headline, next_step="give each process a distinct rank below world_size"))
     agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == str(True)
     libuv = query.get("use_libuv", os.environ.get("USE_LIBUV", "1")) == "1"
     return Rendezvous(host, port, rank, world_size, agent, libuv)
@@ -141,10 +139,11 @@ def open_store(
             return dist.TCPStore(rdzv.host, rdzv.port, None, True, op_timeout, wait_for_workers=False,
                                  multi_tenant=True, use_libuv=rdzv.use_libuv)  # fmt: skip
         except RuntimeError as exc:
-            raise RendezvousConfigError(
-                f"Rank 0 cannot host the rendezvous store at {rdzv.address}: {str(exc).partition(chr(10))[0]}\n"
-                "next step = pick a free MASTER_PORT on this node (a previous job may still hold this one)"
-            ) from exc
+            message = Message(
+                f"Rank 0 cannot host the rendezvous store at {rdzv.address}: {str(exc).partition(chr(10))[0]}",
+                next_step="pick a free MASTER_PORT on this node (a previous job may still hold this one)",
+            )
+            raise RendezvousConfigError(message) from exc
     backoff = Backoff()
     while not _reachable(rdzv.host, rdzv.port, min(PROBE_TIMEOUT_S, max(0.05, deadline - time.monotonic()))):
         now = time.monotonic()

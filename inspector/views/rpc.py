@@ -1,8 +1,8 @@
 """RPC views: the device-map graph or grid, maps and problems as tables, latency and bandwidth, world summaries.
 
 A small plan is drawn as a worker graph, a GPU mesh as one GPU x GPU grid per worker pair
-(``device_level``, NOTE [ Device grid ]). Arrows always point caller -> callee, from the caller's source device to the callee's target
-device, because that is how a map is keyed and read (``set_device_map(callee, {local: remote})``);
+(``device_level``, NOTE [ Device grid ]). Arrows always point caller -> callee, from the caller's
+source device to the callee's target device, because that is how a map is keyed and read (``set_device_map(callee, {local: remote})``);
 a problem paints its edge or worker red and names its category, and its rows in the maps table
 are highlighted with the next step. Sizes and throughput are in MiB and MiB/s, as in the
 Loader tab; latencies in microseconds, with a pair whose p99 strays far from its median flagged.
@@ -45,8 +45,8 @@ from inspector.views.page import Block, Page, figure, lazy, note, pre, table
 
 __all__ = [
     "MAP_COLUMNS", "OK_COLOUR", "PROBLEM_COLOUR", "backends_table", "bandwidth_figure", "bandwidth_table",
-    "derived_table", "device_grid_figure", "device_level", "highlighted_maps", "init_error_text", "maps_table", "next_step", "problems_table",
-    "pair_problems", "rtt_heatmap", "rtt_table", "topology_figure", "warnings_table", "workers_table",
+    "derived_table", "device_grid_figure", "device_level", "highlighted_maps", "init_error_text", "maps_table",
+    "next_step", "problems_table", "pair_problems", "rtt_heatmap", "rtt_table", "topology_figure", "warnings_table", "workers_table",
 ]  # fmt: skip
 
 MAP_COLUMNS = ["caller", "callee", "source", "target", "problems", "next step"]
@@ -54,11 +54,8 @@ ROW_HIGHLIGHT = "background-color: rgba(214, 39, 40, 0.18)"
 
 
 def next_step(problem: DeviceMapProblem) -> str:
-    """What to do about a problem: its message's ``next step = ...`` line."""
-    for line in problem.message.splitlines():
-        if line.startswith("next step = "):
-            return line.removeprefix("next step = ")
-    return ""
+    """What to do about a problem (kept with it: nothing parses its message)."""
+    return problem.next_step
 
 
 def maps_table(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] = ()) -> pd.DataFrame:
