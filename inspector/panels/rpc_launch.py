@@ -68,7 +68,8 @@ class LaunchSummary:
         """Which of the plan's maps the workers get."""
         kept = self.launched.pair_count
         if self.gpus_here:
-            return f"the plan's {_count(kept, 'map pair')} as written, on this machine's {_count(self.gpus_here, 'GPU')}"
+            gpus = _count(self.gpus_here, "GPU")
+            return f"the plan's {_count(kept, 'map pair')} as written, on this machine's {gpus}"
         lists = [w.name for w in self.planned.workers if w.devices]
         dropped = f"{_count(self.dropped_pairs, 'GPU map pair')}" + (
             f" and the devices lists of {', '.join(lists)}" if lists else "")

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
-from matplotlib.colors import ListedColormap
+from matplotlib.colors import ListedColormap, to_rgba
 from matplotlib.figure import Figure
 
 from inspector.rpc import DeviceMapProblem, TopologyPlan
-from inspector.views._figures import DPI, NEUTRAL_INK, new_figure
+from inspector.views._figures import DPI, NEUTRAL_INK, new_figure, pad_figure
 from inspector.views._rpc_graph import NODE_CATEGORIES, OK_COLOUR, PROBLEM_COLOUR, pair_problems
 
 EMPTY, MAPPED, REFUSED = 0, 1, 2
@@ -111,7 +112,7 @@ def device_grid_figure(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] 
     n_rows, n_columns = max(1, len(rows)), max(1, len(columns))
     cell_in = min(0.3, 5.6 / max(n_rows, n_columns))
     fig = new_figure(max(6.4, n_columns * cell_in + 2.2), n_rows * cell_in + 2.4)  # the title needs 6.4 in
-    fig.get_layout_engine().set(w_pad=0.08, h_pad=0.08)  # inches: the frame never touches the image's edge
+    pad_figure(fig)  # the frame never touches the image's edge
     ax = fig.add_subplot()
     kind = "static" if plan.static_group else "dynamic"
     refused = int((cells == REFUSED).sum())
@@ -124,7 +125,7 @@ def device_grid_figure(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] 
         ax.axis("off")
         ax.text(0.5, 0.5, "no device maps", ha="center", va="center", color=NEUTRAL_INK, transform=ax.transAxes)
         return fig
-    palette = ListedColormap([EMPTY_CELL, OK_COLOUR, PROBLEM_COLOUR])
+    palette = ListedColormap([to_rgba(EMPTY_CELL), to_rgba(OK_COLOUR), to_rgba(PROBLEM_COLOUR)])
     cell_px = cell_in * DPI
     ax.imshow(cells, cmap=palette, vmin=EMPTY, vmax=REFUSED, aspect="equal",
               interpolation="nearest" if cell_px >= 2 else "antialiased")  # fmt: skip
@@ -146,7 +147,8 @@ def device_grid_figure(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] 
     return fig
 
 
-def _label_axes(ax, plan, problems, rows, columns, row_blocks, column_blocks, cell_in) -> None:  # type: ignore[no-untyped-def]
+def _label_axes(ax: Any, plan: TopologyPlan, problems: Sequence[DeviceMapProblem], rows: list, columns: list,
+                row_blocks: list, column_blocks: list, cell_in: float) -> None:  # fmt: skip
     """Device ticks beside the cells while they fit; the workers' names outside them (red when at fault)."""
     at_fault = {p.worker for p in problems if p.category in NODE_CATEGORIES}
     members = set(plan.names)

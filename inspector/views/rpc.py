@@ -2,10 +2,11 @@
 
 A small plan is drawn as a worker graph, a GPU mesh as one GPU x GPU grid per worker pair
 (``device_level``, NOTE [ Device grid ]). Arrows always point caller -> callee, from the caller's
-source device to the callee's target device, because that is how a map is keyed and read (``set_device_map(callee, {local: remote})``);
-a problem paints its edge or worker red and names its category, and its rows in the maps table
-are highlighted with the next step. Sizes and throughput are in MiB and MiB/s, as in the
-Loader tab; latencies in microseconds, with a pair whose p99 strays far from its median flagged.
+source device to the callee's target device, because that is how a map is keyed and read
+(``set_device_map(callee, {local: remote})``); a problem paints its edge or worker red and
+names its category, and its rows in the maps table are highlighted with the next step. Sizes
+and throughput are in MiB and MiB/s, as in the Loader tab; latencies in microseconds, with a
+pair whose p99 strays far from its median flagged.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from functools import cached_property
 
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 from pandas.io.formats.style import Styler
@@ -36,17 +38,18 @@ from inspector.rpc import (
     predict_init_error,
 )
 from inspector.rpc._records import MIB, TAIL_FACTOR
-from inspector.views._figures import NEUTRAL_INK, axes_key_above, new_figure, style_axes
+from inspector.views._figures import NEUTRAL_INK, axes_key_above, new_figure, pad_figure, style_axes
 from inspector.views._palette import hashed_colour
 from inspector.views._rpc_graph import OK_COLOUR, PROBLEM_COLOUR, pair_problems, topology_figure
 from inspector.views._rpc_grid import device_grid_figure
 from inspector.views._tables import styled
-from inspector.views.page import Block, Page, figure, lazy, note, pre, table
+from inspector.views.page import Block, Page, figure, lazy, pre, table
 
 __all__ = [
     "MAP_COLUMNS", "OK_COLOUR", "PROBLEM_COLOUR", "backends_table", "bandwidth_figure", "bandwidth_table",
     "derived_table", "device_grid_figure", "device_level", "highlighted_maps", "init_error_text", "maps_table",
-    "next_step", "problems_table", "pair_problems", "rtt_heatmap", "rtt_table", "topology_figure", "warnings_table", "workers_table",
+    "next_step", "problems_table", "pair_problems", "rtt_heatmap", "rtt_table", "topology_figure", "warnings_table",
+    "workers_table",
 ]  # fmt: skip
 
 MAP_COLUMNS = ["caller", "callee", "source", "target", "problems", "next step"]
@@ -178,7 +181,10 @@ def backends_table(rows: Sequence[BackendInfo]) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=["registry", "name", "options handler", "init handler"])
 
 
-def _readable_ink(rgba: Sequence[float]) -> str:
+RTT_COLOURS = "viridis"
+
+
+def _readable_ink(rgba: tuple[float, ...]) -> str:
     """Black on a light cell, white on a dark one (relative luminance of the cell's colour)."""
     red, green, blue = rgba[:3]
     return "black" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.45 else "white"
@@ -193,10 +199,10 @@ def rtt_heatmap(rtt: RttMatrix) -> Figure:
     """
     n = len(rtt.names)
     fig = new_figure(max(4.6, 1.1 * n + 2.8), max(3.6, 0.9 * n + 2.2))
-    fig.get_layout_engine().set(w_pad=0.08, h_pad=0.08)  # inches: the frame never touches the image's edge
+    pad_figure(fig)  # the frame never touches the image's edge
     ax = fig.add_subplot()
     values = np.array(rtt.median_matrix(), dtype=float) * 1e6
-    image = ax.imshow(np.ma.masked_invalid(values), cmap="viridis")
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=RTT_COLOURS)
     ax.xaxis.tick_top()  # the callee key sits above the cells, where it is read first
     ax.xaxis.set_label_position("top")
     ax.set_xticks(range(n), rtt.names, rotation=30, ha="left")
@@ -212,11 +218,13 @@ def rtt_heatmap(rtt: RttMatrix) -> Figure:
             continue
         ax.add_patch(Rectangle((j - 0.46, i - 0.46), 0.92, 0.92, fill=False, edgecolor=PROBLEM_COLOUR, linewidth=2.5))
     if n <= 8:
+        finite = values[np.isfinite(values)]
+        low, span = (float(finite.min()), float(np.ptp(finite)) or 1.0) if finite.size else (0.0, 1.0)
         for (i, j), value in np.ndenumerate(values):
             pair = rtt.get(rtt.names[i], rtt.names[j])
             if pair is None or not math.isfinite(value):
                 continue
-            ink = _readable_ink(image.cmap(image.norm(value)))
+            ink = _readable_ink(tuple(colormaps[RTT_COLOURS]((value - low) / span)))
             text = f"{value:.0f}\np99 {pair.p99_s * 1e6:.0f}" + (" !" if pair.has_tail else "")
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color=ink,
                     fontweight="bold" if pair.has_tail else "normal")  # fmt: skip

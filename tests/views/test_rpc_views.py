@@ -167,7 +167,7 @@ def test_every_mark_on_the_rtt_heatmap_reads_on_its_cell() -> None:
         x, y = text.get_position()
         r, g, b, _ = image.cmap(image.norm(image.get_array()[int(y), int(x)]))
         ink = np.array(to_rgba(text.get_color())[:3])
-        luminance = lambda c: 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]  # noqa: E731
+        luminance = lambda c: 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
         assert abs(luminance(ink) - luminance((r, g, b))) > 0.4, text.get_text()
 
 
