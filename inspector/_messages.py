@@ -89,6 +89,10 @@ class Message:
     def __str__(self) -> str:
         return "\n".join((self.headline, *self.details))
 
+    def one_line(self) -> str:
+        """The text on one line, its lines joined with ``; `` (a command line's usage error)."""
+        return "; ".join((self.headline, *self.details))
+
 
 def explanation_of(error: BaseException) -> Message | None:
     """The ``Message`` an error was built from, if it was (``InspectorError.explanation``)."""

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from inspector._messages import Message
 from inspector.cli._common import UsageError, check_output_path, progress_bar
 from inspector.parts import names, part
 
@@ -39,7 +40,7 @@ def _numbers(text: str, kind: type, what: str) -> list[Any]:
     except ValueError:
         raise UsageError(f"--{what} expects comma-separated {kind.__name__}s, got {text!r}") from None
     if not values:
-        raise UsageError(f"--{what} is empty; next step = pass values such as 1,16,64")
+        raise UsageError(Message(f"--{what} is empty", next_step="pass values such as 1,16,64").one_line())
     return values
 
 
@@ -53,8 +54,9 @@ def _check_options(args: argparse.Namespace) -> None:
     if args.part != "loader":
         given = [name for name in LOADER_DEFAULTS if getattr(args, name) is not None]
         if given:
-            raise UsageError(f"--{given[0]} is a loader option; inspector bench {args.part} takes only --out and "
-                             f"--plot (next step = drop --{given[0]}, or run inspector bench loader)")
+            headline = f"--{given[0]} is a loader option; inspector bench {args.part} takes only --out and --plot"
+            step = f"drop --{given[0]}, or run inspector bench loader"
+            raise UsageError(Message(headline, next_step=step).one_line())
     else:
         for name, default in LOADER_DEFAULTS.items():
             if getattr(args, name) is None:
@@ -131,8 +133,8 @@ def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[An
     try:
         resolve_device(args.device)
     except CudaUnavailableError as exc:
-        message = f"--device {args.device}: no CUDA GPU here ({exc.reason}); next step = drop --device"
-        raise UsageError(message) from None
+        headline = f"--device {args.device}: no CUDA GPU here ({exc.reason})"
+        raise UsageError(Message(headline, next_step="drop --device").one_line()) from None
     except ValueError as exc:
         raise UsageError(f"--device {args.device!r}: {exc}") from None
     label = args.label or ""

@@ -12,6 +12,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from inspector._messages import Message
 from inspector._user_modules import IMPORT_ENV
 from inspector.cli._common import UsageError, check_module_name, working_directory_importable
 
@@ -49,10 +50,12 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(args.notebooks) if args.notebooks is not None else _default_folder()
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
-        raise UsageError(f"--notebooks {folder} {what}; next step = pass a folder holding 00_tour.ipynb")
+        step = "pass a folder holding 00_tour.ipynb"
+        raise UsageError(Message(f"--notebooks {folder} {what}", next_step=step).one_line())
     tour = folder / "00_tour.ipynb"
     if not tour.is_file():
-        raise UsageError(f"no {tour}; next step = pass --notebooks with a folder holding 00_tour.ipynb")
+        step = "pass --notebooks with a folder holding 00_tour.ipynb"
+        raise UsageError(Message(f"no {tour}", next_step=step).one_line())
     require_extra("lab", "inspector lab")
     env = user_modules_env(args.imports, dict(os.environ))
     command = [sys.executable, "-m", "jupyterlab", str(tour)]
@@ -87,7 +90,8 @@ def _default_folder() -> Path:
         return checkout
     installed = Path(str(resources.files("inspector") / "notebooks"))
     if not (installed / "00_tour.ipynb").is_file():
-        raise UsageError("no notebooks here and none installed with the package; next step = pass --notebooks DIR")
+        headline = "no notebooks here and none installed with the package"
+        raise UsageError(Message(headline, next_step="pass --notebooks DIR").one_line())
     working = Path(WORKING_COPY)
     if not (working / "00_tour.ipynb").exists():
         working.mkdir(exist_ok=True)

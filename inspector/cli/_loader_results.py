@@ -15,6 +15,7 @@ import json
 from collections.abc import Iterable, Mapping
 from typing import Any, NamedTuple
 
+from inspector._messages import Message
 from inspector.cli._common import UsageError
 
 MAX_BYTES = 64 << 20
@@ -45,18 +46,24 @@ def read_loader_results(path: str) -> LoaderResults:
     data = _read_data(path)
     text = data.decode("utf-8-sig", errors="replace")
     if not text.strip():
-        raise UsageError(f"--loader-results {path} is empty; {NEXT_STEP}")
+        raise UsageError(_explained(f"--loader-results {path} is empty"))
     if text.lstrip().startswith("{"):
         return _from_history(path, data)
     try:
         data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise UsageError(f"--loader-results {path} is not UTF-8 text (byte {exc.start}); {NEXT_STEP}") from None
+        raise UsageError(_explained(f"--loader-results {path} is not UTF-8 text (byte {exc.start})")) from None
     return LoaderResults(tuple(_from_csv(path, text)), None)
 
 
-NEXT_STEP = ("next step = write one with `inspector bench loader --out results.csv`, or pass the history "
-             "that `inspector bench loader` keeps")  # fmt: skip
+NEXT_STEP = (
+    "write one with `inspector bench loader --out results.csv`, or pass the history that `inspector bench loader` keeps"
+)
+
+
+def _explained(headline: str) -> str:
+    """``headline`` with the next step every unreadable results file gets (one line on the command line)."""
+    return Message(headline, next_step=NEXT_STEP).one_line()
 
 
 def _read_data(path: str) -> bytes:
@@ -74,7 +81,7 @@ def _read_data(path: str) -> bytes:
             raise UsageError(f"{where} is a folder; give the CSV or history file") from None
         raise UsageError(f"{where} {exc.reason}; give the CSV or history file") from None
     except OSError as exc:
-        raise UsageError(f"cannot read {where}: {exc.strerror or exc}; {NEXT_STEP}") from None
+        raise UsageError(_explained(f"cannot read {where}: {exc.strerror or exc}")) from None
     return data
 
 
@@ -86,7 +93,7 @@ def bench_row(record: Mapping[Any, Any], where: str) -> Any:
         return checked_row(record)
     except ValueError as exc:
         text = str(exc)
-        raise UsageError(f"{where}: {text}" + (f"; {NEXT_STEP}" if text.startswith("no ") else "")) from None
+        raise UsageError(_explained(f"{where}: {text}") if text.startswith("no ") else f"{where}: {text}") from None
 
 
 def _required() -> tuple[str, ...]:
@@ -106,9 +113,9 @@ def _from_csv(path: str, text: str) -> list[Any]:
             hint = (" (it looks like the CSV of another part's benchmark: only `inspector bench loader --out` "
                     "writes loader rows)" if {"name", "value", "baseline"} <= set(header) else "")  # fmt: skip
             shown = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
-            raise UsageError(f"{where} is not a loader benchmark CSV: no {', '.join(missing)} column"
-                             f"{'s' if len(missing) > 1 else ''} (its header: {shown or 'none'}){hint}; "
-                             f"{NEXT_STEP}")  # fmt: skip
+            columns = f"column{'s' if len(missing) > 1 else ''}"
+            headline = f"{where} is not a loader benchmark CSV: no {', '.join(missing)} {columns}"
+            raise UsageError(_explained(f"{headline} (its header: {shown or 'none'}){hint}"))
         rows: list[Any] = []
         for number, record in enumerate(reader, start=2):
             if len(rows) >= MAX_ROWS:
@@ -117,9 +124,9 @@ def _from_csv(path: str, text: str) -> list[Any]:
                 raise UsageError(f"{where}: line {number} has more fields than the header")
             rows.append(bench_row(record, f"{where}, line {number}"))
     except csv.Error as exc:
-        raise UsageError(f"{where} is not a readable CSV ({exc}); {NEXT_STEP}") from None
+        raise UsageError(_explained(f"{where} is not a readable CSV ({exc})")) from None
     if not rows:
-        raise UsageError(f"{where} holds a header but no rows; {NEXT_STEP}")
+        raise UsageError(_explained(f"{where} holds a header but no rows"))
     return rows
 
 
@@ -139,11 +146,12 @@ def _from_history(path: str, data: bytes) -> LoaderResults:
             pass
         else:
             if data.strip().count(b"\n"):
-                raise UsageError(f"{where} is one JSON document, not a loader history (one run per line, as "
-                                 f"`inspector bench loader` keeps them); {NEXT_STEP}")  # fmt: skip
+                shape = "one run per line, as `inspector bench loader` keeps them"
+                headline = f"{where} is one JSON document, not a loader history ({shape})"
+                raise UsageError(_explained(headline))
         kept = KeptRuns((), skipped)
         why = f" ({kept.note()})" if skipped else ""
-        raise UsageError(f"{where} holds no loader runs{why}; {NEXT_STEP}")
+        raise UsageError(_explained(f"{where} holds no loader runs{why}"))
     shown = runs[-HISTORY_RUNS:]
     if sum(len(run["rows"]) for run in shown) > MAX_ROWS:
         raise UsageError(f"{where} has more than {MAX_ROWS} rows in its last {len(shown)} runs")
