@@ -115,7 +115,7 @@ def test_by_workers_appears_only_when_several_worker_counts_run() -> None:
     assert list(panel.charts.titles) == ["By size", "Stages"]
     planned_while_running: list[int] = []
     original = panel._on_row
-    spy = lambda row: (planned_while_running.append(len(panel.state().planned)), original(row))  # noqa: E731
+    spy = lambda row: (planned_while_running.append(len(panel.state().planned)), original(row))
     panel._on_row = spy  # type: ignore[method-assign]
     panel.run(wait=True, workers=(1, 2), **small)  # type: ignore[arg-type]
     assert list(panel.charts.titles) == ["By size", "By workers", "Stages"]
