@@ -83,16 +83,18 @@ def shared_bytes(pids: Iterable[int]) -> int:
 
 
 class PeakSampler:
-    """Samples this process tree's resident and shared memory every ``SAMPLE_S`` until ``stop()``; the peaks."""
+    """Samples the resident and shared memory of this process and the descendants it starts (those in
+    ``exclude``, already running, are another loader's) every ``SAMPLE_S`` while in use; the peaks."""
 
-    def __init__(self) -> None:
+    def __init__(self, exclude: Iterable[int] = ()) -> None:
+        self.exclude = set(exclude)
         self.peak_rss = 0
         self.peak_shared = 0
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="inspector-sweep-memory", daemon=True)
 
     def _sample(self) -> None:
-        pids = {os.getpid(), *descendants()}
+        pids = {os.getpid(), *(descendants() - self.exclude)}
         self.peak_rss = max(self.peak_rss, resident_bytes(pids))
         self.peak_shared = max(self.peak_shared, shared_bytes(pids))
 

@@ -95,7 +95,7 @@ class LoaderProfile:
             stage = (STAGE_TITLES[name], self.stages.stages[name].median)
         workers = self.stages.workers if self.stages is not None else self.extra.get("workers")
         return verdict_words(share, sum(self.batch_seconds) / self.batches, sum(self.compute_seconds) / self.batches,
-                             workers, stage)  # fmt: skip
+                             workers, stage, self.machine.cores)  # fmt: skip
 
     @property
     def batches(self) -> int:

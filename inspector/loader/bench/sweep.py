@@ -4,7 +4,7 @@
 builds each setting with ``make_loader(**setting)``, times its first batch (worker start-up
 included), then ``batches`` steps after ``warmup`` (with your ``step``, when given), stopping a
 setting once it has run ``time_cap_s``; meanwhile it samples the peak resident and shared memory
-of this process and its workers (``process_tree``). See NOTE [ A sweep leaves nothing behind ].
+of this process and the workers the setting starts (``process_tree``). See NOTE [ A sweep leaves nothing behind ].
 
 NOTE [ A sweep leaves nothing behind ]
 Each setting runs between a list of this process's descendants taken before it and a check
@@ -187,7 +187,7 @@ def _one(make_loader: Callable[..., Any], setting: dict[str, Any], step: Callabl
     before = descendants()
     began = time.perf_counter()
     profile, error, loader, steps, per_batch = None, "", None, None, None
-    sampler = PeakSampler()
+    sampler = PeakSampler(exclude=before)  # workers of other loaders alive in this process are not this setting's
     try:
         with sampler:
             try:

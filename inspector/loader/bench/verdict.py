@@ -76,6 +76,7 @@ def speedup_if_data_free(share: float) -> float:
 
 def verdict_words(
     share: WaitShare, step_s: float, free_s: float, workers: int | None = None, stage: tuple[str, float] | None = None,
+    cores: int = 0,
 ) -> str:
     """The verdict in a few sentences, with what to change next: ``stage`` is the largest stage (title, seconds)."""
     verdict = verdict_of(share.value)
@@ -90,6 +91,8 @@ def verdict_words(
     if workers == 0:
         nxt = (" Next step: worker processes (num_workers=2 or more) so batches are made while the step runs; "
                "sweep_loader(make_loader, num_workers=[0, 1, 2, 4]) finds how many pay off.")  # fmt: skip
+        if 0 < cores <= 2:
+            nxt += f" With {cores} cores, workers take them from your step: only the sweep can say which wins."
     elif workers:
         nxt = (f" Next step: with {workers} workers already, try more (sweep_loader), a lighter __getitem__, "
                "or save the prepared batches once and load them (profile_inspector_loader shows that speed).")
