@@ -20,7 +20,8 @@ with PyTorch's checks (``sdp_utils``) ported as clauses in PyTorch's words.
 
 from __future__ import annotations
 
-from inspector.dispatch.torch_sdpa.facts import BACKENDS, FAMILY, SdpaCall, facts_from_axes
+from inspector.dispatch.torch_sdpa.described import facts_from_axes
+from inspector.dispatch.torch_sdpa.facts import SdpaCall
 from inspector.dispatch.torch_sdpa.family import (
     context_from_call,
     ensure_registered,
@@ -28,12 +29,16 @@ from inspector.dispatch.torch_sdpa.family import (
     trace_call,
     trace_context,
 )
+from inspector.dispatch.torch_sdpa.gpus import PRESETS, GpuProfile, gpu_profile, this_gpu
+from inspector.dispatch.torch_sdpa.names import BACKENDS, FAMILY
 from inspector.dispatch.torch_sdpa.prediction import predict
 from inspector.dispatch.torch_sdpa.watch import WatchedCall, WatchedCalls, WatchGroup, WatchTable, last_watch, watch
 
 __all__ = [
     "BACKENDS",
     "FAMILY",
+    "GpuProfile",
+    "PRESETS",
     "SdpaCall",
     "WatchGroup",
     "WatchTable",
@@ -42,9 +47,11 @@ __all__ = [
     "context_from_call",
     "ensure_registered",
     "facts_from_axes",
+    "gpu_profile",
     "last_watch",
     "predict",
     "register",
+    "this_gpu",
     "trace_call",
     "trace_context",
     "watch",

@@ -65,8 +65,9 @@ def test_explain_gives_reasons_for_skipped_rows_and_lower_priority_matches() -> 
     q = torch.randn(2, 8, 16, 64)
     text = torch_sdpa.trace_call(q, q, q).explain()
     assert "  math: matches, lower priority than flash_attention" in text
-    assert "  efficient_attention: SKIP unavailable (not on this machine; would also reject: PyTorch's CPU " \
-           "dispatch has no efficient_attention kernel" in text
+    assert "  efficient_attention: reject (PyTorch's CPU dispatch has no efficient_attention kernel" in text
+    assert "  overrideable: SKIP unavailable (not on this machine; would also reject: PyTorch's CPU " \
+           "dispatch has no overrideable kernel" in text
     assert text.endswith("=> flash_attention (origin=chain)")
 
 
