@@ -4,8 +4,11 @@
 
 Targets: resolve on a 5-row family <= 0.5 µs and <= 12x a plain Python call; op_backend
 enter+exit <= 1 µs and >= 10x cheaper than torch's sdpa_kernel; context-from-tensors plus
-resolve <= 2.5 µs (inspector/dispatch/bench.py); torch_sdpa.predict from tensors <= 2x
-torch._fused_sdp_choice, and trace_call per call reported (inspector/dispatch/torch_sdpa/bench.py).
+resolve <= 2.5 µs (inspector/dispatch/bench.py); torch_sdpa.predict from tensors <= 1.5x
+torch._fused_sdp_choice, and trace_call per call reported (inspector/dispatch/torch_sdpa/bench.py);
+torch_sdpa.watch() <= 5 µs per call over the bare call, a Llama-style decoder's forward, decode
+step and training step <= 1.05x watched, and its memory over 1,000,000 calls
+(inspector/dispatch/torch_sdpa/bench_watch.py).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from inspector.dispatch import (
     families,
     op_backend,
     rows,
+    torch_sdpa,
     trace,
     what_if,
 )
@@ -327,9 +328,14 @@ def default_context(family: str) -> CallContext:
 
 
 def trace_or_failure(family: str, ctx: CallContext) -> Trace:
-    """One family's trace; a family that refuses the context (an axis meant for another) says why."""
+    """One family's trace; a family that refuses the context (an axis meant for another) says why.
+
+    PyTorch's own family decides in the order PyTorch uses for the call (cuDNN first on some GPUs).
+    """
+    from inspector.dispatch.torch_sdpa.family import ours, trace_context
+
     try:
-        return trace(family, ctx)
+        return trace_context(ctx) if family == torch_sdpa.FAMILY and ours() else trace(family, ctx)
     except ValueError as exc:
         return Trace.failed(family, ctx, exc)
 

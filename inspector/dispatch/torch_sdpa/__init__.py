@@ -20,6 +20,8 @@ with PyTorch's checks (``sdp_utils``) ported as clauses in PyTorch's words.
 
 from __future__ import annotations
 
+from inspector.dispatch.torch_sdpa.compare import compare
+from inspector.dispatch.torch_sdpa.comparison import BackendRun, SdpaComparison, Timing
 from inspector.dispatch.torch_sdpa.described import facts_from_axes
 from inspector.dispatch.torch_sdpa.facts import SdpaCall
 from inspector.dispatch.torch_sdpa.family import (
@@ -36,14 +38,18 @@ from inspector.dispatch.torch_sdpa.watch import WatchedCall, WatchedCalls, Watch
 
 __all__ = [
     "BACKENDS",
+    "BackendRun",
     "FAMILY",
     "GpuProfile",
     "PRESETS",
     "SdpaCall",
+    "SdpaComparison",
+    "Timing",
     "WatchGroup",
     "WatchTable",
     "WatchedCall",
     "WatchedCalls",
+    "compare",
     "context_from_call",
     "ensure_registered",
     "facts_from_axes",

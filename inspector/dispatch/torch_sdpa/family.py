@@ -49,6 +49,13 @@ def ensure_registered() -> None:
         register()
 
 
+def ours() -> bool:
+    """Whether the registered ``torch_sdpa`` family is this one (a user's own one is kept)."""
+    from inspector.dispatch import families, get_family
+
+    return FAMILY in families() and get_family(FAMILY).origin == ORIGIN
+
+
 def context_from_call(
     query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
     scale: float | None = None, enable_gqa: bool = False, *, gpu: Any = None,

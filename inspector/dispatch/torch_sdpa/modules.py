@@ -2,9 +2,10 @@
 
 The caller is found on the Python stack: the innermost frame whose ``self`` is a module made
 the call, the outermost such frame holds the model, and the path is the module's name in the
-model's ``named_modules()`` (computed once per model and kept for the block). Reading a
-frame's locals costs about a microsecond, so a watch looks callers up only for the calls it
-keeps in full and the first call of each signature, never on every call.
+model's ``named_modules()``. The whole stack is walked once per calling module; after that a
+call costs the few frames up to its module and a dictionary lookup (reading a frame's locals
+costs about a microsecond), so a watch looks callers up only for the calls it keeps in full
+and the first call of each kind, never on every call.
 """
 
 from __future__ import annotations
@@ -33,21 +34,33 @@ class ModulePaths:
 
     def __init__(self) -> None:
         self._names: dict[int, tuple[nn.Module, dict[int, str]]] = {}  # id(model) -> (model, id(module) -> name)
+        self._known: dict[int, tuple[nn.Module, str]] = {}  # id(calling module) -> (module, its path)
 
     def caller(self, frame: FrameType | None = None) -> str:
         """The path of the innermost module on the stack above ``frame`` (``""`` when none is)."""
         frame = frame if frame is not None else sys._getframe(1)
-        inner = outer = None
+        inner = None
         depth = 0
+        while frame is not None and depth < _MAX_FRAMES:
+            inner = _module_of(frame)
+            if inner is not None:
+                break
+            frame, depth = frame.f_back, depth + 1
+        if inner is None or frame is None:
+            return ""
+        known = self._known.get(id(inner))
+        if known is not None and known[0] is inner:
+            return known[1]
+        outer = inner
+        frame = frame.f_back
         while frame is not None and depth < _MAX_FRAMES:
             module = _module_of(frame)
             if module is not None:
-                inner = inner if inner is not None else module
                 outer = module
             frame, depth = frame.f_back, depth + 1
-        if inner is None or outer is None:
-            return ""
-        return self.path(inner, outer)
+        path = self.path(inner, outer)
+        self._known[id(inner)] = (inner, path)
+        return path
 
     def path(self, module: nn.Module, model: nn.Module) -> str:
         """``module``'s name inside ``model``; the model itself is named by its class."""

@@ -70,8 +70,20 @@ def predict(
     >>> predict(q, q, q, gpu="t4")
     <SDPBackend.EFFICIENT_ATTENTION: 2>
     """
-    if gpu is None:
-        answer = pytorch_choice(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-        if answer is not None:
-            return answer
+    if gpu is None and query.__class__ is Tensor and key.__class__ is Tensor and value.__class__ is Tensor and (
+        attn_mask is None or attn_mask.__class__ is Tensor
+    ):  # ``pytorch_choice``, inlined: this is the hot path
+        try:  # the fewest arguments PyTorch must parse for the call
+            if scale is None and not enable_gqa:
+                if attn_mask is None and not dropout_p and not is_causal:
+                    return _BY_VALUE[_choice(query, key, value)]
+                return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal)]
+            return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
+                                     enable_gqa=enable_gqa)]
+        except RuntimeError as exc:
+            text = str(exc)
+            if NO_KERNEL[0] in text or NO_KERNEL[1] in text:
+                return _ERROR
+        except Exception:  # see ``pytorch_choice``
+            pass
     return predict_by_rules(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, gpu=gpu)

@@ -5,9 +5,11 @@ PyTorch tries its backends in an order that depends on the device: on CPU always
 math; on CUDA the global order (``torch._C._get_sdp_priority_order()``, which
 ``sdpa_kernel(..., set_priority=True)`` changes, and which PyTorch sets cuDNN-first on its
 first dispatch on sm 9.x/10.x with a recent cuDNN). A family's rows have one fixed order, so
-the registered family uses this machine's order when it was built, and ``predict``/``trace_call``
-use a table compiled for the order in force for each call (cached per order). The rows, their
-specs and the evaluator are the same in every table.
+the registered family uses this machine's order when it was built (PyTorch's default CUDA
+order on a machine without a GPU), and ``predict``, ``trace_call``, ``trace_context`` (which
+the command line, the panel and ``what_if_grid`` use) take a table compiled for the order
+PyTorch uses for each call (cached per order). The rows, their specs and the evaluator are
+the same in every table.
 
 Every row but ``overrideable`` is available on every machine: whether a kernel exists for a
 call is a clause of its spec (the CPU dispatch has no efficient or cuDNN kernel; a CUDA build
@@ -89,8 +91,10 @@ def cuda_order(facts: SdpaCall | None = None) -> tuple[str, ...]:
 
 
 def machine_order() -> tuple[str, ...]:
-    """The order of the registered family: CUDA's where a GPU exists, else CPU's."""
-    return cuda_order() if torch.cuda.is_available() else CPU_ORDER
+    """The order of the registered family: the CUDA order in force where a GPU exists, else PyTorch's
+    default CUDA order, which decides CPU calls as the CPU order does (no CPU call can run
+    efficient or cuDNN attention) and described CUDA calls as a GPU would, but for cuDNN-first."""
+    return cuda_order() if torch.cuda.is_available() else _full(cuda_rules.DEFAULT_ORDER)
 
 
 def order_for(facts: SdpaCall) -> tuple[str, ...]:
