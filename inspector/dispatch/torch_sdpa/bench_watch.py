@@ -74,7 +74,7 @@ def per_call(rounds: int = 9) -> list[Measurement]:
         base_spread,
     )]
     original = F.scaled_dot_product_attention
-    F.scaled_dot_product_attention = _nothing
+    F.scaled_dot_product_attention = _nothing  # type: ignore[assignment]
     try:
         bare, watched = _rounds(call, 2000, rounds, 1100)
     finally:
