@@ -31,7 +31,7 @@ from inspector.dispatch.torch_sdpa.watch import WatchTable
 from inspector.views._figures import MAX_HEIGHT_IN, key_above, new_figure, style_axes
 from inspector.views._palette import NO_ROW_GREY, colour_of, row_colours
 from inspector.views._tables import styled
-from inspector.views.page import Page, figure, pre, section, table, trusted_html
+from inspector.views.page import Page, figure, note, pre, section, table, trusted_html
 
 DECISION_COLUMNS = ["row", "priority", "available", "faithful", "verdict", "failing", "chosen", "origin"]
 CHOSEN_STYLE = "background-color: rgba(44, 160, 44, 0.25); font-weight: bold"
@@ -361,11 +361,35 @@ def current_state(
 
 
 def sweep_what_if(family: str, ctx: CallContext, head_dims: Sequence[int] = (64, 256)) -> tuple[WhatIfCell, ...]:
-    """The standard grid: dtype × head_dim × mask × grad."""
+    """The standard grid: dtype × head_dim × mask × grad; for PyTorch's own family, the axes that
+    change its answer (device and GPU × dtype × variations of the call, ``torch_sdpa.what_if_grid``)."""
     import torch
 
+    if family == torch_sdpa.FAMILY:
+        return torch_sdpa.what_if_grid(ctx)
     return what_if(family, ctx, dtype=[getattr(torch, name) for name in WHAT_IF_SWEEP_DTYPES],
                    head_dim=list(head_dims), has_mask=[False, True], grad_enabled=[True, False])
+
+
+def what_if_index(cells: Sequence[WhatIfCell]) -> list[str] | None:
+    """The axes a grid's rows show: device and dtype for ``torch_sdpa``'s, dtype and head_dim otherwise."""
+    swept = {name for cell in cells[:1] for name, _ in cell.axes}
+    for wanted in (("device", "dtype"), ("dtype", "head_dim")):
+        index: list[str] = [name for name in wanted if name in swept]
+        if index:
+            return index
+    return None
+
+
+def what_if_blocks(family: str, cells: Sequence[WhatIfCell]) -> list[Any]:
+    """A grid as its key and heatmap, or one line when every cell runs the same row."""
+    winners = {cell.row for cell in cells}
+    if cells and len(winners) == 1 and None not in winners:
+        swept = " × ".join(name for name, _ in cells[0].axes)
+        return [note(f"Every one of the {len(cells)} combinations ({swept}) runs {cells[0].row}.")]
+    heatmap = what_if_heatmap(cells, index=what_if_index(cells), title=f"{family}: winning row", family=family,
+                              key=False)
+    return [trusted_html(what_if_key_html(cells, family)), figure(heatmap, f"{family} what-if grid")]
 
 
 def page(state: DispatchState) -> Page:
@@ -377,11 +401,7 @@ def page(state: DispatchState) -> Page:
         section("plan", "Plan (all families)", [table(plan_table(state.plan))]),
     ]
     for family, cells in state.what_if.items():
-        swept = {name for cell in cells[:1] for name, _ in cell.axes}
-        index = [name for name in ("dtype", "head_dim") if name in swept] or None
-        heatmap = what_if_heatmap(cells, index=index, title=f"{family}: winning row", family=family, key=False)
-        sections.append(section(f"what_if:{family}", f"What-if grid: {family}", [
-            trusted_html(what_if_key_html(cells, family)), figure(heatmap, f"{family} what-if grid")]))
+        sections.append(section(f"what_if:{family}", f"What-if grid: {family}", what_if_blocks(family, cells)))
     if state.comparison is not None:
         sections.append(section("compare", "Run and compare", [table(comparison_table(state.comparison))]))
     if state.what_ran is not None or state.decisions is not None:

@@ -32,6 +32,7 @@ from inspector.dispatch.torch_sdpa.family import (
     trace_context,
 )
 from inspector.dispatch.torch_sdpa.gpus import PRESETS, GpuProfile, gpu_profile, this_gpu
+from inspector.dispatch.torch_sdpa.grid import what_if_grid
 from inspector.dispatch.torch_sdpa.names import BACKENDS, FAMILY
 from inspector.dispatch.torch_sdpa.prediction import predict
 from inspector.dispatch.torch_sdpa.watch import WatchedCall, WatchedCalls, WatchGroup, WatchTable, last_watch, watch
@@ -61,6 +62,7 @@ __all__ = [
     "trace_call",
     "trace_context",
     "watch",
+    "what_if_grid",
 ]
 
 register()
