@@ -9,8 +9,11 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import sys
+from collections.abc import Callable
 from typing import Any
 
+from inspector._messages import Message
 from inspector.cli._common import UsageError, check_output_path, progress_bar
 from inspector.parts import names, part
 
@@ -35,7 +38,7 @@ def _numbers(text: str, kind: type, what: str) -> list[Any]:
     except ValueError:
         raise UsageError(f"--{what} expects comma-separated {kind.__name__}s, got {text!r}") from None
     if not values:
-        raise UsageError(f"--{what} is empty; next step = pass values such as 1,16,64")
+        raise UsageError(Message(f"--{what} is empty", next_step="pass values such as 1,16,64").one_line())
     return values
 
 
@@ -48,8 +51,9 @@ def _check_options(args: argparse.Namespace) -> None:
     if args.part != "loader":
         given = [name for name in LOADER_DEFAULTS if getattr(args, name) is not None]
         if given:
-            raise UsageError(f"--{given[0]} is a loader option; inspector bench {args.part} takes only --out and "
-                             f"--plot (next step = drop --{given[0]}, or run inspector bench loader)")
+            headline = f"--{given[0]} is a loader option; inspector bench {args.part} takes only --out and --plot"
+            step = f"drop --{given[0]}, or run inspector bench loader"
+            raise UsageError(Message(headline, next_step=step).one_line())
     else:
         for name, default in LOADER_DEFAULTS.items():
             if getattr(args, name) is None:
@@ -64,7 +68,7 @@ def run(args: argparse.Namespace) -> int:
     if args.compare is not None:
         return _compare(args)
     _check_options(args)
-    rows, measurements, note = _run_part(args)
+    rows, measurements, note, keep = _run_part(args)
     if args.out:
         from inspector._files import atomic_write_text
         from inspector.cli._loader_results import csv_text
@@ -80,10 +84,20 @@ def run(args: argparse.Namespace) -> int:
         print(measurement.line())
     if note:
         print(note)
+    if keep is not None:  # last: what the user asked for is written whatever happens to the history
+        _warn(keep())
     return 0 if all(m.ok for m in measurements) else 1
 
 
-def _run_part(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any], str]:
+Keep = Callable[[], "str | None"]  # keeps the run in the history; None once kept, else why not
+
+
+def _warn(problem: str | None) -> None:
+    if problem:
+        print(f"inspector bench: warning: {problem}", file=sys.stderr)
+
+
+def _run_part(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any], str, Keep | None]:
     if args.part == "loader":  # the one part with options of its own
         return _run_loader(args)
     if args.part == "dispatch":
@@ -92,12 +106,12 @@ def _run_part(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any]
         register_all()  # the attention demo is what the hot path is measured on (never over your family)
     module, _, function = part(args.part).bench.partition(":")
     measurements = getattr(importlib.import_module(module), function)(progress=progress_bar)
-    return [m.as_dict() for m in measurements], measurements, ""
+    return [m.as_dict() for m in measurements], measurements, "", None
 
 
-def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any], str]:
+def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any], str, Keep]:
     from inspector.loader import CudaUnavailableError
-    from inspector.loader.bench import check_sizes, machine_load, record_run, small_load_latency
+    from inspector.loader.bench import check_sizes, keep_run, machine_load, small_load_latency
     from inspector.loader.bench import run as run_loader
     from inspector.loader.bench.targets import latency_target, throughput_targets
     from inspector.loader.pool.cuda import resolve_device
@@ -115,8 +129,8 @@ def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[An
     try:
         resolve_device(args.device)
     except CudaUnavailableError as exc:
-        message = f"--device {args.device}: no CUDA GPU here ({exc.reason}); next step = drop --device"
-        raise UsageError(message) from None
+        headline = f"--device {args.device}: no CUDA GPU here ({exc.reason})"
+        raise UsageError(Message(headline, next_step="drop --device").one_line()) from None
     except ValueError as exc:
         raise UsageError(f"--device {args.device!r}: {exc}") from None
     settings = {"sizes_mb": sizes, "workers": workers, "layouts": layouts, "repeats": args.repeats,
@@ -130,11 +144,14 @@ def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[An
     except ValueError as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
     except KeyboardInterrupt:
-        record_run("loader", measured, cancelled=True, settings=settings)
+        _warn(keep_run("loader", measured, cancelled=True, settings=settings))
         raise
     measurements = [*throughput_targets(bench_rows), latency_target(latency)]
-    record_run("loader", bench_rows, measurements, settings=settings)
-    return [row.as_dict() for row in bench_rows], measurements, machine_load().note()
+
+    def keep() -> str | None:
+        return keep_run("loader", bench_rows, measurements, settings=settings)
+
+    return [row.as_dict() for row in bench_rows], measurements, machine_load().note(), keep
 
 
 def _compare(args: argparse.Namespace) -> int:
@@ -142,11 +159,17 @@ def _compare(args: argparse.Namespace) -> int:
         raise UsageError(f"--compare: only the loader benchmark keeps a history, not {args.part!r}")
     if args.compare < 1:
         raise UsageError(f"--compare needs a positive number of runs, got {args.compare}")
-    from inspector.loader.bench import history_path, read_history, side_by_side
+    from inspector.loader.bench import HistoryFileError, history_path, read_history, side_by_side
 
-    runs = read_history("loader", last=args.compare)
+    try:
+        runs = read_history("loader", last=args.compare)
+    except HistoryFileError as exc:
+        raise UsageError(str(exc)) from None
+    except OSError as exc:
+        raise UsageError(f"cannot read the benchmark history {history_path()}: {exc.strerror or exc}") from None
     if not runs:
-        print(f"no loader runs kept yet in {history_path()}; run `inspector bench loader` first")
+        skipped = f" ({runs.note()})" if runs.note() else ""
+        print(f"no loader runs kept yet in {history_path()}{skipped}; run `inspector bench loader` first")
         return 0
     for i, entry in enumerate(runs):
         env = entry.get("environment", {})
@@ -161,6 +184,8 @@ def _compare(args: argparse.Namespace) -> int:
         cells = "".join(f" {record[n]:>9,.0f}" if record[n] is not None else f" {'-':>9}" for n in names)
         print(f"{record['layout']:<9} {record['size_mb']:>6g} {record['workers']:>2} {record['method']:<11}{cells}")
     print("\nMiB/s (median of each run's timed repeats); each run is one column, oldest first")
+    if runs.note():
+        print(runs.note())
     return 0
 
 

@@ -77,7 +77,7 @@ def _file_states(args: argparse.Namespace) -> dict[str, Any]:
         results = read_loader_results(args.loader_results)  # before the view's imports: a bad file fails fast
         from inspector.views.loader import LoaderState
 
-        states["loader"] = LoaderState(results.rows, history=results.history)
+        states["loader"] = LoaderState(results.rows, history=results.history, history_note=results.note)
     return states
 
 

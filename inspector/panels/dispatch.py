@@ -33,19 +33,18 @@ from inspector.dispatch.selection import steered_hint
 from inspector.dispatch.torch_sdpa import ensure_registered
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel, busy
 from inspector.panels._guard import ErrorLine, StaleMark
-from inspector.panels._render import RawHTML, render_into, render_section
+from inspector.panels._render import RawHTML
 from inspector.panels.context_editor import DTYPES, ContextEditor
 from inspector.panels.dispatch_feedback import env_problems, env_problems_html, refusal_html, toggle_marks
-from inspector.parts import part
 from inspector.views.dispatch import (
+    DispatchSection,
     DispatchState,
     comparison_table,
-    decision_table,
-    page,
     trace_or_failure,
     watch_table,
+    what_if_key,
 )
-from inspector.views.page import FIGURE
+from inspector.views.page import FIGURE, Page
 
 AUTO = "auto"
 PROFILE_OPTIONS = {"none": None, "reference": "reference"}
@@ -54,7 +53,7 @@ PROFILE_OPTIONS = {"none": None, "reference": "reference"}
 class DispatchPanel(Panel[DispatchState]):
     """Decision tables for every registered op family, live."""
 
-    title = part("dispatch").title
+    part = "dispatch"
 
     def __init__(self, family: str | None = None, context: CallContext | None = None) -> None:
         super().__init__()
@@ -118,9 +117,9 @@ class DispatchPanel(Panel[DispatchState]):
         ])  # fmt: skip
         details.titles = ("Trace", "Plan (all families)", "What-if grid", "Run and compare", "What ran")
         details.selected_index = 0
-        render_into(self.what_if_out, RawHTML("<i>No grid yet: press <b>Draw what-if grid</b>.</i>"))
-        render_into(self.compare_out, RawHTML("<i>No comparison yet: press <b>Run and compare rows</b>.</i>"))
-        render_into(self.ran_out, RawHTML("<i>Nothing shown yet: press <b>Show what ran</b>.</i>"))
+        self.put(self.what_if_out, RawHTML("<i>No grid yet: press <b>Draw what-if grid</b>.</i>"))
+        self.put(self.compare_out, RawHTML("<i>No comparison yet: press <b>Run and compare rows</b>.</i>"))
+        self.put(self.ran_out, RawHTML("<i>Nothing shown yet: press <b>Show what ran</b>.</i>"))
         self.results = StaleMark(self.table_out, details)
         self.family.observe(self.guard(lambda _c: self.refresh()), names="value")
         toggle_rows = [widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="100px")), toggle,
@@ -285,21 +284,23 @@ class DispatchPanel(Panel[DispatchState]):
         return DispatchState(family, self.context, dict(self.selected), self._plan, what_if_cells,
                              self._runs, self._what_ran, self._decisions)
 
-    def _render(self) -> None:
-        current = page(self.state())
-        self.last_trace = self.state().trace
-        self.last_table = decision_table(self.last_trace)
-        render_section(self.table_out, current.section("decision"))
-        self.trace_html.value = current.section("trace").blocks[0].to_html()
-        render_section(self.plan_out, current.section("plan"))
-        keys = {s.key for s in current.sections}
-        what_if_key = f"what_if:{self.family.value}"
-        if what_if_key in keys:
-            render_section(self.what_if_out, current.section(what_if_key))
-        if "compare" in keys:
-            render_section(self.compare_out, current.section("compare"))
-        if "what_ran" in keys:
-            render_section(self.ran_out, current.section("what_ran"))
+    def _render(self) -> Page:
+        """Show the page of one state (built once); only the sections whose inputs changed redraw."""
+        state = self.state()
+        current = self.page(state)
+        self.last_trace = state.trace
+        self.last_table = state.decision
+        self.show(self.table_out, current, DispatchSection.DECISION)
+        self.show(self.trace_html, current, DispatchSection.TRACE)
+        self.show(self.plan_out, current, DispatchSection.PLAN)
+        for key, out in (
+            (what_if_key(state.family), self.what_if_out),
+            (DispatchSection.COMPARE, self.compare_out),
+            (DispatchSection.WHAT_RAN, self.ran_out),
+        ):
+            if key in current:
+                self.show(out, current, key)
+        return current
 
     def show_what_ran(self) -> pd.DataFrame | None:
         """What ran: the last ``torch_sdpa.watch()`` block, and the decisions of the running
@@ -313,7 +314,7 @@ class DispatchPanel(Panel[DispatchState]):
         recorders = tuple(ACTIVE) or ((stopped,) if stopped is not None else ())
         self._decisions = tuple(c for recorder in recorders for c in recorder.counts()) if recorders else None
         if self._what_ran is None and self._decisions is None:
-            render_into(self.ran_out, RawHTML(
+            self.put(self.ran_out, RawHTML(
                 "<i>No watched block yet: run <code>with torch_sdpa.watch() as calls: model(x)</code> (or "
                 "<code>with record_decisions(): ...</code> for your own families), then press the button again.</i>"))
             self.last_what_ran = None
@@ -333,8 +334,7 @@ class DispatchPanel(Panel[DispatchState]):
         with self.selection():
             cells = what_if(self.family.value, self.context, **sweep)
         self._what_if = (self.family.value, cells)
-        self._render()
-        blocks = page(self.state()).section(f"what_if:{self.family.value}").blocks
+        blocks = self._render().section(what_if_key(self.family.value)).blocks
         self.last_what_if = next(block.value for block in blocks if block.kind == FIGURE)
         return cells
 
@@ -343,6 +343,3 @@ class DispatchPanel(Panel[DispatchState]):
         self._runs = tuple(run_rows(self.family.value, self.context, repeats=3))
         self._render()
         return comparison_table(self._runs)
-
-    def static_html(self) -> str:
-        return PANEL_CSS + "<div class='inspector-dispatch-static'>" + page(self.state()).to_html() + "</div>"

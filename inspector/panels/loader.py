@@ -33,9 +33,8 @@ from inspector.loader.bench import (
 from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, error_html
-from inspector.panels._render import RawHTML, render_into, render_section
-from inspector.parts import part
-from inspector.views.loader import LoaderState, page
+from inspector.panels._render import RawHTML
+from inspector.views.loader import LoaderSection, LoaderState
 
 SIZE_CHOICES = (0.25, 1, 4, 16, 64, 256)
 WORKER_CHOICES = (1, 2, 3, 4)
@@ -54,7 +53,7 @@ def cuda_available() -> bool:
 class LoaderPanel(Panel[LoaderState]):
     """Loader throughput by size and by worker count, where the time goes, and live worker status."""
 
-    title = part("loader").title
+    part = "loader"
 
     def __init__(
         self,
@@ -68,6 +67,7 @@ class LoaderPanel(Panel[LoaderState]):
         self.rows: list[BenchRow] = []
         self.profiles: list[LoaderProfile] = []
         self._history: tuple[Any, ...] | None = None
+        self._history_note = ""
         self._statuses: tuple[Any, ...] = ()
         self.last_error: BaseException | None = None
         self._rows_lock = threading.Lock()
@@ -165,11 +165,8 @@ class LoaderPanel(Panel[LoaderState]):
         wait: bool = False,
     ) -> None:
         """Start a benchmark with the widgets' choices (or the ones given here) on a background job."""
-        if self.job.running:  # refuse before touching the results the running job is still filling
-            raise RuntimeError(
-                "A benchmark is already running\n"
-                "next step = wait for it to finish, or press Cancel and then Run again"
-            )
+        # refused before touching the results the running job is still filling
+        self.ensure_idle(self.job, "A benchmark is already running.", "Run again")
         settings = {
             "sizes_mb": tuple(sorted(sizes_mb if sizes_mb is not None else self.sizes.value)),
             "workers": tuple(sorted(workers if workers is not None else self.workers.value)),
@@ -201,9 +198,7 @@ class LoaderPanel(Panel[LoaderState]):
             self.refresh_status()
 
         self.set_status("running…")
-        self.job.start(job, self.guard(done), self.guard(self._failed))
-        if wait:
-            self.job.wait()
+        self.start_job(self.job, job, done, self._failed, wait=wait)
 
     def _on_row(self, row: BenchRow) -> None:
         with self._rows_lock:
@@ -238,33 +233,37 @@ class LoaderPanel(Panel[LoaderState]):
         """What this panel shows now, as the page's state."""
         with self._rows_lock:
             rows = tuple(self.rows)
-        return LoaderState(rows, tuple(self.profiles), self._history, self._statuses)
+        return LoaderState(rows, tuple(self.profiles), self._history, self._statuses, self._history_note)
 
     def _render_results(self) -> None:
-        current = page(self.state())
-        keys = {s.key for s in current.sections}
-        for key, out in (("by_size", self.chart_out), ("by_workers", self.workers_chart_out),
-                         ("stages", self.stage_out), ("targets", self.targets_out), ("results", self.table_out)):
-            if key in keys:
-                render_section(out, current.section(key))
+        current = self.page(self.state())
+        for key, out in (
+            (LoaderSection.BY_SIZE, self.chart_out),
+            (LoaderSection.BY_WORKERS, self.workers_chart_out),
+            (LoaderSection.STAGES, self.stage_out),
+            (LoaderSection.TARGETS, self.targets_out),
+            (LoaderSection.RESULTS, self.table_out),
+        ):
+            if key in current:
+                self.show(out, current, key)
             elif out is self.targets_out:
-                render_into(out)
+                self.put(out)
             else:
-                render_into(out, RawHTML(NO_RESULT_YET))  # nothing measured yet: a note, not an empty chart
+                self.put(out, RawHTML(NO_RESULT_YET))  # nothing measured yet: a note, not an empty chart
 
     # -- past runs -------------------------------------------------------------------------------
     def show_history(self, last: int = 5) -> None:
         """Show the last ``last`` benchmark runs (from the history under your cache) side by side."""
-        self._history = tuple(read_history("loader", last=last))
-        render_section(self.history_out, page(self.state()).section("history"))
+        kept = read_history("loader", last=last)
+        self._history, self._history_note = tuple(kept), kept.note()
+        self.show(self.history_out, self.page(self.state()), LoaderSection.HISTORY)
 
     # -- your loader ----------------------------------------------------------------------------
     def profile(self, loader: object, *, batches: int = 30, warmup: int = 2, compare: bool = True,
                 wait: bool = False) -> None:  # fmt: skip
         """Profile ``loader`` (a DataLoader or any iterable) on a background job, then the inspector's loader
         on the same bytes (``compare``); the table and chart show both."""
-        if self.profile_job.running:
-            raise RuntimeError("A profile is already running\nnext step = wait for it, or press Cancel and try again")
+        self.ensure_idle(self.profile_job, "A profile is already running.", "profile again")
         if not hasattr(loader, "__iter__"):
             raise TypeError(f"profile() needs an iterable such as a DataLoader, got {type(loader).__name__}")
         self.profiles = []
@@ -281,25 +280,21 @@ class LoaderPanel(Panel[LoaderState]):
         def failed(exc: BaseException) -> None:
             self.profile_html.value = "profiling was cancelled" if isinstance(exc, Cancelled) else error_html(exc)
 
-        self.profile_job.start(job, self.guard(self._show_profiles), self.guard(failed))
-        if wait:
-            self.profile_job.wait()
+        self.start_job(self.profile_job, job, self._show_profiles, failed, wait=wait)
 
     def _show_profiles(self, profiles: list[LoaderProfile]) -> None:
         self.profiles = list(profiles)
         if not profiles:
             return
-        render_section(self.profile_out, page(self.state()).section("profiles"))
+        self.show(self.profile_out, self.page(self.state()), LoaderSection.PROFILES)
 
     def refresh_status(self) -> None:
         """Redraw the table of live loaders and their workers."""
         self._statuses = tuple(loader_statuses())
         if not self._statuses:
-            render_into(self.status_out, "No loader is running in this kernel.")
+            self.put(self.status_out, "No loader is running in this kernel.")
             return
-        render_section(self.status_out, page(self.state()).section("loaders"))
+        self.show(self.status_out, self.page(self.state()), LoaderSection.LOADERS)
 
-    def static_html(self) -> str:
+    def sync(self) -> None:
         self._statuses = tuple(loader_statuses())
-        body = page(self.state()).to_html()
-        return f"{PANEL_CSS}<div class='inspector-loader-static'>{body}<p>{self.status.value}</p></div>"

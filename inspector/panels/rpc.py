@@ -19,10 +19,11 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from inspector._messages import Message
 from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, StaleMark, error_html
-from inspector.panels._render import RawHTML, render_into, render_section
+from inspector.panels._render import RawHTML
 from inspector.panels.rpc_launch import (
     MAX_LOCAL_WORKERS,
     LaunchConfirmation,
@@ -32,12 +33,11 @@ from inspector.panels.rpc_launch import (
 )
 from inspector.panels.rpc_maps import ROWS_CSS, MapRow
 from inspector.panels.rpc_templates import TemplatePicker
-from inspector.parts import part
-from inspector.rpc import PlanError, TopologyPlan, WorldSnapshot, predict_init_error, registered_backends
+from inspector.rpc import PlanError, TopologyPlan, WorldSnapshot, registered_backends
 from inspector.rpc._errors import short
 from inspector.rpc._records import MIB
 from inspector.views._tables import table_html
-from inspector.views.rpc import DEFAULT_PLAN, RpcState, backends_table, next_step, page, pair_problems
+from inspector.views.rpc import DEFAULT_PLAN, RpcSection, RpcState, backends_table, next_step, pair_problems
 
 __all__ = ["MAX_LOCAL_WORKERS", "MapRow", "RpcPanel"]
 
@@ -55,7 +55,7 @@ def download_link(plan: TopologyPlan) -> str:
 class RpcPanel(Panel[RpcState]):
     """Plan, validate and launch RPC topologies; lists the registered RPC backends."""
 
-    title = part("rpc").title
+    part = "rpc"
 
     def __init__(self, plan: TopologyPlan | None = None) -> None:
         super().__init__()
@@ -161,7 +161,7 @@ class RpcPanel(Panel[RpcState]):
                               (self.launch_button, "launch"), (self.world_html, "world"), (self.graph_out, "graph"),
                               (self.init_html, "init"), (self.download, "download-box")):  # fmt: skip
             control.add_class(f"inspector-rpc-{name}")
-        render_into(self.backends_out, RawHTML(table_html(backends_table(registered_backends()))))
+        self.put(self.backends_out, RawHTML(table_html(backends_table(registered_backends()))))
         self.load_plan(plan or DEFAULT_PLAN)
 
     # -- the plan in the widgets -----------------------------------------------------------------
@@ -221,11 +221,12 @@ class RpcPanel(Panel[RpcState]):
     def load_plan(self, plan: TopologyPlan) -> None:
         """Show ``plan`` in the widgets and validate it (up to ``MAX_EDITABLE_PAIRS`` rows)."""
         if plan.pair_count > MAX_EDITABLE_PAIRS:
-            raise ValueError(
-                f"This plan maps {plan.pair_count:,} device pairs, too many to edit row by row here.\n"
-                f"limit = {MAX_EDITABLE_PAIRS:,}\n"
-                "next step = check it with plan.check() or `inspector rpc check PLAN.json`, or plan fewer workers"
+            message = Message(
+                f"This plan maps {plan.pair_count:,} device pairs, too many to edit row by row here.",
+                {"limit": f"{MAX_EDITABLE_PAIRS:,}"},
+                next_step="check it with plan.check() or `inspector rpc check PLAN.json`, or plan fewer workers",
             )
+            raise ValueError(str(message))
         self._loading = True
         try:
             self._names = plan.names
@@ -289,14 +290,15 @@ class RpcPanel(Panel[RpcState]):
         self.plan_errors.clear()
         self.rows_errors.clear()
         self.results.clear()
-        problems, predicted = plan.check(), predict_init_error(plan)
+        state = RpcState(plan)  # each check runs once, for the page and this method alike
+        problems, predicted = state.problems, state.prediction
         self.last_plan = plan
-        current = page(RpcState(plan))
-        self.init_html.value = "<b>init_rpc</b>:" + current.section("init").blocks[0].to_html()
+        current = self.page(state)
+        self.show(self.init_html, current, RpcSection.INIT, prefix="<b>init_rpc</b>:")
         self._mark_rows(problems)
-        render_section(self.problems_out, current.section("problems"))
-        render_section(self.graph_out, current.section("graph"))
-        render_section(self.derived_out, current.section("derived"))
+        self.show(self.problems_out, current, RpcSection.PROBLEMS)
+        self.show(self.graph_out, current, RpcSection.GRAPH)
+        self.show(self.derived_out, current, RpcSection.DERIVED)
         if plan != self._linked:
             self.download.value, self._linked = download_link(plan), plan
         verdict = "init_rpc would start" if predicted is None else f"init_rpc would fail ({predicted.stage})"
@@ -335,11 +337,7 @@ class RpcPanel(Panel[RpcState]):
         A launch while one is running is refused before anything shown changes; a plan init_rpc
         would refuse asks first (``confirmation``), unless ``confirmed``.
         """
-        if self.job.running:
-            raise RuntimeError(
-                "A local world is already running in this panel.\n"
-                "next step = wait for it to finish, or press Cancel, then launch again"
-            )
+        self.ensure_idle(self.job, "A local world is already running in this panel.", "launch again")
         planned = self.plan
         plan, note = launchable(planned)
         reason = None if confirmed else refusal(planned, plan)
@@ -350,11 +348,9 @@ class RpcPanel(Panel[RpcState]):
         job = world_job(plan, self.rtt_count.value, int(self.mebibytes.value * MIB))
         self.launch_note = note
         self.world_html.value = html.escape(note) + "starting…"
-        render_into(self.world_out)
-        # Guarded: a failure while showing the result appears in the panel's error line.
-        self.job.start(job, self.guard_into(self.launch_errors, self._launched), self.guard(self._launch_failed))
-        if wait:
-            self.job.wait()
+        self.put(self.world_out)
+        # A failure while showing the result appears in the launch box's error line.
+        self.start_job(self.job, job, self._launched, self._launch_failed, done_errors=self.launch_errors, wait=wait)
 
     def _launched(self, snapshot: WorldSnapshot) -> None:
         self.last_world = snapshot
@@ -363,17 +359,14 @@ class RpcPanel(Panel[RpcState]):
             f"{self.launch_note}{len(snapshot.workers)} workers ready in {snapshot.start_seconds:.2f} s, "
             "then shut down."
         )
-        render_section(self.world_out, page(self.state()).section("world"))
+        self.show(self.world_out, self.page(self.state()), RpcSection.WORLD)
 
     def _launch_failed(self, exc: BaseException) -> None:
         # Shown here, not in the error line, which the guard clears when the click handler returns.
         self.last_launch_error = exc
         self.world_html.value = error_html(exc)
 
-    # -- static view -----------------------------------------------------------------------------
+    # -- the page's state -----------------------------------------------------------------------------
     def state(self) -> RpcState:
         """What this panel shows now, as the page's state."""
         return RpcState(self.last_plan if self.last_plan is not None else self.plan, self.last_world)
-
-    def static_html(self) -> str:
-        return PANEL_CSS + "<div class='inspector-rpc-static'>" + page(self.state()).to_html() + "</div>"

@@ -16,6 +16,7 @@ from collections.abc import Callable
 import ipywidgets as widgets
 
 from inspector._bench import Progress
+from inspector._messages import Message
 from inspector.errors import Cancelled
 from inspector.rpc import InitError, LocalWorld, TopologyPlan, WorkerPlan, WorldSnapshot, predict_init_error
 
@@ -31,10 +32,8 @@ def launchable(plan: TopologyPlan) -> tuple[TopologyPlan, str]:
     import torch
 
     if len(plan.workers) > MAX_LOCAL_WORKERS:
-        raise ValueError(
-            f"Launching {len(plan.workers)} local workers would only measure an oversubscribed "
-            f"machine.\nlimit = {MAX_LOCAL_WORKERS}\nnext step = lower 'workers' to launch"
-        )
+        headline = f"Launching {len(plan.workers)} local workers would only measure an oversubscribed machine."
+        raise ValueError(str(Message(headline, {"limit": MAX_LOCAL_WORKERS}, next_step="lower 'workers' to launch")))
     if torch.cuda.device_count() > 0:
         return plan, ""
     plan, dropped = plan.cpu_only()

@@ -13,6 +13,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
+from inspector._messages import Message
 from inspector.rpc._errors import JobTopologyError, RpcError
 from inspector.rpc._plan import TopologyPlan
 from inspector.rpc._prediction import predict_init_error
@@ -40,7 +41,7 @@ def worker_record(worker: WorkerPlan) -> dict[str, Any]:
 
 
 def _refused(
-    plan: TopologyPlan | None, text: str, problems: Any = (), warnings: Any = (), predicted: Any = None
+    plan: TopologyPlan | None, text: Message, problems: Any = (), warnings: Any = (), predicted: Any = None
 ) -> JobTopologyError:
     return JobTopologyError(plan, problems, warnings, predicted, text)
 
@@ -49,10 +50,12 @@ def gathered_plan(arrivals: Mapping[int, Mapping[str, Any]]) -> TopologyPlan:
     """The job's static plan from every rank's arrival record, in rank order; the same on every rank."""
     backends = {rank: record.get("backend") for rank, record in arrivals.items()}
     if len(set(backends.values())) > 1:
-        raise _refused(None, (
-            "The RPC job's ranks asked for different backends (checked on every rank before starting).\n"
-            f"backends = {dict(sorted(backends.items()))}\nnext step = start every rank with the same backend"
-        ))  # fmt: skip
+        message = Message(
+            "The RPC job's ranks asked for different backends (checked on every rank before starting).",
+            {"backends": dict(sorted(backends.items()))},
+            next_step="start every rank with the same backend",
+        )
+        raise _refused(None, message)
     try:
         workers = [
             WorkerPlan.build(record["name"], record["device_count"], record["devices"], dict(record["device_maps"]))
@@ -61,10 +64,12 @@ def gathered_plan(arrivals: Mapping[int, Mapping[str, Any]]) -> TopologyPlan:
         return TopologyPlan(tuple(workers), static_group=True)
     except PlanError as exc:
         names = {rank: record.get("name") for rank, record in sorted(arrivals.items())}
-        raise _refused(None, (
-            f"The RPC job's gathered options cannot form a plan (checked on every rank before starting): {exc}\n"
-            f"names by rank = {names}\nnext step = give every rank a distinct worker name"
-        )) from exc  # fmt: skip
+        message = Message(
+            f"The RPC job's gathered options cannot form a plan (checked on every rank before starting): {exc}",
+            {"names by rank": names},
+            next_step="give every rank a distinct worker name",
+        )
+        raise _refused(None, message) from exc
 
 
 def check_job(plan: TopologyPlan) -> None:
@@ -74,17 +79,19 @@ def check_job(plan: TopologyPlan) -> None:
         for warning in warnings:
             logger.warning("RPC job pre-flight warning %s: %s", warning.kind, warning.message)
         return
-    lines = [
+    facts: list[tuple[str, object]] = []
+    if predicted is not None:
+        facts.append(("init_rpc would raise", predicted.text.partition(chr(10))[0]))
+    for number, problem in enumerate(problems, 1):
+        facts.append((f"problem {number}", f"{problem.category}: " + problem.message.replace("\n", "\n    ")))
+    facts.extend(("warning", f"{w.kind}: {w.message}") for w in warnings)
+    message = Message(
         f"The RPC job's topology would be refused (checked on every rank before torch starts): "
         f"{len(problems)} problem(s) among {len(plan.workers)} workers.",
-    ]
-    if predicted is not None:
-        lines.append(f"init_rpc would raise = {predicted.text.partition(chr(10))[0]}")
-    for number, problem in enumerate(problems, 1):
-        lines.append(f"problem {number} = {problem.category}: " + problem.message.replace("\n", "\n    "))
-    lines.extend(f"warning = {w.kind}: {w.message}" for w in warnings)
-    lines.append("next step = fix the options of the workers named above; every rank raised this same report")
-    raise _refused(plan, "\n".join(lines), problems, warnings, predicted)
+        facts,
+        next_step="fix the options of the workers named above; every rank raised this same report",
+    )
+    raise _refused(plan, message, problems, warnings, predicted)
 
 
 def remember(plan: TopologyPlan) -> None:
@@ -117,8 +124,9 @@ def job_plan() -> TopologyPlan:
         return _gather_live()
     if _last_plan:
         return _last_plan[0]
-    raise RpcError(
-        "No RPC job in this process: nothing was gathered and no RPC agent is running.\n"
-        "next step = start the job with inspector.rpc.init_rpc(...) (or torch's init_rpc), or plan one with "
-        "TopologyPlan.from_options / TopologyPlan.build"
+    message = Message(
+        "No RPC job in this process: nothing was gathered and no RPC agent is running.",
+        next_step="start the job with inspector.rpc.init_rpc(...) (or torch's init_rpc), or plan one with "
+        "TopologyPlan.from_options / TopologyPlan.build",
     )
+    raise RpcError(message)

@@ -55,9 +55,23 @@ def cell_text(value: Any) -> Any:
 
 
 def styled(frame: pd.DataFrame, *, index: bool = False) -> Styler:
-    """``frame.style`` with every cell shown by ``cell_text`` (text escaped), the index hidden unless asked."""
-    styler = frame.style.format(cell_text, escape="html", na_rep="")
+    """``frame.style`` with every cell shown by ``cell_text``, the index hidden unless asked.
+
+    Everything is escaped: cells, index and column labels, and the axes' names (pandas escapes
+    none of the labels by default, and no ``format_index`` option reaches the names), since a
+    label is often a name a user or a package chose (a backend, a verb, a row).
+    """
+    named = frame.rename_axis(index=_escaped_names(frame.index), columns=_escaped_names(frame.columns))
+    styler = (
+        named.style.format(cell_text, escape="html", na_rep="")
+        .format_index(escape="html", axis="index")
+        .format_index(escape="html", axis="columns")
+    )
     return styler if index else styler.hide(axis="index")
+
+
+def _escaped_names(axis: pd.Index) -> list[str | None]:
+    return [None if name is None else html.escape(str(name)) for name in axis.names]
 
 
 def display_frame(frame: pd.DataFrame) -> pd.DataFrame:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 import pandas as pd
@@ -31,7 +33,7 @@ from inspector.dispatch.torch_sdpa.watch import WatchTable
 from inspector.views._figures import MAX_HEIGHT_IN, key_above, new_figure, style_axes
 from inspector.views._palette import NO_ROW_GREY, colour_of, row_colours
 from inspector.views._tables import styled
-from inspector.views.page import Page, figure, note, pre, section, table, trusted_html
+from inspector.views.page import Block, Page, figure, lazy, note, pre, table, trusted_html
 
 DECISION_COLUMNS = ["row", "priority", "available", "faithful", "verdict", "failing", "chosen", "origin"]
 CHOSEN_STYLE = "background-color: rgba(44, 160, 44, 0.25); font-weight: bold"
@@ -294,6 +296,23 @@ def watch_table(table: WatchTable) -> pd.DataFrame:
 WHAT_IF_SWEEP_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
+class DispatchSection(StrEnum):
+    """The Dispatch page's sections (a family's what-if grid is ``what_if_key(family)``)."""
+
+    DECISION = "decision"
+    TRACE = "trace"
+    PLAN = "plan"
+    WHAT_IF = "what_if"
+    COMPARE = "compare"
+    WHAT_RAN = "what_ran"
+    FAMILIES = "families"
+
+
+def what_if_key(family: str) -> str:
+    """The key of ``family``'s what-if grid on the Dispatch page."""
+    return f"{DispatchSection.WHAT_IF}:{family}"
+
+
 @dataclass(frozen=True)
 class DispatchState:
     """What the Dispatch page shows: one family in focus, every family's trace, optional results.
@@ -317,6 +336,11 @@ class DispatchState:
             if item.family == self.family:
                 return item
         raise KeyError(f"No trace of {self.family!r} in this state. Families: {[t.family for t in self.plan]}")
+
+    @cached_property
+    def decision(self) -> pd.DataFrame:
+        """The focused family's decision table (once per state: NOTE [ Lazy pages ] in ``views/page.py``)."""
+        return decision_table(self.trace)
 
 
 def default_context(family: str) -> CallContext:
@@ -381,7 +405,7 @@ def what_if_index(cells: Sequence[WhatIfCell]) -> list[str] | None:
     return None
 
 
-def what_if_blocks(family: str, cells: Sequence[WhatIfCell]) -> list[Any]:
+def what_if_blocks(family: str, cells: Sequence[WhatIfCell]) -> list[Block]:
     """A grid as its key and heatmap, or one line when every cell runs the same row."""
     winners = {cell.row for cell in cells}
     if cells and len(winners) == 1 and None not in winners:
@@ -396,24 +420,37 @@ def page(state: DispatchState) -> Page:
     """The Dispatch page: the focused family's decision and trace, the plan, and any results."""
     focus = state.trace
     sections = [
-        section("decision", "", [table(style_decision_table(decision_table(focus)))]),
-        section("trace", "Trace", [pre(focus.explain())]),
-        section("plan", "Plan (all families)", [table(plan_table(state.plan))]),
+        lazy(DispatchSection.DECISION, "", lambda: [table(style_decision_table(state.decision))], focus),
+        lazy(DispatchSection.TRACE, "Trace", lambda: [pre(focus.explain())], focus),
+        lazy(DispatchSection.PLAN, "Plan (all families)", lambda: [table(plan_table(state.plan))], state.plan),
     ]
     for family, cells in state.what_if.items():
-        sections.append(section(f"what_if:{family}", f"What-if grid: {family}", what_if_blocks(family, cells)))
+        title = f"What-if grid: {family}"
+        sections.append(lazy(what_if_key(family), title, _what_if_blocks(family, cells), (family, cells)))
     if state.comparison is not None:
-        sections.append(section("compare", "Run and compare", [table(comparison_table(state.comparison))]))
+        runs = state.comparison
+        sections.append(lazy(DispatchSection.COMPARE, "Run and compare", lambda: [table(comparison_table(runs))], runs))
     if state.what_ran is not None or state.decisions is not None:
-        blocks = []
-        if state.what_ran is not None:
-            blocks.append(table(watch_table(state.what_ran), "Last torch_sdpa.watch() block"))
-        if state.decisions is not None:
-            blocks.append(table(decision_counts_table(state.decisions), "record_decisions()"))
-        sections.append(section("what_ran", "What ran", blocks))
-    others = [t for t in state.plan if t.family != state.family]
+        ran = (state.what_ran, state.decisions)
+        sections.append(lazy(DispatchSection.WHAT_RAN, "What ran", lambda: _what_ran_blocks(state), ran))
+    others = tuple(t for t in state.plan if t.family != state.family)
     if others:
-        sections.append(section("families", "Every other family", [
-            block for t in others for block in (table(style_decision_table(decision_table(t))), pre(t.explain()))
-        ]))
+        sections.append(lazy(DispatchSection.FAMILIES, "Every other family", lambda: _families_blocks(others), others))
     return Page("Operator dispatch", tuple(sections))
+
+
+def _families_blocks(traces: tuple[Trace, ...]) -> list[Block]:
+    return [block for t in traces for block in (table(style_decision_table(decision_table(t))), pre(t.explain()))]
+
+
+def _what_if_blocks(family: str, cells: tuple[WhatIfCell, ...]) -> Any:
+    return lambda: what_if_blocks(family, cells)
+
+
+def _what_ran_blocks(state: DispatchState) -> list[Block]:
+    blocks = []
+    if state.what_ran is not None:
+        blocks.append(table(watch_table(state.what_ran), "Last torch_sdpa.watch() block"))
+    if state.decisions is not None:
+        blocks.append(table(decision_counts_table(state.decisions), "record_decisions()"))
+    return blocks

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, is_dataclass
+from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -24,7 +26,7 @@ from inspector.views._figures import axes_key_above, new_figure, style_axes
 from inspector.views._palette import METHOD_COLOURS, method_colour  # noqa: F401 (re-exported)
 from inspector.views._tables import styled
 from inspector.views.loader_profile import profile_figure, profile_table
-from inspector.views.page import Page, figure, note, section, table
+from inspector.views.page import Block, Page, figure, lazy, note, table
 
 BASELINES = ("sync", "mp_queue", "dataloader")
 STAGE_COLOURS = dict(
@@ -41,7 +43,14 @@ def _records(rows: Iterable[Any]) -> list[dict[str, Any]]:
 
 
 def bench_table(rows: Iterable[Any]) -> pd.DataFrame:
-    """One row per measured cell, with the method's label and its share of memcpy of the same bytes."""
+    """One row per measured cell, with the method's label and its share of memcpy of the same bytes.
+
+    The tables and figures below take rows, or this frame made of them (a page makes it once).
+    """
+    return rows if isinstance(rows, pd.DataFrame) else _bench_frame(rows)
+
+
+def _bench_frame(rows: Iterable[Any]) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(_records(rows))
     if frame.empty:
         return pd.DataFrame(columns=BENCH_COLUMNS)
@@ -301,6 +310,19 @@ RESULT_COLUMNS = ["layout", "size_mb", "workers", "label", "mb_s", "mb_s_min", "
                   "corrupt"]
 
 
+class LoaderSection(StrEnum):
+    """The Loader page's sections."""
+
+    BY_SIZE = "by_size"
+    BY_WORKERS = "by_workers"
+    STAGES = "stages"
+    TARGETS = "targets"
+    RESULTS = "results"
+    HISTORY = "history"
+    PROFILES = "profiles"
+    LOADERS = "loaders"
+
+
 @dataclass(frozen=True)
 class LoaderState:
     """What the Loader page shows: benchmark rows, your loader's profiles, past runs and live loaders."""
@@ -309,6 +331,17 @@ class LoaderState:
     profiles: tuple[LoaderProfile, ...] = ()
     history: tuple[Mapping[str, Any], ...] | None = None
     statuses: tuple[LoaderStatus, ...] = ()
+    history_note: str = ""  # what the history's reader skipped, said beside the past runs
+
+    @cached_property
+    def bench(self) -> pd.DataFrame:
+        """``bench_table`` of the rows, made once per state (NOTE [ Lazy pages ] in ``views/page.py``)."""
+        return bench_table(self.rows)
+
+    @cached_property
+    def machine_note(self) -> str:
+        """The busy-machine note of the rows ("" on a quiet machine)."""
+        return machine_note(self.rows)
 
 
 def current_state() -> LoaderState:
@@ -319,51 +352,83 @@ def current_state() -> LoaderState:
     return LoaderState(tuple(last_run()), (), None, tuple(loader_statuses()))
 
 
+NO_BENCHMARK = (
+    "No benchmark has run here yet. In the app: press Run in the Loader tab. In Python: "
+    "inspector.loader.bench.run(), then write the report from that same process. From a shell: "
+    "`inspector bench loader --out results.csv`, then "
+    "`inspector report report.html --loader-results results.csv`."
+)
+
+
 def page(state: LoaderState) -> Page:
     """The Loader page: charts and targets of the benchmark, your loader, past runs, live loaders."""
-    from inspector.loader.bench.targets import throughput_targets
-
-    rows = list(state.rows)
+    rows = state.rows
     sections = []
     if rows:
         sections += [
-            section("by_size", "Throughput by size", [figure(throughput_by_size_figure(rows), "loader throughput")]),
-            section("by_workers", "Throughput by workers", [
-                figure(throughput_by_workers_figure(rows), "loader throughput by workers")]),
-            section("stages", "Where one load's time goes", [figure(stage_figure(rows), "loader stages")]),
+            lazy(LoaderSection.BY_SIZE, "Throughput by size", lambda: _by_size_blocks(state), rows),
+            lazy(LoaderSection.BY_WORKERS, "Throughput by workers", lambda: _by_workers_blocks(state), rows),
+            lazy(LoaderSection.STAGES, "Where one load's time goes", lambda: _stage_blocks(state), rows),
         ]
-        checks = [note(text) for text in [machine_note(rows)] if text]
-        if any(_get(r, "method") == "memcpy" for r in rows):
-            checks.append(table(styled(targets_table(throughput_targets(rows)))))
-        if checks:
-            sections.append(section("targets", "Targets", checks))
-        sections.append(section("results", "Results", [
-            table(styled(shown(ratio_table(rows))), "Ratios to each baseline"),
-            table(styled(shown(bench_table(rows)[RESULT_COLUMNS])), "Every cell"),
-        ]))
+        if state.machine_note or any(_get(r, "method") == "memcpy" for r in rows):
+            sections.append(lazy(LoaderSection.TARGETS, "Targets", lambda: _target_blocks(state), rows))
+        sections.append(lazy(LoaderSection.RESULTS, "Results", lambda: _result_blocks(state), rows))
     else:
-        sections.append(section("results", "Benchmark", [note(
-            "No benchmark has run here yet. In the app: press Run in the Loader tab. In Python: "
-            "inspector.loader.bench.run(), then write the report from that same process. From a shell: "
-            "`inspector bench loader --out results.csv`, then "
-            "`inspector report report.html --loader-results results.csv`.")]))
-    if state.history is not None:
-        blocks = [note("No past runs yet: each Run is kept (also from `inspector bench loader`).")]
-        if state.history:
-            blocks = [table(styled(shown(history_table(state.history)))),
-                      table(styled(history_environments(state.history)))]
-        sections.append(section("history", "Past runs", blocks))
-    if state.profiles:
-        sections.append(section("profiles", "Your loader", [
-            table(styled(profile_table(state.profiles))),
-            figure(profile_figure(state.profiles), "your loader's profile"),
-        ]))
-    if state.statuses:
-        sections.append(section("loaders", "Loaders in this kernel", [
-            table(styled(shown(loaders_table(state.statuses)))),
-            table(styled(workers_table(state.statuses))),
-        ]))
+        sections.append(lazy(LoaderSection.RESULTS, "Benchmark", lambda: [note(NO_BENCHMARK)], rows))
+    history, profiles, statuses = state.history, state.profiles, state.statuses
+    if history is not None:
+        skipped = state.history_note
+        sections.append(lazy(LoaderSection.HISTORY, "Past runs", lambda: _history_blocks(history, skipped),
+                             (history, skipped)))
+    if profiles:
+        sections.append(lazy(LoaderSection.PROFILES, "Your loader", lambda: _profile_blocks(profiles), profiles))
+    if statuses:
+        title = "Loaders in this kernel"
+        sections.append(lazy(LoaderSection.LOADERS, title, lambda: _loader_blocks(statuses), statuses))
     return Page("Shared-memory loader", tuple(sections))
+
+
+def _by_size_blocks(state: LoaderState) -> list[Block]:
+    return [figure(throughput_by_size_figure(state.bench), "loader throughput")]
+
+
+def _by_workers_blocks(state: LoaderState) -> list[Block]:
+    return [figure(throughput_by_workers_figure(state.bench), "loader throughput by workers")]
+
+
+def _stage_blocks(state: LoaderState) -> list[Block]:
+    return [figure(stage_figure(state.rows), "loader stages")]
+
+
+def _target_blocks(state: LoaderState) -> list[Block]:
+    from inspector.loader.bench.targets import throughput_targets
+
+    checks = [note(state.machine_note)] if state.machine_note else []
+    if any(_get(r, "method") == "memcpy" for r in state.rows):
+        checks.append(table(styled(targets_table(throughput_targets(list(state.rows))))))
+    return checks
+
+
+def _result_blocks(state: LoaderState) -> list[Block]:
+    return [
+        table(styled(shown(ratio_table(state.bench))), "Ratios to each baseline"),
+        table(styled(shown(state.bench[RESULT_COLUMNS])), "Every cell"),
+    ]
+
+
+def _profile_blocks(profiles: tuple[LoaderProfile, ...]) -> list[Block]:
+    return [table(styled(profile_table(profiles))), figure(profile_figure(profiles), "your loader's profile")]
+
+
+def _loader_blocks(statuses: tuple[LoaderStatus, ...]) -> list[Block]:
+    return [table(styled(shown(loaders_table(statuses)))), table(styled(workers_table(statuses)))]
+
+
+def _history_blocks(history: tuple[Mapping[str, Any], ...], skipped: str = "") -> list[Block]:
+    blocks: list[Block] = [note("No past runs yet: each Run is kept (also from `inspector bench loader`).")]
+    if history:
+        blocks = [table(styled(shown(history_table(history)))), table(styled(history_environments(history)))]
+    return blocks + ([note(skipped)] if skipped else [])
 
 
 def _get(row: Any, key: str) -> Any:

@@ -12,6 +12,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
@@ -36,7 +38,7 @@ from inspector.views._figures import NEUTRAL_INK, axes_key_above, new_figure, st
 from inspector.views._palette import hashed_colour
 from inspector.views._rpc_graph import OK_COLOUR, PROBLEM_COLOUR, pair_problems, topology_figure
 from inspector.views._tables import styled
-from inspector.views.page import Page, figure, note, pre, section, table
+from inspector.views.page import Block, Page, figure, lazy, note, pre, table
 
 __all__ = [
     "MAP_COLUMNS", "OK_COLOUR", "PROBLEM_COLOUR", "backends_table", "bandwidth_figure", "bandwidth_table",
@@ -49,11 +51,8 @@ ROW_HIGHLIGHT = "background-color: rgba(214, 39, 40, 0.18)"
 
 
 def next_step(problem: DeviceMapProblem) -> str:
-    """What to do about a problem: its message's ``next step = ...`` line."""
-    for line in problem.message.splitlines():
-        if line.startswith("next step = "):
-            return line.removeprefix("next step = ")
-    return ""
+    """What to do about a problem (kept with it: nothing parses its message)."""
+    return problem.next_step
 
 
 def maps_table(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] = ()) -> pd.DataFrame:
@@ -239,12 +238,40 @@ DEFAULT_PLAN = TopologyPlan.build(2, 2, {"worker0": {"worker1": {"cuda:0": "cuda
                                          "worker1": {"worker0": {"cuda:1": "cuda:0"}}})  # fmt: skip
 
 
+class RpcSection(StrEnum):
+    """The RPC page's sections."""
+
+    INIT = "init"
+    PROBLEMS = "problems"
+    GRAPH = "graph"
+    DERIVED = "derived"
+    WORLD = "world"
+
+
 @dataclass(frozen=True)
 class RpcState:
-    """What the RPC page shows: a plan, and the last local world launched for it (if any)."""
+    """What the RPC page shows: a plan, and the last local world launched for it (if any).
+
+    The plan's checks are facts of the state, each computed once (NOTE [ Lazy pages ] in ``views/page.py``).
+    """
 
     plan: TopologyPlan
     world: WorldSnapshot | None = None
+
+    @cached_property
+    def problems(self) -> tuple[DeviceMapProblem, ...]:
+        """Every problem of the plan (``plan.check()``)."""
+        return self.plan.check()
+
+    @cached_property
+    def warnings(self) -> tuple[PreflightWarning, ...]:
+        """What torch accepts that is probably a mistake (``plan.preflight()``)."""
+        return self.plan.preflight()
+
+    @cached_property
+    def prediction(self) -> InitError | None:
+        """What ``init_rpc`` would raise for the plan, or ``None``."""
+        return predict_init_error(self.plan)
 
 
 def current_state(plan: TopologyPlan | None = None) -> RpcState:
@@ -260,25 +287,38 @@ def drawable(plan: TopologyPlan) -> bool:
 def page(state: RpcState) -> Page:
     """The RPC page: what init_rpc would say, every problem and warning, the maps, graph, devices, world."""
     plan = state.plan
-    problems, warnings = plan.check(), plan.preflight()
-    checks = [table(problems_table(problems), "Problems")] if problems else []
-    if warnings:
-        checks.append(table(warnings_table(warnings), "Pre-flight warnings (torch accepts these)"))
-    checks.append(table(highlighted_maps(plan, problems)))
-    graph = figure(topology_figure(plan, problems), "device-map graph") if drawable(plan) else note(
-        f"{plan.pair_count} mapped pairs: too many to draw; the tables list them all.")
     sections = [
-        section("init", "init_rpc", [pre(init_error_text(predict_init_error(plan)))]),
-        section("problems", "Device maps", checks),
-        section("graph", "Graph", [graph]),
-        section("derived", "Devices each worker will use", [table(derived_table(plan.derive()))]),
+        lazy(RpcSection.INIT, "init_rpc", lambda: [pre(init_error_text(state.prediction))], plan),
+        lazy(RpcSection.PROBLEMS, "Device maps", lambda: _check_blocks(state), plan),
+        lazy(RpcSection.GRAPH, "Graph", lambda: [_graph_block(state)], plan),
+        lazy(RpcSection.DERIVED, "Devices each worker will use", lambda: [table(derived_table(plan.derive()))], plan),
     ]
     world = state.world
     if world is not None:
-        blocks = [table(workers_table(world.workers))]
-        if world.rtt is not None:
-            blocks += [figure(rtt_heatmap(world.rtt), "RTT heatmap"), table(rtt_table(world.rtt))]
-        if world.bandwidth:
-            blocks += [figure(bandwidth_figure(world.bandwidth), "bandwidth"), table(bandwidth_table(world.bandwidth))]
-        sections.append(section("world", "Local world", blocks))
+        sections.append(lazy(RpcSection.WORLD, "Local world", lambda: _world_blocks(world), world))
     return Page("RPC device maps", tuple(sections))
+
+
+def _check_blocks(state: RpcState) -> list[Block]:
+    problems = state.problems
+    checks = [table(problems_table(problems), "Problems")] if problems else []
+    if state.warnings:
+        checks.append(table(warnings_table(state.warnings), "Pre-flight warnings (torch accepts these)"))
+    checks.append(table(highlighted_maps(state.plan, problems)))
+    return checks
+
+
+def _graph_block(state: RpcState) -> Block:
+    plan = state.plan
+    if not drawable(plan):
+        return note(f"{plan.pair_count} mapped pairs: too many to draw; the tables list them all.")
+    return figure(topology_figure(plan, state.problems), "device-map graph")
+
+
+def _world_blocks(world: WorldSnapshot) -> list[Block]:
+    blocks = [table(workers_table(world.workers))]
+    if world.rtt is not None:
+        blocks += [figure(rtt_heatmap(world.rtt), "RTT heatmap"), table(rtt_table(world.rtt))]
+    if world.bandwidth:
+        blocks += [figure(bandwidth_figure(world.bandwidth), "bandwidth"), table(bandwidth_table(world.bandwidth))]
+    return blocks

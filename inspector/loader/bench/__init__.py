@@ -10,7 +10,15 @@ researcher can trust ] (``stats``), and runs are kept in a history (``history``)
 
 from __future__ import annotations
 
-from inspector.loader.bench.history import history_path, read_history, record_run, side_by_side
+from inspector.loader.bench.history import (
+    history_path,
+    keep_run,
+    label_run,
+    read_history,
+    record_run,
+    side_by_side,
+)
+from inspector.loader.bench.history_file import HistoryFileError, KeptRuns
 from inspector.loader.bench.latency import LatencyResult, small_load_latency
 from inspector.loader.bench.measure import measure
 from inspector.loader.bench.ours import measure_startup, per_leaf_cost_us
@@ -32,6 +40,8 @@ __all__ = [
     "BenchCancelled",
     "BenchResults",
     "BenchRow",
+    "HistoryFileError",
+    "KeptRuns",
     "LatencyResult",
     "LoaderProfile",
     "METHODS",
@@ -43,6 +53,8 @@ __all__ = [
     "WORKERLESS",
     "check_sizes",
     "history_path",
+    "keep_run",
+    "label_run",
     "last_run",
     "loads_per_repeat",
     "machine_load",

@@ -23,11 +23,12 @@ import math
 import tempfile
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from inspector._bench import Progress
-from inspector.loader.bench.history import record_run
+from inspector.loader.bench.history import keep_run
 from inspector.loader.bench.ours import ours_speeds
 from inspector.loader.bench.peers import (
     LAYOUTS,
@@ -140,17 +141,24 @@ def run(
                         files.remove()
     except (BenchCancelled, KeyboardInterrupt):  # Ctrl-C keeps what was measured, as Cancel does
         if keep_history:
-            record_run("loader", rows, cancelled=True, settings=settings)
+            _keep(rows, cancelled=True, settings=settings)
         raise
     report(len(rows), "done")
     if keep_history:
-        record_run("loader", rows, settings=settings)
+        _keep(rows, settings=settings)
     global _last_run
     _last_run = tuple(rows)
     return BenchResults(rows)
 
 
 _last_run: tuple[BenchRow, ...] = ()
+
+
+def _keep(rows: Sequence[BenchRow], **options: Any) -> None:
+    """Keep the run in the history as best effort: a history that cannot be written loses no result."""
+    problem = keep_run("loader", rows, **options)
+    if problem:
+        warnings.warn(problem, RuntimeWarning, stacklevel=3)
 
 
 def last_run() -> tuple[BenchRow, ...]:
