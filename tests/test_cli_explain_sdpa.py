@@ -30,6 +30,8 @@ def _chosen(*args: str) -> str:
     (("--gpu", "4090", "--dtype", "bf16", "--head-dim", "200"), "efficient_attention"),  # training, sm 8.9
     (("--gpu", "4090", "--dtype", "bf16", "--head-dim", "200", "--no-grad"), "flash_attention"),
     (("--gpu", "sm75", "--dtype", "fp16"), "efficient_attention"),
+    (("--extra", "enabled=math"), "math"),  # the enable flags, as sdpa_kernel([MATH]) would set them
+    (("--gpu", "a100", "--dtype", "fp16", "--extra", "enabled=efficient_attention+math"), "efficient_attention"),
 ])
 def test_any_gpu_is_answered_from_this_machine(args: tuple[str, ...], backend: str) -> None:
     assert _chosen(*args) == f"=> {backend} (origin=chain)"
@@ -45,6 +47,7 @@ def test_every_gpu_answer_is_labelled_as_pytorchs_rules_not_a_measurement() -> N
     (("--gpu", "sm99x"), "Presets: t4 (sm 7.5)"),
     (("--cudnn", "nine", "--gpu", "a100"), "--cudnn nine: cudnn='nine'"),
     (("--gpu", "h100", "--time"), "this machine does not have that GPU"),
+    (("--extra", "enabled=flsh"), "axis enabled='flsh': no backend 'flsh'"),
     (("--extra", "gpu=h100"), None),
 ])
 def test_bad_gpu_usage_is_one_line(args: tuple[str, ...], fragment: str | None) -> None:

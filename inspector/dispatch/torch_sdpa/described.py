@@ -16,7 +16,8 @@ import torch
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.torch_sdpa.facts import FACTS, CudaFacts, SdpaCall
 from inspector.dispatch.torch_sdpa.flags import enabled_backends
-from inspector.dispatch.torch_sdpa.gpus import GpuProfile, gpu_profile, this_gpu
+from inspector.dispatch.torch_sdpa.gpus import GpuProfile, gpu_profile, parse_enabled, this_gpu
+from inspector.dispatch.torch_sdpa.names import FLASH, MATH
 
 # Family-specific axes a described call may set in ``extra``, with their defaults.
 DESCRIBED_AXES: dict[str, Any] = {
@@ -82,19 +83,30 @@ def _mask_shape(kind: Any, batch: int, heads: int, seq_len: int, kv_len: int) ->
 
 
 def gpu_of(values: dict[str, Any]) -> GpuProfile | None:
-    """The GPU a described call names (``gpu``, with ``cudnn`` and ``enabled`` applied), if any."""
-    gpu, cudnn, enabled = values["gpu"], values["cudnn"], values["enabled"]
+    """The GPU a described call names (``gpu``, with ``cudnn`` applied), if any."""
+    gpu, cudnn = values["gpu"], values["cudnn"]
     if isinstance(cudnn, float):
         raise ValueError(f"torch_sdpa axis cudnn={cudnn!r}: write the version as text ('9.15.1') or as PyTorch "
                          "reports it (91501)")
     try:
         if gpu is None:
-            if cudnn is None and enabled is None:
-                return None
-            return this_gpu().with_options(cudnn=cudnn, enabled=enabled)
-        return gpu_profile(gpu, cudnn=cudnn, enabled=enabled)
+            return None if cudnn is None else this_gpu().with_options(cudnn=cudnn)
+        return gpu_profile(gpu, cudnn=cudnn)
     except TypeError as exc:
         raise ValueError(f"torch_sdpa axis gpu: {exc}") from None
+
+
+def enabled_of(value: Any, device: str, profile: GpuProfile | None) -> frozenset[str]:
+    """The backends the described call's flags allow: ``enabled`` if given, else the profile's, else the flags now."""
+    if value is not None:
+        try:
+            chosen = parse_enabled(value)
+        except ValueError as exc:
+            raise ValueError(f"torch_sdpa axis {exc}") from None
+        return chosen & {FLASH, MATH} if device == "cpu" else chosen
+    if profile is not None and profile.enabled is not None:
+        return profile.enabled
+    return enabled_backends(device)
 
 
 def facts_from_axes(ctx: CallContext) -> SdpaCall:
@@ -142,7 +154,7 @@ def facts_from_axes(ctx: CallContext) -> SdpaCall:
     dtype = ctx.dtype if ctx.dtype is not None else torch.float32
     device = "cuda" if ctx.device_cuda or profile is not None else "cpu"
     requires_grad = bool(ctx.grad_enabled if wants_grad is None else wants_grad)
-    cuda, enabled = None, enabled_backends(device)
+    cuda = None
     if device == "cuda":
         if profile is None:
             if not torch.cuda.is_available():
@@ -151,8 +163,6 @@ def facts_from_axes(ctx: CallContext) -> SdpaCall:
                     "(--gpu h100, or extra gpu='h100'); presets: t4, a100, a10, a6000, 3090, l4, 4090, h100, h200, b200"
                 )
             profile = this_gpu()
-        if profile.enabled is not None:
-            enabled = profile.enabled
         size = torch.empty((), dtype=dtype).element_size()
         cuda = CudaFacts(
             profile.sm, profile.cudnn_version, profile.flash_built, profile.mem_efficient_built, profile.cudnn_built,
@@ -162,6 +172,7 @@ def facts_from_axes(ctx: CallContext) -> SdpaCall:
             tuple(_numel(s) for s in shapes), size,  # type: ignore[arg-type]
             profile.cuda_version, profile.cudnn_d256, profile.label(), profile.measured,
         )
+    enabled = enabled_of(values["enabled"], device, profile)
     described = tuple(sorted(((k, v) for k, v in extra.items() if k not in (FACTS, "device")), key=lambda kv: kv[0]))
     return SdpaCall(
         device, shapes, strides, (dtype, dtype, dtype), False, requires_grad,  # type: ignore[arg-type]

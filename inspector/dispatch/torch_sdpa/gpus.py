@@ -204,5 +204,6 @@ def parse_enabled(value: Any) -> frozenset[str]:
         raise ValueError(f"enabled={value!r}: give backend names, e.g. ('flash_attention', 'math')") from None
     unknown = sorted(chosen - set(BACKENDS))
     if unknown:
-        raise ValueError(f"enabled: no backend {unknown[0]!r}; backends: {', '.join(BACKENDS)}")
+        raise ValueError(f"enabled={value!r}: no backend {unknown[0]!r}; give backend names joined by '+': "
+                         f"{', '.join(BACKENDS)}")
     return chosen
