@@ -19,12 +19,16 @@ import torch
 
 import inspector.examples  # noqa: F401  (registers the attention family)
 from inspector.dispatch.bench import measure
+from inspector.dispatch.torch_sdpa import bench_watch
 
 
 def main() -> int:
     torch.set_num_threads(1)
     print(f"dispatch hot path (torch {torch.__version__}, Python {sys.version.split()[0]}, best of 7)")
     for measurement in measure():
+        print("  " + measurement.line())
+    print("torch_sdpa.watch() against the bare calls (median of 9 alternating rounds, with their range)")
+    for measurement in bench_watch.measure():
         print("  " + measurement.line())
     return 0
 

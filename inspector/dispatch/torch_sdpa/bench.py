@@ -66,9 +66,9 @@ def _alternating(statements: tuple[str, str], namespace: dict[str, object], numb
     return best
 
 
-def measure(rounds: int = 9, progress: Progress | None = None, *, watch: bool = True) -> list[Measurement]:
+def measure(rounds: int = 9, progress: Progress | None = None, *, watch: bool = False) -> list[Measurement]:
     """Predict vs PyTorch's own choice on each call of ``CALLS``, the rules and a full trace of the
-    first, and (``watch``) the ``watch()`` figures."""
+    first, and (``watch``, about a minute: ``benchmarks/dispatch.py`` asks for them) the ``watch()`` figures."""
     namespace = _namespace()
     total = len(CALLS) + 3
     measurements = []

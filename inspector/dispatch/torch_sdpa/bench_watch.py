@@ -159,14 +159,19 @@ def memory(calls: int = MEMORY_CALLS) -> list[Measurement]:
 
 
 def measure(rounds: int = 9, progress: Progress | None = None, calls: int = MEMORY_CALLS) -> list[Measurement]:
-    """Every ``watch()`` figure (see the module's docstring)."""
+    """Every ``watch()`` figure (see the module's docstring), on one thread as the other dispatch figures."""
     steps = (("per call", lambda: per_call(rounds)), ("Llama-style model", lambda: model(rounds)),
              (f"memory over {calls:,} calls", lambda: memory(calls)))
     figures: list[Measurement] = []
-    for done, (what, step) in enumerate(steps):
-        if progress is not None:
-            progress(done, len(steps), f"torch_sdpa.watch: {what}")
-        figures += step()
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for done, (what, step) in enumerate(steps):
+            if progress is not None:
+                progress(done, len(steps), f"torch_sdpa.watch: {what}")
+            figures += step()
+    finally:
+        torch.set_num_threads(threads)
     if progress is not None:
         progress(len(steps), len(steps), "torch_sdpa.watch: done")
     return figures
