@@ -17,9 +17,9 @@ _skipped: dict[str, str] = {}
 def may_register_family(name: str, origin: str = ORIGIN) -> bool:
     """Whether the family ``name`` that the inspector ships (a demo, or PyTorch's ``torch_sdpa``
     from ``origin``) may be (re-)registered: the name is free or already the inspector's own."""
-    from inspector.dispatch.registry import _FAMILIES
+    from inspector.dispatch import default_registry
 
-    family = _FAMILIES.get(name)
+    family = default_registry().registered_family(name)
     if family is None or family.origin == origin:
         _skipped.pop(f"family {name}", None)
         return True

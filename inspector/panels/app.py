@@ -36,11 +36,11 @@ def user_registered_anything() -> bool:
     """Whether the user's own op families or data backends are registered (demos aside)."""
     from inspector._free_names import ORIGIN
     from inspector.backends import default_registry
-    from inspector.dispatch.registry import _FAMILIES
+    from inspector.dispatch import default_registry as dispatch_registry
     from inspector.dispatch.torch_sdpa.family import ORIGIN as TORCH_SDPA
 
     builtin = (ORIGIN, TORCH_SDPA)
-    if any(family.origin not in builtin for family in _FAMILIES.values()):
+    if any(family.origin not in builtin for family in dispatch_registry().family_records()):
         return True
     return any(not b.origin.startswith(ORIGIN) for b in default_registry().snapshot().backends)
 

@@ -143,9 +143,9 @@ def register(*, replace: bool = False) -> bool:
 
 def ensure_registered() -> None:
     """Register ``torch_sdpa`` if it is not registered now (e.g. after a test emptied the registry)."""
-    from inspector.dispatch.registry import _FAMILIES
+    from inspector.dispatch.registry import REGISTRY
 
-    if FAMILY not in _FAMILIES:
+    if REGISTRY.registered_family(FAMILY) is None:
         register()
 
 
