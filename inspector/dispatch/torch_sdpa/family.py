@@ -129,9 +129,10 @@ def register(*, replace: bool = False) -> bool:
     way. Returns whether the inspector's family is registered now.
     """
     from inspector._free_names import may_register_family
+    from inspector.dispatch.registry import REGISTRY
     from inspector.dispatch.torch_sdpa.steering import TORCH_STEER
 
-    if not replace and not may_register_family(FAMILY, origin=ORIGIN):
+    if not replace and not may_register_family(REGISTRY, FAMILY, origin=ORIGIN):
         return False
     register_family(
         FAMILY, lambda: records(machine_order()), MATH, extractor=context_from_call, completer=complete,
