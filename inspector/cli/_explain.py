@@ -132,9 +132,9 @@ def resolve_family(family: str) -> None:
     ensure_registered()  # PyTorch's own family is always there
     if _family_known(family):
         return
-    from inspector.examples import register_all
+    from inspector.demos import load_demos
 
-    register_all()  # demos only under free names: never over a family the user registered
+    load_demos(True)  # demos only under free names: never over a family the user registered
     from inspector.dispatch import families
 
     known = families()

@@ -7,8 +7,9 @@ each reading the plan's parsed topology). A template (``rpc_templates``) fills t
 mesh, a ring or a parameter server; ``Show this job's plan`` loads the job the notebook runs in
 (``TopologyPlan.from_job``). Rows a problem touches are outlined in red with the next step, and
 the plan downloads as a JSON file. Launching starts a real ``LocalWorld`` on a background job
-(``rpc_launch``), after a loud confirmation when init_rpc would refuse it; on a machine without
-GPUs only the cpu -> cpu pairs go along, and the panel says how many were left out.
+(``rpc_launch``), after a loud confirmation when init_rpc would refuse it; the launch box says,
+before and after, what runs (on a machine without GPUs only the cpu -> cpu pairs go along) and
+that every figure is for CPU tensors.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from inspector.panels._render import RawHTML
 from inspector.panels.rpc_launch import (
     MAX_LOCAL_WORKERS,
     LaunchConfirmation,
-    launchable,
+    LaunchSummary,
     refusal,
+    summarize,
     world_job,
 )
 from inspector.panels.rpc_maps import ROWS_CSS, MapRow
@@ -62,7 +64,7 @@ class RpcPanel(Panel[RpcState]):
         self.last_plan: TopologyPlan | None = None
         self.last_world: WorldSnapshot | None = None
         self.last_launch_error: BaseException | None = None
-        self.launch_note = ""
+        self.launched: LaunchSummary | None = None  # what the last launch ran
         self._names: list[str] = []
         self._loading = False
         self.rows: list[MapRow] = []
@@ -118,6 +120,10 @@ class RpcPanel(Panel[RpcState]):
                                             tooltip="Start real workers for this plan on this machine, measure "
                                                     "RTT and bandwidth, then shut them down")  # fmt: skip
         self.launch_errors = ErrorLine("launch")
+        self.launch_preview = widgets.HTML()
+        self.launch_preview.add_class("inspector-rpc-launch-preview")
+        for control in (self.rtt_count, self.mebibytes):
+            control.observe(self.guard(self._preview), names="value")
         self.launch_button.on_click(self.guard_into(self.launch_errors, lambda _b: self.launch()))
         self.confirmation = LaunchConfirmation()
         self.job = BackgroundJob("Local world", triggers=[self.launch_button])
@@ -128,6 +134,7 @@ class RpcPanel(Panel[RpcState]):
         launch_box = widgets.VBox(
             [
                 widgets.HBox([self.rtt_count, self.mebibytes, self.launch_button]),
+                self.launch_preview,
                 self.launch_errors.widget,
                 self.confirmation.widget,
                 self.job.widget,
@@ -138,7 +145,7 @@ class RpcPanel(Panel[RpcState]):
         plan_json = widgets.VBox([widgets.HBox([export_button, import_button]), json_errors.widget, self.json_text])
         details = widgets.Accordion(children=[self.graph_out, self.derived_out, plan_json, launch_box,
                                               self.backends_out])  # fmt: skip
-        details.titles = ("Topology graph", "Reverse maps and device lists", "Plan JSON", "Launch a local world",
+        details.titles = ("Topology", "Reverse maps and device lists", "Plan JSON", "Launch a local world",
                           "Registered RPC backends")  # fmt: skip
         details.selected_index = 0
         header = PANEL_CSS + ROWS_CSS + "<b>RPC device maps</b>: plan a topology and see what init_rpc would say"
@@ -301,6 +308,7 @@ class RpcPanel(Panel[RpcState]):
         self.show(self.derived_out, current, RpcSection.DERIVED)
         if plan != self._linked:
             self.download.value, self._linked = download_link(plan), plan
+        self._preview()
         verdict = "init_rpc would start" if predicted is None else f"init_rpc would fail ({predicted.stage})"
         self.set_status(
             f"{len(plan.workers)} workers, {plan.pair_count} mapped pairs, {len(problems)} problem(s): {verdict}"
@@ -338,27 +346,38 @@ class RpcPanel(Panel[RpcState]):
         would refuse asks first (``confirmation``), unless ``confirmed``.
         """
         self.ensure_idle(self.job, "A local world is already running in this panel.", "launch again")
-        planned = self.plan
-        plan, note = launchable(planned)
-        reason = None if confirmed else refusal(planned, plan)
+        summary = self._summary(self.plan)
+        reason = None if confirmed else refusal(summary)
         if reason is not None:
             self.confirmation.ask(reason, self.guard(lambda: self.launch(wait=wait, confirmed=True)))
             return
         self.confirmation.dismiss()
-        job = world_job(plan, self.rtt_count.value, int(self.mebibytes.value * MIB))
-        self.launch_note = note
-        self.world_html.value = html.escape(note) + "starting…"
+        job = world_job(summary.launched, summary.samples, max(summary.sizes))
+        self.launched = summary
+        self.world_html.value = html.escape(f"Starting: {summary.before()}")
         self.put(self.world_out)
         # A failure while showing the result appears in the launch box's error line.
         self.start_job(self.job, job, self._launched, self._launch_failed, done_errors=self.launch_errors, wait=wait)
 
+    def _summary(self, plan: TopologyPlan) -> LaunchSummary:
+        return summarize(plan, self.rtt_count.value, int(self.mebibytes.value * MIB))
+
+    def _preview(self, _change: Any = None) -> None:
+        """Say what Launch would start and measure for the plan shown (or why it cannot)."""
+        plan = self.last_plan
+        if plan is None:
+            return
+        try:
+            text = self._summary(plan).before()
+        except ValueError as exc:  # too many workers: the launch would refuse, saying so
+            text = str(exc).partition("\n")[0]
+        self.launch_preview.value = f"<small>{html.escape(text)}</small>"
+
     def _launched(self, snapshot: WorldSnapshot) -> None:
         self.last_world = snapshot
         self.last_launch_error = None
-        self.world_html.value = html.escape(
-            f"{self.launch_note}{len(snapshot.workers)} workers ready in {snapshot.start_seconds:.2f} s, "
-            "then shut down."
-        )
+        summary = self.launched
+        self.world_html.value = html.escape(summary.after(snapshot) if summary else "")
         self.show(self.world_out, self.page(self.state()), RpcSection.WORLD)
 
     def _launch_failed(self, exc: BaseException) -> None:

@@ -24,11 +24,14 @@ the gather and torch's own rendezvous, a moment later, is waited for with torch'
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 import numbers
 import os
 import time
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
 from inspector._messages import Message
@@ -116,16 +119,38 @@ def start_unguarded(name: str, backend: object, rank: int, world_size: int | Non
     _start_torch(name, resolve_backend(backend), rank, world_size, options)
 
 
+# NOTE [ The Gloo deprecation warning ]
+# torch's TensorPipe start-up gathers every rank's maps with ``all_gather_object`` over a
+# ``ProcessGroupGloo`` it builds itself, and torch then warns, on every rank, "You are using a
+# Backend ... ProcessGroupGloo as a ProcessGroup. This usage is deprecated" (pytorch#149393):
+# about torch's own code, which a user cannot change. That one warning, matched by its text, is
+# ignored while our start-up runs; any other warning shows as usual. ``catch_warnings`` restores
+# the process's filters afterwards (a filter another thread adds during that second is lost).
+GLOO_BACKEND_WARNING = r"You are using a Backend .*ProcessGroupGloo.* as a ProcessGroup"
+
+
+@contextlib.contextmanager
+def without_gloo_backend_warning() -> Iterator[None]:
+    """Ignore torch's warning about its own Gloo gather, and only it (NOTE [ The Gloo deprecation warning ])."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=GLOO_BACKEND_WARNING, category=UserWarning)
+        yield
+
+
 def _start_torch(name: str, member: BackendType, rank: int, world_size: int | None, options: Any) -> None:
-    """torch's public ``init_rpc`` for a backend torch knows; our registry's steps for one only we know."""
+    """torch's public ``init_rpc`` for a backend torch knows; our registry's steps for one only we know.
+
+    Without torch's warning about its own gather (NOTE [ The Gloo deprecation warning ]).
+    """
     import torch.distributed.rpc as rpc
     from torch.distributed.rpc import backend_registry
 
-    if _torch_knows(member):
-        rpc.init_rpc(name, backend=backend_registry.BackendType[member.name], rank=rank, world_size=world_size,
-                     rpc_backend_options=options)  # fmt: skip
-    else:
-        init_through_registry(name, member, rank, world_size, options)
+    with without_gloo_backend_warning():
+        if _torch_knows(member):
+            rpc.init_rpc(name, backend=backend_registry.BackendType[member.name], rank=rank, world_size=world_size,
+                         rpc_backend_options=options)  # fmt: skip
+        else:
+            init_through_registry(name, member, rank, world_size, options)
 
 
 def init_rpc(

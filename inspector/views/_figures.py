@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from matplotlib.figure import Figure
+from matplotlib.layout_engine import ConstrainedLayoutEngine
 
 # Transparent background and a mid-grey foreground read on JupyterLab's light and dark themes.
 NEUTRAL_INK = "#7f7f7f"
@@ -37,6 +38,13 @@ def new_figure(width: float = 6.4, height: float = 4.0) -> Figure:
     fig = Figure(figsize=fitted_size(width, height), layout="constrained", dpi=DPI)
     fig.patch.set_alpha(0.0)
     return fig
+
+
+def pad_figure(fig: Figure, inches: float = 0.08) -> None:
+    """Keep the content ``inches`` from the image's edge (the layout's default lets a frame touch it)."""
+    engine = fig.get_layout_engine()
+    if isinstance(engine, ConstrainedLayoutEngine):
+        engine.set(w_pad=inches, h_pad=inches)
 
 
 def style_axes(ax, ink: str = NEUTRAL_INK) -> None:

@@ -30,8 +30,9 @@ def register(*, replace: bool = False) -> bool:
     way. Returns whether the inspector's family is registered now.
     """
     from inspector._free_names import may_register_family
+    from inspector.dispatch.registry import REGISTRY
 
-    if not replace and not may_register_family(FAMILY, origin=ORIGIN):
+    if not replace and not may_register_family(REGISTRY, FAMILY, origin=ORIGIN):
         return False
     register_family(
         FAMILY, lambda: records(machine_order()), MATH, extractor=context_from_call, completer=complete,
@@ -43,9 +44,9 @@ def register(*, replace: bool = False) -> bool:
 
 def ensure_registered() -> None:
     """Register ``torch_sdpa`` if it is not registered now (e.g. after a test emptied the registry)."""
-    from inspector.dispatch import families
+    from inspector.dispatch.registry import REGISTRY
 
-    if FAMILY not in families():
+    if REGISTRY.registered_family(FAMILY) is None:
         register()
 
 
