@@ -101,9 +101,9 @@ def _run_part(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[Any]
     if args.part == "loader":  # the one part with options of its own
         return _run_loader(args)
     if args.part == "dispatch":
-        from inspector.examples import register_all
+        from inspector.demos import load_demos
 
-        register_all()  # the attention demo is what the hot path is measured on (never over your family)
+        load_demos(True)  # the attention demo is what the hot path is measured on (never over your family)
     module, _, function = part(args.part).bench.partition(":")
     measurements = getattr(importlib.import_module(module), function)(progress=progress_bar)
     return [m.as_dict() for m in measurements], measurements, "", None

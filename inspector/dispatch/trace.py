@@ -17,9 +17,9 @@ from inspector.dispatch.errors import ExplicitSelectionError, NoImplementationEr
 from inspector.dispatch.overrides import get_override
 from inspector.dispatch.plan import FamilyPlan, adhoc_record
 from inspector.dispatch.records import ImplRecord
-from inspector.dispatch.registry import plan_for
+from inspector.dispatch.registry import plan_for, seeded
 from inspector.dispatch.resolution import decide_in
-from inspector.dispatch.selection import PROFILE, seeded
+from inspector.dispatch.selection import PROFILE
 from inspector.dispatch.spec import ClauseCheck
 
 MATCH, REJECT, UNAVAILABLE, UNFAITHFUL = "MATCH", "reject", "SKIP unavailable", "SKIP not faithful"

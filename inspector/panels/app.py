@@ -10,6 +10,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from inspector.demos import load_demos
 from inspector.panels._base import PANEL_CSS, Panel
 from inspector.panels._tooltips import reach_the_page, tips_output
 from inspector.parts import PARTS, part
@@ -33,34 +34,12 @@ def available_tabs() -> tuple[TabSpec, ...]:
     return tuple(spec for spec in TABS if importlib.util.find_spec(spec.module) is not None)
 
 
-def user_registered_anything() -> bool:
-    """Whether the user's own op families or data backends are registered (demos aside)."""
-    from inspector._free_names import ORIGIN
-    from inspector.backends import default_registry
-    from inspector.dispatch.registry import _FAMILIES
-    from inspector.dispatch.torch_sdpa.family import ORIGIN as TORCH_SDPA
-
-    builtin = (ORIGIN, TORCH_SDPA)
-    if any(family.origin not in builtin for family in _FAMILIES.values()):
-        return True
-    return any(not b.origin.startswith(ORIGIN) for b in default_registry().snapshot().backends)
-
-
-def load_demos(demos: bool | None) -> tuple[str, ...]:
-    """The app's demo policy: ``True`` loads them (under free names only), ``False`` never, ``None``
-    only when the user registered nothing of their own. Returns notes for the status line."""
-    if demos is False or (demos is None and user_registered_anything()):
-        return ("demos not loaded: showing your own families and backends (inspector.show(demos=True) adds them)",)
-    from inspector.examples import register_all
-
-    return tuple(f"demo skipped: {note}" for note in register_all())
-
-
 class Inspector:
     """Tabs over every engine part; ``panels`` holds the ones built so far.
 
     ``demos``: ``None`` (default) loads the embedded demo families and data backends only when
-    you registered none of your own; ``True`` adds them under free names; ``False`` never.
+    you registered none of your own; ``True`` adds them under free names; ``False`` never (the
+    policy is ``inspector.demos.load_demos``, which the command line follows too).
     """
 
     def __init__(self, tabs: tuple[TabSpec, ...] | None = None, *, demos: bool | None = None) -> None:

@@ -334,7 +334,7 @@ class DispatchPanel(Panel[DispatchState]):
             cells = what_if(self.family.value, self.context, **sweep)
         self._what_if = (self.family.value, cells)
         blocks = self._render().section(what_if_key(self.family.value)).blocks
-        self.last_what_if = next(block.value for block in blocks if block.kind == FIGURE)
+        self.last_what_if = next((block.value for block in blocks if block.kind == FIGURE), None)  # one line: agreed
         return cells
 
     def run_and_compare(self) -> pd.DataFrame:

@@ -22,6 +22,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from inspector._isolation import restoring
 from inspector._messages import Message
 from inspector.rpc._errors import RpcError
 from inspector.rpc._tensorpipe import construct_tensorpipe_options, init_tensorpipe_backend
@@ -120,6 +121,16 @@ class BackendType(metaclass=_BackendTypeMeta):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_member_named, (self.name,))
+
+    @classmethod
+    def save_state(cls) -> dict[str, BackendType]:
+        """The registered backends, for ``inspector._isolation.restoring`` (``scoped_backends``)."""
+        return dict(cls._table)
+
+    @classmethod
+    def restore_state(cls, state: dict[str, BackendType]) -> None:
+        cls._table.clear()
+        cls._table.update(state)
 
 
 def _member_named(name: str) -> BackendType:
@@ -228,9 +239,5 @@ register_backend("TENSORPIPE", construct_tensorpipe_options, init_tensorpipe_bac
 @contextlib.contextmanager
 def scoped_backends() -> Iterator[None]:
     """Undo every registration made inside the block (for tests and notebooks)."""
-    saved = dict(BackendType._table)
-    try:
+    with restoring(BackendType):
         yield
-    finally:
-        BackendType._table.clear()
-        BackendType._table.update(saved)

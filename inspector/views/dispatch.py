@@ -24,6 +24,7 @@ from inspector.dispatch import (
     families,
     op_backend,
     rows,
+    torch_sdpa,
     trace,
     what_if,
 )
@@ -32,7 +33,7 @@ from inspector.dispatch.torch_sdpa.watch import WatchTable
 from inspector.views._figures import MAX_HEIGHT_IN, key_above, new_figure, style_axes
 from inspector.views._palette import NO_ROW_GREY, colour_of, row_colours
 from inspector.views._tables import styled
-from inspector.views.page import Block, Page, figure, lazy, pre, table, trusted_html
+from inspector.views.page import Block, Page, figure, lazy, note, pre, table, trusted_html
 
 DECISION_COLUMNS = ["row", "priority", "available", "faithful", "verdict", "failing", "chosen", "origin"]
 CHOSEN_STYLE = "background-color: rgba(44, 160, 44, 0.25); font-weight: bold"
@@ -351,9 +352,14 @@ def default_context(family: str) -> CallContext:
 
 
 def trace_or_failure(family: str, ctx: CallContext) -> Trace:
-    """One family's trace; a family that refuses the context (an axis meant for another) says why."""
+    """One family's trace; a family that refuses the context (an axis meant for another) says why.
+
+    PyTorch's own family decides in the order PyTorch uses for the call (cuDNN first on some GPUs).
+    """
+    from inspector.dispatch.torch_sdpa.family import ours, trace_context
+
     try:
-        return trace(family, ctx)
+        return trace_context(ctx) if family == torch_sdpa.FAMILY and ours() else trace(family, ctx)
     except ValueError as exc:
         return Trace.failed(family, ctx, exc)
 
@@ -379,11 +385,35 @@ def current_state(
 
 
 def sweep_what_if(family: str, ctx: CallContext, head_dims: Sequence[int] = (64, 256)) -> tuple[WhatIfCell, ...]:
-    """The standard grid: dtype × head_dim × mask × grad."""
+    """The standard grid: dtype × head_dim × mask × grad; for PyTorch's own family, the axes that
+    change its answer (device and GPU × dtype × variations of the call, ``torch_sdpa.what_if_grid``)."""
     import torch
 
+    if family == torch_sdpa.FAMILY:
+        return torch_sdpa.what_if_grid(ctx)
     return what_if(family, ctx, dtype=[getattr(torch, name) for name in WHAT_IF_SWEEP_DTYPES],
                    head_dim=list(head_dims), has_mask=[False, True], grad_enabled=[True, False])
+
+
+def what_if_index(cells: Sequence[WhatIfCell]) -> list[str] | None:
+    """The axes a grid's rows show: device and dtype for ``torch_sdpa``'s, dtype and head_dim otherwise."""
+    swept = {name for cell in cells[:1] for name, _ in cell.axes}
+    for wanted in (("device", "dtype"), ("dtype", "head_dim")):
+        index: list[str] = [name for name in wanted if name in swept]
+        if index:
+            return index
+    return None
+
+
+def what_if_blocks(family: str, cells: Sequence[WhatIfCell]) -> list[Block]:
+    """A grid as its key and heatmap, or one line when every cell runs the same row."""
+    winners = {cell.row for cell in cells}
+    if cells and len(winners) == 1 and None not in winners:
+        swept = " × ".join(name for name, _ in cells[0].axes)
+        return [note(f"Every one of the {len(cells)} combinations ({swept}) runs {cells[0].row}.")]
+    heatmap = what_if_heatmap(cells, index=what_if_index(cells), title=f"{family}: winning row", family=family,
+                              key=False)
+    return [trusted_html(what_if_key_html(cells, family)), figure(heatmap, f"{family} what-if grid")]
 
 
 def page(state: DispatchState) -> Page:
@@ -414,13 +444,7 @@ def _families_blocks(traces: tuple[Trace, ...]) -> list[Block]:
 
 
 def _what_if_blocks(family: str, cells: tuple[WhatIfCell, ...]) -> Any:
-    def build() -> list[Block]:
-        swept = {name for cell in cells[:1] for name, _ in cell.axes}
-        index = [name for name in ("dtype", "head_dim") if name in swept] or None
-        heatmap = what_if_heatmap(cells, index=index, title=f"{family}: winning row", family=family, key=False)
-        return [trusted_html(what_if_key_html(cells, family)), figure(heatmap, f"{family} what-if grid")]
-
-    return build
+    return lambda: what_if_blocks(family, cells)
 
 
 def _what_ran_blocks(state: DispatchState) -> list[Block]:

@@ -216,7 +216,7 @@ def test_loading_a_context_into_the_editor(panel: DispatchPanel) -> None:
 
 
 def test_torch_sdpa_sits_beside_the_other_families_and_its_toggle_steers_pytorch() -> None:
-    from inspector.dispatch.torch_sdpa.steering import current_flags
+    from inspector.dispatch.torch_sdpa.flags import current_flags
 
     panel = DispatchPanel(family="torch_sdpa")
     assert "torch_sdpa" in panel.toggles and "attention" in panel.toggles
