@@ -10,7 +10,7 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from inspector.demos import load_demos
+from inspector.demos import load_demos, sample_configs, user_registered_anything
 from inspector.panels._base import PANEL_CSS, Panel
 from inspector.panels._tooltips import reach_the_page, tips_output
 from inspector.parts import PARTS, part
@@ -86,9 +86,7 @@ class Inspector:
         """What a panel gets from the demos the app loaded: the Backends tab, configs that build as they stand."""
         if not self.demos_loaded or spec.part != "backends":
             return {}
-        from inspector.examples.data_backends import example_configs
-
-        return {"configs": example_configs()}
+        return {"configs": sample_configs()}
 
     @property
     def current(self) -> Panel[Any] | None:
