@@ -9,6 +9,7 @@ the first available, faithful row whose ``Spec`` accepts the ``CallContext`` > t
 
 from __future__ import annotations
 
+from inspector.dispatch.clauses import ClauseCheck
 from inspector.dispatch.compare import RowRun, run_rows
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import (
@@ -44,7 +45,7 @@ from inspector.dispatch.registry import (
 from inspector.dispatch.registry import plugins as family_plugins
 from inspector.dispatch.resolution import PlanResolution, context_for, resolve, resolve_plan
 from inspector.dispatch.selection import ENV_VAR, parse_selections
-from inspector.dispatch.spec import Axis, ClauseCheck, Spec, axis
+from inspector.dispatch.spec import Axis, Spec, axis
 from inspector.dispatch.steering import Steer
 from inspector.dispatch.trace import PlanTrace, RowTrace, Trace, explain, explain_plan, trace, trace_plan
 from inspector.dispatch.what_if import WhatIfCell, what_if

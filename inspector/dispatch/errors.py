@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from inspector._messages import Message
-from inspector.dispatch.spec import ClauseCheck
+from inspector.dispatch.clauses import ClauseCheck
 from inspector.errors import InspectorError
 
 

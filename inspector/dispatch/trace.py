@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from inspector.dispatch.clauses import ClauseCheck
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import ExplicitSelectionError, NoImplementationError, UnknownImplementationError
 from inspector.dispatch.overrides import get_override
@@ -20,7 +21,6 @@ from inspector.dispatch.records import ImplRecord
 from inspector.dispatch.registry import plan_for, seeded
 from inspector.dispatch.resolution import decide_in
 from inspector.dispatch.selection import PROFILE
-from inspector.dispatch.spec import ClauseCheck
 
 MATCH, REJECT, UNAVAILABLE, UNFAITHFUL = "MATCH", "reject", "SKIP unavailable", "SKIP not faithful"
 SELECTION_ERRORS = (ExplicitSelectionError, UnknownImplementationError, NoImplementationError)

@@ -34,6 +34,7 @@ from inspector.dispatch.torch_sdpa import ensure_registered
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel, busy
 from inspector.panels._guard import ErrorLine, StaleMark
 from inspector.panels._render import RawHTML
+from inspector.panels._sections import Sections
 from inspector.panels.context_editor import DTYPES, ContextEditor
 from inspector.panels.dispatch_feedback import env_problems, env_problems_html, refusal_html, toggle_marks
 from inspector.views.dispatch import (
@@ -58,11 +59,7 @@ class DispatchPanel(Panel[DispatchState]):
     def __init__(self, family: str | None = None, context: CallContext | None = None) -> None:
         super().__init__()
         ensure_registered()  # PyTorch's own SDPA family is always there
-        names = list(families())
-        if not names:
-            raise RuntimeError(
-                "No operator family is registered; register one, or `import inspector.examples` for the demos"
-            )
+        names = list(families())  # never empty: torch_sdpa is registered above
         self.family = widgets.Dropdown(options=names, value=family or names[0], description="family",
                                        layout=widgets.Layout(width="220px"),
                                        tooltip="The op family whose decision table is shown")  # fmt: skip
@@ -105,7 +102,7 @@ class DispatchPanel(Panel[DispatchState]):
         self.what_if_out = widgets.Output()
         self.compare_out = widgets.Output()
         self.ran_out = widgets.Output()
-        details = widgets.Accordion(children=[
+        details = Sections(zip(("Trace", "Plan (all families)", "What-if grid", "Run and compare", "What ran"), [
             self.trace_html,
             self.plan_out,
             self._action_box("Draw what-if grid", "th", "Heatmap of the winning row over dtype x head_dim x mask "
@@ -114,13 +111,11 @@ class DispatchPanel(Panel[DispatchState]):
                              "context and compare it with the reference", self.run_and_compare, self.compare_out),
             self._action_box("Show what ran", "history", "The calls of the last `with torch_sdpa.watch():` block, "
                              "and decisions of any running record_decisions()", self.show_what_ran, self.ran_out),
-        ])  # fmt: skip
-        details.titles = ("Trace", "Plan (all families)", "What-if grid", "Run and compare", "What ran")
-        details.selected_index = 0
+        ], strict=True))  # fmt: skip
         self.put(self.what_if_out, RawHTML("<i>No grid yet: press <b>Draw what-if grid</b>.</i>"))
         self.put(self.compare_out, RawHTML("<i>No comparison yet: press <b>Run and compare rows</b>.</i>"))
         self.put(self.ran_out, RawHTML("<i>Nothing shown yet: press <b>Show what ran</b>.</i>"))
-        self.results = StaleMark(self.table_out, details)
+        self.results = StaleMark(self.table_out, details.widget)
         self.family.observe(self.guard(lambda _c: self.refresh()), names="value")
         toggle_rows = [widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="100px")), toggle,
                                      self.refusals[name]]) for name, toggle in self.toggles.items()]  # fmt: skip
@@ -265,10 +260,8 @@ class DispatchPanel(Panel[DispatchState]):
 
     def _mark_toggles(self) -> None:
         """Mark, on each toggle, the rows that cannot serve the context, with the refusal beside it."""
-        for item in self._plan:
-            toggle = self.toggles.get(item.family)
-            if toggle is None:
-                continue
+        for item in self._plan:  # one trace per toggle (refresh traces the toggles' families)
+            toggle = self.toggles[item.family]
             icons, tips = toggle_marks(item, list(toggle.options))
             if list(toggle.icons) != icons:
                 toggle.icons = icons

@@ -36,7 +36,8 @@ from typing import Any
 
 from inspector._messages import Message
 from inspector.rpc._errors import RendezvousConfigError, RpcJoinError, RpcUnavailableError, WorkerConfigError, short
-from inspector.rpc._job import check_job, gathered_plan, remember, worker_record
+from inspector.rpc._job import check_job, gathered_plan, worker_record
+from inspector.rpc._job_state import remember
 from inspector.rpc._join import JobStore, Waiter, arrival_record, log_interval, logger
 from inspector.rpc._plan import TopologyPlan
 from inspector.rpc._problems import DeviceMapError

@@ -3,8 +3,7 @@
 ``inspector.rpc.init_rpc`` gathers each rank's arrival record (name, backend, device count,
 devices, maps) and builds the job's plan from them in rank order; every rank builds the same
 plan from the same records, so every rank reaches the same verdict and raises the same report.
-``TopologyPlan.from_job()`` returns that plan, or gathers one over RPC from a job started by
-torch's own ``init_rpc``.
+``remember`` keeps it (``_job_state``), where ``TopologyPlan.from_job()`` finds it.
 """
 
 from __future__ import annotations
@@ -14,22 +13,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from inspector._messages import Message
-from inspector.rpc._errors import JobTopologyError, RpcError
+from inspector.rpc._errors import JobTopologyError
 from inspector.rpc._plan import TopologyPlan
 from inspector.rpc._prediction import predict_init_error
-from inspector.rpc._torch_internals import require_torch_internals
 from inspector.rpc._worker_plan import PlanError, WorkerPlan
 
 logger = logging.getLogger("inspector.rpc")
-
-JOB_INTERNALS = (
-    "torch.distributed.rpc.api._get_current_rpc_agent",
-    "torch.distributed.rpc.api._is_current_rpc_agent_set",
-    "torch.distributed.rpc.backend_registry._get_device_infos",
-)
-
-_last_plan: list[TopologyPlan] = []  # the plan the last guarded start in this process gathered
-
 
 def worker_record(worker: WorkerPlan) -> dict[str, Any]:
     """The part of an arrival record that plans the worker (maps as ordered pairs)."""
@@ -92,41 +81,3 @@ def check_job(plan: TopologyPlan) -> None:
         next_step="fix the options of the workers named above; every rank raised this same report",
     )
     raise _refused(plan, message, problems, warnings, predicted)
-
-
-def remember(plan: TopologyPlan) -> None:
-    _last_plan[:] = [plan]
-
-
-def _gather_live() -> TopologyPlan:
-    """The plan of a running job, gathered over RPC from every worker (torch's ``_get_device_infos``)."""
-    import torch.distributed.rpc as rpc
-    from torch.distributed.rpc import api, backend_registry
-
-    require_torch_internals(JOB_INTERNALS, "TopologyPlan.from_job")
-    infos = sorted(api._get_current_rpc_agent().get_worker_infos(), key=lambda info: info.id)
-    workers = []
-    for info in infos:
-        count, maps, devices = rpc.rpc_sync(info.name, backend_registry._get_device_infos)
-        workers.append(WorkerPlan.build(info.name, count, devices, maps))
-    return TopologyPlan(tuple(workers), static_group=True)
-
-
-def job_plan() -> TopologyPlan:
-    """``TopologyPlan.from_job()``: the gathered plan of this process's job (see the module docstring)."""
-    import torch.distributed.rpc as rpc
-
-    running = rpc.is_available() and bool(getattr(rpc, "_is_current_rpc_agent_set", lambda: False)())
-    if running:
-        names = {info.name for info in rpc.api._get_current_rpc_agent().get_worker_infos()}
-        if _last_plan and set(_last_plan[0].names) == names:
-            return _last_plan[0]
-        return _gather_live()
-    if _last_plan:
-        return _last_plan[0]
-    message = Message(
-        "No RPC job in this process: nothing was gathered and no RPC agent is running.",
-        next_step="start the job with inspector.rpc.init_rpc(...) (or torch's init_rpc), or plan one with "
-        "TopologyPlan.from_options / TopologyPlan.build",
-    )
-    raise RpcError(message)

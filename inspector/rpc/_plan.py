@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from numbers import Integral
 from typing import Any
 
-from inspector.rpc import _templates
+from inspector.rpc import _job_state, _templates
 from inspector.rpc._device_lists import device_list, reverse_maps
 from inspector.rpc._devices import Device, as_device, cuda_count
 from inspector.rpc._errors import TopologyTypeError, first_few, short
@@ -197,9 +197,14 @@ class TopologyPlan:
         rank's options at start-up; in a job started with torch's own ``init_rpc`` it is gathered
         now, over RPC, from every worker. Raises ``RpcError`` when no job is running here.
         """
-        from inspector.rpc._job import job_plan
-
-        return job_plan()
+        names, last = _job_state.running_workers(), _job_state.remembered()
+        if names is not None:
+            if last is not None and set(last.names) == names:
+                return last
+            return cls(_job_state.gather_live_workers(), static_group=True)
+        if last is not None:
+            return last
+        raise _job_state.no_job()
 
     # -- what torch gathers, as plain values ------------------------------------------------------
     @property

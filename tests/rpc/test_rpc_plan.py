@@ -302,19 +302,19 @@ def test_combining_every_ranks_plan_gives_the_jobs_static_plan_and_its_verdict()
 
 
 def test_from_job_without_a_job_says_how_to_start_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    from inspector.rpc import RpcError, _job
+    from inspector.rpc import RpcError, _job_state
 
-    monkeypatch.setattr(_job, "_last_plan", [])
+    monkeypatch.setattr(_job_state, "_last_plan", [])
     with pytest.raises(RpcError, match="No RPC job in this process") as caught:
         TopologyPlan.from_job()
     assert "next step = start the job with inspector.rpc.init_rpc" in str(caught.value)
 
 
 def test_from_job_returns_the_plan_the_last_guarded_start_gathered(monkeypatch: pytest.MonkeyPatch) -> None:
-    from inspector.rpc import _job
+    from inspector.rpc import _job_state
 
     plan = TopologyPlan.ring(3, 1)
-    monkeypatch.setattr(_job, "_last_plan", [plan])
+    monkeypatch.setattr(_job_state, "_last_plan", [plan])
     assert TopologyPlan.from_job() is plan
 
 
