@@ -15,7 +15,7 @@ It reads the registries through their public calls only.
 
 from __future__ import annotations
 
-__all__ = ["load_demos", "user_registered_anything"]
+__all__ = ["load_demos", "sample_configs", "user_registered_anything"]
 
 
 def user_registered_anything() -> bool:
@@ -38,3 +38,10 @@ def load_demos(demos: bool | None = None) -> tuple[str, ...]:
     from inspector.examples import register_all
 
     return tuple(f"demo skipped: {note}" for note in register_all())
+
+
+def sample_configs() -> dict[str, dict]:
+    """A config per demo data backend that builds as it stands (each points at sample files written for it)."""
+    from inspector.examples.data_backends import example_configs
+
+    return example_configs()

@@ -32,10 +32,17 @@ PANEL_CSS = """
 <style>
 .inspector-status { font-size: 0.9em; opacity: 0.85; }
 .inspector-error-box { border-left: 3px solid #d62728; padding: 4px 8px; margin: 4px 0; }
-.inspector-pre { font-size: 0.85em; line-height: 1.3; white-space: pre; overflow-x: auto; }
-/* Output areas make their <pre> inherit the page font (Voila: sans-serif); a trace stays monospace. */
-pre.inspector-pre, .jp-OutputArea-output pre.inspector-pre {
-  font-family: var(--jp-code-font-family, ui-monospace, "DejaVu Sans Mono", monospace); }
+/* Output areas make their <pre> inherit the page font (Voila: sans-serif) and the widget's line
+   height (28 px), and break words anywhere: a trace stays monospace, single-spaced, whole words,
+   its long lines scrolling sideways. */
+pre.inspector-pre, .jp-OutputArea-output pre.inspector-pre, .widget-html-content pre.inspector-pre {
+  font-family: var(--jp-code-font-family, ui-monospace, "DejaVu Sans Mono", monospace);
+  font-size: 0.85em; line-height: 1.3; white-space: pre; word-break: normal; overflow-wrap: normal;
+  overflow-x: auto; }
+pre.inspector-error-details, .jp-OutputArea-output pre.inspector-error-details,
+.widget-html-content pre.inspector-error-details {
+  font-size: 0.85em; line-height: 1.3; white-space: pre-wrap; word-break: normal; overflow-wrap: normal;
+  margin: 2px 0; }
 .inspector-panel .widget-label, .inspector-panel .jupyter-button { min-width: max-content; }
 .inspector-panel .widget-toggle-buttons .widget-toggle-button { min-width: max-content; }
 .inspector-stale > :not(.inspector-stale-note) { opacity: 0.4; }
@@ -83,6 +90,7 @@ class Panel(Generic[S]):
         self.widget: widgets.Widget = widgets.VBox([])
         self._shown: dict[int, tuple[str, Any]] = {}  # output area -> (section key, its inputs) shown there
         self._shown_lock = threading.RLock()  # background jobs render too
+        self._alone: widgets.Widget | None = None  # the panel displayed on its own (``_displayed``)
 
     def guard(self, fn: F) -> F:
         """Wrap a callback so a failure shows up in the panel instead of killing it."""
@@ -163,8 +171,16 @@ class Panel(Generic[S]):
         if wait:
             job.wait()
 
+    def _displayed(self) -> widgets.Widget:
+        """What displaying the panel alone shows: its widget, with its tooltips reaching the page."""
+        if self._alone is None:
+            from inspector.panels._tooltips import reach_the_page, tips_output
+
+            self._alone = widgets.VBox([tips_output(), reach_the_page(self.widget)])
+        return self._alone
+
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:
-        bundle = dict(self.widget._repr_mimebundle_(include=include, exclude=exclude) or {})
+        bundle = dict(self._displayed()._repr_mimebundle_(include=include, exclude=exclude) or {})
         bundle["text/html"] = self.static_html()
         return bundle
 

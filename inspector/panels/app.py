@@ -10,8 +10,9 @@ from typing import Any
 
 import ipywidgets as widgets
 
-from inspector.demos import load_demos
+from inspector.demos import load_demos, sample_configs, user_registered_anything
 from inspector.panels._base import PANEL_CSS, Panel
+from inspector.panels._tooltips import reach_the_page, tips_output
 from inspector.parts import PARTS, part
 
 
@@ -45,7 +46,9 @@ class Inspector:
         self.tabs = tabs if tabs is not None else available_tabs()
         from inspector._user_modules import import_user_modules
 
-        self.notes = (*import_user_modules(), *load_demos(demos))
+        user_notes = import_user_modules()
+        self.demos_loaded = demos is True or (demos is None and not user_registered_anything())
+        self.notes = (*user_notes, *load_demos(demos))
         self.panels: dict[str, Panel[Any]] = {}
         self.status = widgets.HTML(value="")  # the app's notes; each tab's status line is in the tab
         self.status.add_class("inspector-app-status")
@@ -53,8 +56,9 @@ class Inspector:
         self.tab = widgets.Tab(children=placeholders)
         self.tab.titles = tuple(t.title for t in self.tabs)
         self.tab.observe(self._on_select, names="selected_index")
-        self.widget = widgets.VBox([widgets.HTML(PANEL_CSS), self.tab, self.status])
+        self.widget = widgets.VBox([widgets.HTML(PANEL_CSS), tips_output(), self.tab, self.status])
         self.widget.add_class("inspector-app")
+        reach_the_page(self.widget)  # every tab's tooltips show in the browser (NOTE [ Tooltips in ipywidgets 8 ])
         self._show_status()
         if self.tabs:
             self.tab.selected_index = 0
@@ -70,13 +74,19 @@ class Inspector:
         index = titles.index(title)
         spec = self.tabs[index]
         panel_class = getattr(importlib.import_module(spec.module), spec.attribute)
-        panel = panel_class()
+        panel = panel_class(**self._demo_options(spec))
         self.panels[title] = panel
         children = list(self.tab.children)
         children[index] = panel.widget
         self.tab.children = children
         self.tab.titles = tuple(t.title for t in self.tabs)
         return panel
+
+    def _demo_options(self, spec: TabSpec) -> dict[str, Any]:
+        """What a panel gets from the demos the app loaded: the Backends tab, configs that build as they stand."""
+        if not self.demos_loaded or spec.part != "backends":
+            return {}
+        return {"configs": sample_configs()}
 
     @property
     def current(self) -> Panel[Any] | None:

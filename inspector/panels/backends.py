@@ -42,7 +42,8 @@ from inspector.views.backends import (
     verb_html,
 )
 
-# Small configs that build in well under a second; a caller may pass its own per backend.
+# Small configs that build in well under a second; a caller may pass its own per backend (the app passes the
+# demos' own, whose sample files it writes: ``inspector.examples.data_backends.example_configs``).
 DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
     "synthetic": {
         "data": {
@@ -51,7 +52,6 @@ DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
             "options": {"episodes": 2, "episode_length": 8, "horizon": 2},
         }
     },
-    "npz": {"data": {"dataset_type": "npz", "path": "/path/to/a/directory/of/npz/files", "batch_size": 4}},
 }
 
 

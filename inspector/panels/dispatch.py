@@ -35,6 +35,7 @@ from inspector.dispatch.torch_sdpa import ensure_registered, what_if_grid
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel, busy
 from inspector.panels._guard import ErrorLine, StaleMark
 from inspector.panels._render import RawHTML
+from inspector.panels._sections import Sections
 from inspector.panels.context_editor import DTYPES, ContextEditor
 from inspector.panels.dispatch_feedback import env_problems, env_problems_html, refusal_html, toggle_marks
 from inspector.views.dispatch import (
@@ -110,7 +111,7 @@ class DispatchPanel(Panel[DispatchState]):
         self.what_if_out = widgets.Output()
         self.compare_out = widgets.Output()
         self.ran_out = widgets.Output()
-        details = widgets.Accordion(children=[
+        details = Sections(zip(("Trace", "Plan (all families)", "What-if grid", "Run and compare", "What ran"), [
             self.trace_html,
             self.plan_out,
             self._action_box("Draw what-if grid", "th", "Heatmap of the winning row as the axes that change it vary "
@@ -121,13 +122,11 @@ class DispatchPanel(Panel[DispatchState]):
                              self.run_and_compare, self.compare_out),
             self._action_box("Show what ran", "history", "The calls of the last `with torch_sdpa.watch():` block, "
                              "and decisions of any running record_decisions()", self.show_what_ran, self.ran_out),
-        ])  # fmt: skip
-        details.titles = ("Trace", "Plan (all families)", "What-if grid", "Run and compare", "What ran")
-        details.selected_index = 0
+        ], strict=True))  # fmt: skip
         self.put(self.what_if_out, RawHTML("<i>No grid yet: press <b>Draw what-if grid</b>.</i>"))
         self.put(self.compare_out, RawHTML("<i>No comparison yet: press <b>Run and compare rows</b>.</i>"))
         self.put(self.ran_out, RawHTML("<i>Nothing shown yet: press <b>Show what ran</b>.</i>"))
-        self.results = StaleMark(self.table_out, details)
+        self.results = StaleMark(self.table_out, details.widget)
         self.family.observe(self.guard(lambda _c: self._family_changed()), names="value")
         toggle_rows = [widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="100px")), toggle,
                                      self.refusals[name]]) for name, toggle in self.toggles.items()]  # fmt: skip

@@ -25,6 +25,7 @@ from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, StaleMark, error_html
 from inspector.panels._render import RawHTML
+from inspector.panels._sections import Sections
 from inspector.panels.rpc_launch import (
     MAX_LOCAL_WORKERS,
     LaunchConfirmation,
@@ -143,11 +144,9 @@ class RpcPanel(Panel[RpcState]):
             ]
         )
         plan_json = widgets.VBox([widgets.HBox([export_button, import_button]), json_errors.widget, self.json_text])
-        details = widgets.Accordion(children=[self.graph_out, self.derived_out, plan_json, launch_box,
-                                              self.backends_out])  # fmt: skip
-        details.titles = ("Topology", "Reverse maps and device lists", "Plan JSON", "Launch a local world",
-                          "Registered RPC backends")  # fmt: skip
-        details.selected_index = 0
+        self.details = Sections([("Topology", self.graph_out), ("Reverse maps and device lists", self.derived_out),
+                                 ("Plan JSON", plan_json), ("Launch a local world", launch_box),
+                                 ("Registered RPC backends", self.backends_out)])  # fmt: skip
         header = PANEL_CSS + ROWS_CSS + "<b>RPC device maps</b>: plan a topology and see what init_rpc would say"
         rows_help = ("<small>Each row: the caller's <i>source</i> device → the callee's <i>target</i> device "
                      "(<code>set_device_map(callee, {source: target})</code> on the caller)</small>")  # fmt: skip
@@ -157,7 +156,7 @@ class RpcPanel(Panel[RpcState]):
         plan_box.add_class("inspector-rpc-plan-box")
         rows_area = widgets.VBox([widgets.HTML(rows_help), self.rows_box, add_button, self.rows_errors.widget])
         rows_area.add_class("inspector-rpc-rows-box")
-        self.results = StaleMark(self.init_html, self.problems_out, details)
+        self.results = StaleMark(self.init_html, self.problems_out, self.details.widget)
         self.widget = widgets.VBox([
             widgets.HTML(header), widgets.HBox([self.templates.widget, from_job, self.download]),
             plan_box, rows_area, self.status, self.errors.widget, self.results.widget,

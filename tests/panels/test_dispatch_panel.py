@@ -139,7 +139,7 @@ def test_a_typo_already_in_the_environment_shows_when_the_panel_opens(monkeypatc
 def test_the_work_buttons_are_disabled_while_they_run_and_say_what_to_press_before(panel: DispatchPanel) -> None:
     assert "No grid yet: press" in html_of(panel.what_if_out)
     assert "No comparison yet: press" in html_of(panel.compare_out)
-    box = panel.results.widget.children[2].children[2]  # the what-if box of the accordion
+    box = panel.results.widget.children[2].children[2].children[0]  # the what-if box, in its own section
     button = box.children[0]
     seen: list[bool] = []
     button.observe(lambda change: seen.append(change["new"]), names="disabled")

@@ -243,7 +243,7 @@ def test_a_template_fills_the_rows(panel: RpcPanel, kind: str, workers: int, gpu
 def test_the_jobs_plan_is_shown_or_the_panel_says_there_is_no_job(
     panel: RpcPanel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from inspector.rpc import _job
+    from inspector.rpc import _job_state as _job
 
     monkeypatch.setattr(_job, "_last_plan", [])
     panel.guard(panel.load_job_plan)()
