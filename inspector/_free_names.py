@@ -1,9 +1,10 @@
 """What the inspector ships registers only under free names: a family or backend the user
 registered always wins.
 
-Every demo registration (and PyTorch's own ``torch_sdpa`` family) asks ``may_register`` first;
-a name that is taken by someone else is skipped and remembered, so the app can say which of
-its own it left out and why.
+Every demo registration (and PyTorch's own ``torch_sdpa`` family) asks ``may_register_*`` first,
+handing over the registry it is about (read through its public calls, so this module imports no
+engine part); a name that is taken by someone else is skipped and remembered, so the app can say
+which of its own it left out and why.
 """
 
 from __future__ import annotations
@@ -14,12 +15,11 @@ ORIGIN = "inspector.examples"
 _skipped: dict[str, str] = {}
 
 
-def may_register_family(name: str, origin: str = ORIGIN) -> bool:
+def may_register_family(registry: Any, name: str, origin: str = ORIGIN) -> bool:
     """Whether the family ``name`` that the inspector ships (a demo, or PyTorch's ``torch_sdpa``
-    from ``origin``) may be (re-)registered: the name is free or already the inspector's own."""
-    from inspector.dispatch.registry import _FAMILIES
-
-    family = _FAMILIES.get(name)
+    from ``origin``) may be (re-)registered on the dispatch ``registry``: the name is free or
+    already the inspector's own."""
+    family = registry.registered_family(name)
     if family is None or family.origin == origin:
         _skipped.pop(f"family {name}", None)
         return True

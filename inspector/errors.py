@@ -3,16 +3,34 @@
 Each engine part has its own root under ``InspectorError`` (``DispatchError``, ``BackendError``,
 ``LoaderError``, ``RpcError``), and each concrete error also subclasses the builtin it would
 otherwise be (``KeyError``, ``ValueError``, ``OSError``...), so both ``except LoaderError`` and
-``except OSError`` catch what they mean.
+``except OSError`` catch what they mean. Their text is built by ``inspector._messages.Message``
+(NOTE [ Messages ]), which the error keeps as ``explanation``.
 """
 
 from __future__ import annotations
+
+from typing import Any
+
+from inspector._messages import Message
 
 __all__ = ["Cancelled", "InspectorError"]
 
 
 class InspectorError(Exception):
-    """Anything the inspector raises on purpose."""
+    """Anything the inspector raises on purpose.
+
+    Built from a ``Message`` (``raise SomeError(Message(headline, facts, next_step=...))``), the
+    error's text is the message's and ``explanation`` keeps its pieces; from a plain string, it is
+    ``None``.
+    """
+
+    explanation: Message | None = None
+
+    def __init__(self, *args: Any) -> None:
+        if args and isinstance(args[0], Message):
+            self.explanation = args[0]
+            args = (str(args[0]), *args[1:])
+        super().__init__(*args)
 
 
 class Cancelled(InspectorError):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import tempfile
 
 import pytest
 
@@ -30,6 +31,26 @@ def _browser_skip_reason() -> str | None:
     return None
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite, and every process it starts (CLI runs, notebook kernels, JupyterLab), keeps benchmark
+    history in a folder of this run, never in the user's cache."""
+    folder = tempfile.mkdtemp(prefix="inspector-test-cache-")
+    config.stash[_CACHE_KEY] = (folder, os.environ.get("INSPECTOR_CACHE_DIR"))
+    os.environ["INSPECTOR_CACHE_DIR"] = folder
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    folder, before = config.stash.get(_CACHE_KEY, (None, None))
+    if folder is None:
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    if before is None:
+        os.environ.pop("INSPECTOR_CACHE_DIR", None)
+    else:
+        os.environ["INSPECTOR_CACHE_DIR"] = before
+
+
+_CACHE_KEY = pytest.StashKey[tuple[str, "str | None"]]()
 CUDA_SKIP = _cuda_skip_reason()
 BROWSER_SKIP = _browser_skip_reason()
 

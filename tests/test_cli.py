@@ -82,7 +82,7 @@ def test_bench_dispatch_writes_csv_and_plot(tmp_path) -> None:
     result = run("bench", "dispatch", "--out", str(tmp_path / "d.csv"), "--plot", str(tmp_path / "d.png"))
     assert result.returncode in (0, 1), result.stderr  # 1 only when a speed target is missed on a busy machine
     assert "op_backend enter+exit" in result.stdout and "[target" in result.stdout
-    assert "5/5 dispatch: done" in result.stderr  # the progress bar
+    assert "6/6 dispatch: done" in result.stderr  # the progress bar
     header = (tmp_path / "d.csv").read_text().splitlines()[0]
     assert header.startswith("part,name,value,unit,baseline")
     assert (tmp_path / "d.png").read_bytes().startswith(b"\x89PNG")

@@ -87,12 +87,14 @@ BAD_FILES: list[tuple[str | bytes, str]] = [
     (csv_text([_row().as_dict()]) + ",".join(["x"] * 30) + "\n", "line 3 has more fields than the header"),
     ('{"plan": 1}\n', "holds no loader runs"),
     ('{"a": [1,\n2]}\n', "is one JSON document, not a loader history"),
-    ('{"part": "loader", "rows": [{"layout": "steps"}]}\n', "run 1 of 1, row 1: no size_mb"),
-    ('{"part": "loader", "rows": [1]}\n', "row 1 is not an object"),
+    ('{"part": "loader", "rows": [{"layout": "steps"}]}\n', "no loader runs (1 line of the history could not be "
+                                                             "read and was skipped (line 1: rows[0]: no size_mb"),
+    ('{"part": "loader", "rows": [1]}\n', "line 1: rows[0]: is not an object"),
     (json.dumps({"part": "loader", "rows": [_row().as_dict()], "environment": {"cpu": "<img src=x>"}}) + "\n",
-     "environment.cpu is not plain text"),
+     "line 1: environment is not plain text"),
     (json.dumps({"part": "loader", "rows": [{**_row().as_dict(), "mb_s": True}]}) + "\n", "is a boolean"),
-    ('{"part": "loader", "rows": [{"mb_s": NaN}]}\n', "holds no loader runs (1 line could not be read as JSON)"),
+    ('{"part": "loader", "rows": [{"mb_s": NaN}]}\n', "holds no loader runs (1 line of the history could not be "
+                                                      "read and was skipped (line 1: not JSON (NaN"),
 ]
 
 

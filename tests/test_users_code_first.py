@@ -17,6 +17,7 @@ from inspector.dispatch import (
     CallContext,
     ImplRecord,
     Spec,
+    default_registry,
     families,
     family_plugins,
     get_family,
@@ -24,7 +25,6 @@ from inspector.dispatch import (
     register_family,
     resolve,
 )
-from inspector.dispatch.registry import PLUGINS
 from inspector.dispatch.testing import isolated_dispatch
 
 
@@ -145,7 +145,7 @@ def test_families_published_as_entry_points_are_discovered(tmp_path: Path, monke
         "inspector_test_exiting_plugin": "import sys\nsys.exit(3)\n",
     })
     monkeypatch.syspath_prepend(str(tmp_path))
-    PLUGINS[0] = None  # as in a fresh process
+    default_registry().forget_plugins()  # as in a fresh process
     assert "plugin_family" in families()
     assert resolve("plugin_family", CallContext("plugin_family")).obj() == "plugin"
     found = {p.name: p for p in family_plugins()}
@@ -158,6 +158,6 @@ def test_op_backend_discovers_a_plugin_family_it_names(tmp_path: Path, monkeypat
     _install_distribution(tmp_path, f"[{FAMILY_ENTRY_POINT_GROUP}]\ngood = inspector_test_selected_plugin\n",
                           {"inspector_test_selected_plugin": PLUGIN})
     monkeypatch.syspath_prepend(str(tmp_path))
-    PLUGINS[0] = None  # as in a fresh process: nothing has looked at entry points yet
+    default_registry().forget_plugins()  # as in a fresh process: nothing has looked at entry points yet
     with op_backend(plugin_family="only"):
         assert resolve("plugin_family", CallContext("plugin_family")).origin == "context"  # the op_backend tier

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from inspector._isolation import restoring
 from inspector.backends._registry import BackendRegistry
 
 _DEFAULT = BackendRegistry()
@@ -45,9 +46,6 @@ def isolated_registry(*, keep_backends: bool = False, discover_plugins: bool = F
 
     It swaps process-wide state, so do not use it while other threads use the registry.
     """
-    saved = _DEFAULT._save_state()
-    _DEFAULT._clear(discover_plugins=discover_plugins, keep_backends=keep_backends)
-    try:
+    with restoring(_DEFAULT):
+        _DEFAULT._clear(discover_plugins=discover_plugins, keep_backends=keep_backends)
         yield _DEFAULT
-    finally:
-        _DEFAULT._restore_state(saved)

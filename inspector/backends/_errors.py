@@ -3,7 +3,8 @@
 Every class subclasses :class:`BackendError` (so ``except BackendError`` catches anything this
 part raises on purpose) and the builtin a caller would otherwise catch (``KeyError``,
 ``RuntimeError``, ``NotImplementedError``, ``ValueError``, ``TypeError``), and keeps its facts as
-attributes, so a panel can render them and a test can assert them without parsing the message.
+attributes, so a panel can render them and a test can assert them without parsing the message
+(the text is a ``Message``: NOTE [ Messages ] in ``inspector._messages``).
 """
 
 from __future__ import annotations
@@ -11,13 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
+from inspector._messages import Message
 from inspector.errors import InspectorError
-
-
-def _lines(headline: str, facts: Sequence[tuple[str, object]]) -> str:
-    """A headline, then one ``key = value`` line per fact that has a value."""
-    rest = [f"{key} = {value}" for key, value in facts if value not in (None, "", ())]
-    return "\n".join([headline, *rest])
 
 
 def describe_error(error: BaseException) -> str:
@@ -95,7 +91,7 @@ class BackendImportError(BackendError, RuntimeError):
             f"Install its dependency or switch to one of {self.known}."
         )
         facts = [("install", install), ("missing_module", self.missing_module), ("source", source)]
-        super().__init__(_lines(headline, facts))
+        super().__init__(Message(headline, facts))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.backend_name, self.error, self.known, self.install, self.source))
@@ -173,7 +169,7 @@ class ActiveBackendConflictError(BackendError, RuntimeError):
             "One process trains on one backend: two configs with different dataset_type were loaded. "
             "Tests and notebooks switch with reset_active_backend() or isolated_registry()."
         )
-        super().__init__(_lines(headline, [("set_by", set_by), ("requested_by", requested_by)]))
+        super().__init__(Message(headline, [("set_by", set_by), ("requested_by", requested_by)]))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.current, self.requested, self.set_by, self.requested_by))
@@ -199,7 +195,7 @@ class ConfigError(BackendError, ValueError):
         facts: list[tuple[str, object]] = [("key", key), ("source", source)]
         if self.known:
             facts.append(("known", self.known))
-        super().__init__(_lines(message, facts))
+        super().__init__(Message(message, facts))
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_rebuild_config_error, (type(self), self.message, self.key, self.value, self.known, self.source))

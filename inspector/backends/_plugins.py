@@ -11,7 +11,8 @@ Entry points are read once per registry, lazily, on the first lookup or snapshot
 raises is recorded like an optional backend whose dependency is missing: ``backend_for`` then
 raises ``BackendImportError`` chained from the plugin's error, and the inspector shows it.
 "Raises" means any ``BaseException`` but ``KeyboardInterrupt``: a plugin whose import calls
-``sys.exit()`` is a failed plugin, not the end of every lookup in the process. An entry point
+``sys.exit()`` is a failed plugin, not the end of every lookup in the process (the loading
+itself is shared with dispatch: NOTE [ Entry-point plugins ] in ``inspector._entry_points``). An entry point
 must resolve to a module or an object with ``build(cfg, ctx)``, or to a build function; one
 that resolves to a class is refused here, with the fix, rather than failing at first use. A
 name that is already registered keeps its registration; the plugin is reported as shadowed.
@@ -19,12 +20,14 @@ name that is already registered keeps its registration; the plugin is reported a
 
 from __future__ import annotations
 
+import functools
 import inspect
 import logging
 from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from importlib.metadata import EntryPoint
 from typing import TYPE_CHECKING, Any
 
+from inspector._entry_points import PluginRecord, distribution, find_entry_points, load_entry_point
 from inspector.backends._errors import InvalidBackendError, describe_error
 
 if TYPE_CHECKING:
@@ -36,32 +39,11 @@ logger = logging.getLogger("inspector.backends")
 
 
 @dataclass(frozen=True)
-class PluginInfo:
+class PluginInfo(PluginRecord):
     """One entry point and what became of it: ``registered``, ``failed`` or ``shadowed``."""
 
-    name: str
-    value: str
-    distribution: str | None
-    status: str
-    detail: str = ""
 
-
-def _distribution(ep: EntryPoint) -> str | None:
-    dist = getattr(ep, "dist", None)
-    if dist is None:
-        return None
-    return f"{dist.name} {dist.version}"
-
-
-def find_entry_points(group: str = ENTRY_POINT_GROUP) -> tuple[EntryPoint, ...]:
-    """The group's entry points, first one per name (a distribution seen twice on ``sys.path``)."""
-    seen: dict[str, EntryPoint] = {}
-    for ep in entry_points(group=group):
-        seen.setdefault(ep.name, ep)
-    return tuple(seen[name] for name in sorted(seen))
-
-
-def register_target(registry: BackendRegistry, ep: EntryPoint, target: Any, source: str) -> None:
+def register_target(registry: BackendRegistry, ep: EntryPoint, target: Any, *, source: str) -> None:
     """Register what entry point ``ep`` resolved to, or raise :class:`InvalidBackendError` saying why not."""
     if inspect.isclass(target):
         raise InvalidBackendError(
@@ -83,7 +65,7 @@ def load_plugins(registry: BackendRegistry, group: str = ENTRY_POINT_GROUP) -> t
     """Load every entry point of ``group`` into ``registry`` (see NOTE [ Plugin discovery ])."""
     records = []
     for ep in find_entry_points(group):
-        dist = _distribution(ep)
+        dist = distribution(ep)
         source = f"plugin {ep.name} = {ep.value}" + (f" (distribution {dist})" if dist else "")
         if registry.origin_of(ep.name) == source:  # registered by an earlier, interrupted discovery
             records.append(PluginInfo(ep.name, ep.value, dist, "registered"))
@@ -92,11 +74,8 @@ def load_plugins(registry: BackendRegistry, group: str = ENTRY_POINT_GROUP) -> t
             records.append(PluginInfo(ep.name, ep.value, dist, "shadowed", "name already registered"))
             logger.info("plugin backend %r ignored: the name is already registered", ep.name)
             continue
-        try:
-            register_target(registry, ep, ep.load(), source)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # recorded and shown, never raised (see the NOTE)
+        _, exc = load_entry_point(ep, functools.partial(register_target, registry, ep, source=source))
+        if exc is not None:  # recorded and shown, never raised (see the NOTE)
             registry.record_import_error(ep.name, exc, install=dist and f"fix or reinstall {dist}", source=source)
             records.append(PluginInfo(ep.name, ep.value, dist, "failed", describe_error(exc)))
             logger.warning("plugin backend %r failed to load: %s", ep.name, describe_error(exc))

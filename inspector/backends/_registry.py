@@ -297,8 +297,8 @@ class BackendRegistry:
             )
         return RegistrySnapshot(tuple(backends), tuple(errors), active, set_by, plugins or (), plugins is not None)
 
-    # --- isolation (see isolated_registry) ----------------------------------------------
-    def _save_state(self) -> _State:
+    # --- isolation (see isolated_registry and inspector._isolation) ----------------------------------------------
+    def save_state(self) -> _State:
         with self._lock:
             return _State(
                 dict(self._entries),
@@ -309,16 +309,16 @@ class BackendRegistry:
                 self._discover,
             )
 
-    def _restore_state(self, state: _State) -> None:
+    def restore_state(self, state: _State) -> None:
         with self._lock:
             self._entries, self._failures = dict(state.entries), dict(state.failures)
             self._active, self._active_set_by = state.active, state.active_set_by
             self._plugins, self._discover = state.plugins, state.discover
 
     def _clear(self, *, discover_plugins: bool, keep_backends: bool) -> None:
-        state = self._save_state()
+        state = self.save_state()
         empty = replace(state, entries={}, failures={}, active=None, active_set_by=None, plugins=None)
-        self._restore_state(replace(empty, discover=discover_plugins))
+        self.restore_state(replace(empty, discover=discover_plugins))
         if keep_backends:
             with self._lock:
                 self._entries, self._failures = dict(state.entries), dict(state.failures)

@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from inspector._messages import Message
 from inspector.cli._common import UsageError
 from inspector.cli._lab import port_number, user_modules_env
 
@@ -54,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     folder = voila_folder()
     notebook = folder / "app.ipynb"
     if not notebook.is_file():
-        raise UsageError(f"no {notebook}: this installation of inspector is incomplete; next step = reinstall it")
+        headline = f"no {notebook}: this installation of inspector is incomplete"
+        raise UsageError(Message(headline, next_step="reinstall it").one_line())
     env = user_modules_env(args.imports, dict(os.environ))
     env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(folder), env.get("JUPYTER_PATH")]))
     command = voila_command(notebook, args.port, no_browser=args.no_browser or bool(os.environ.get("CI")),

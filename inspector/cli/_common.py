@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import importlib
 import os
 import secrets
 import sys
-from collections.abc import Mapping, Sequence
+import sysconfig
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
@@ -19,7 +21,7 @@ class UsageError(Exception):
 
 def one_line(exc: BaseException) -> str:
     """An error's message on one line: its lines joined with ``; `` (multi-fact messages keep their facts)."""
-    lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+    lines = [line.strip() for line in safe_text(exc).splitlines() if line.strip()]
     return "; ".join(lines) or type(exc).__name__
 
 
@@ -108,16 +110,76 @@ def jsonable(value: Any) -> Any:
 
 def add_import_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                        help="import this module first (your own families and backends); repeatable")
+                        help="import this module first (your own families and backends); a module name such as "
+                             "my_kernels, found in the current folder or on PYTHONPATH; repeatable")  # fmt: skip
+
+
+def safe_text(exc: BaseException) -> str:
+    """``str(exc)``, or a placeholder when the exception's own ``__str__`` fails (user code can do anything)."""
+    try:
+        return str(exc)
+    except Exception:
+        return f"<a {type(exc).__name__} whose message cannot be shown>"
+
+
+def check_module_name(name: str) -> str:
+    """``name`` if it reads as a dotted module name; a :class:`UsageError` suggesting one for a file path."""
+    if name.endswith(".py") or "/" in name or os.sep in name:
+        path = Path(name)
+        folder = path.parent if str(path.parent) not in ("", ".") else None
+        if not name.endswith(".py") and folder is not None and not path.is_absolute():
+            where = f"pass --import {'.'.join(path.parts)} (a package's module, dotted)"
+        elif folder is not None:
+            where = f"run from {folder} (or with PYTHONPATH={folder}) and pass --import {path.name.removesuffix('.py')}"
+        else:
+            where = f"pass --import {path.name.removesuffix('.py')}"
+        raise UsageError(f"--import {name}: expects a module name, not a file path; {where}")
+    if not all(part.isidentifier() for part in name.split(".")):
+        raise UsageError(f"--import {name!r}: not a module name; give a dotted name such as my_kernels or pkg.kernels")
+    return name
+
+
+@contextlib.contextmanager
+def working_directory_importable() -> Iterator[None]:
+    """The current folder on ``sys.path`` for the block only, after the standard library.
+
+    ``--import my_kernels`` finds ``./my_kernels.py`` as ``python -m`` would, but a ``csv.py``
+    or ``html.py`` in the folder never shadows the standard library, and once the user's
+    modules are imported the folder is gone from the path, so the inspector's own later
+    imports cannot pick a stray file up from it.
+    """
+    entry = os.getcwd()
+    if entry in sys.path:
+        yield
+        return
+    sys.path.insert(_after_standard_library(), entry)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(ValueError):
+            sys.path.remove(entry)
+
+
+def _after_standard_library() -> int:
+    """The position in ``sys.path`` just after its last standard-library folder (0 when it lists none)."""
+    library = {os.path.realpath(p) for key in ("stdlib", "platstdlib") if (p := sysconfig.get_path(key))}
+    positions = [i for i, p in enumerate(sys.path)
+                 if p and (os.path.realpath(p) in library or os.path.basename(p) == "lib-dynload"
+                           or p.endswith(".zip"))]  # fmt: skip
+    return max(positions) + 1 if positions else len(sys.path)
 
 
 def import_modules(modules: Sequence[str]) -> None:
     """Import the user's modules (``--import``) so their families and backends are registered."""
-    sys.path.insert(0, "")  # as ``python -m`` does: modules in the current directory are found
+    if not modules:
+        return
     for name in modules:
-        try:
-            importlib.import_module(name)
-        except KeyboardInterrupt:
-            raise
-        except BaseException as exc:  # a module that exits or fails at import is bad input here
-            raise UsageError(f"--import {name}: {type(exc).__name__}: {exc}") from None
+        check_module_name(name)
+    with working_directory_importable():
+        for name in modules:
+            try:
+                importlib.import_module(name)
+            except KeyboardInterrupt:
+                raise
+            except BaseException as exc:  # a module that exits or fails at import is bad input here
+                raise UsageError(f"--import {name}: {type(exc).__name__}: {safe_text(exc)}") from None

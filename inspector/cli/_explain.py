@@ -27,6 +27,17 @@ def dtype_name(text: str) -> str:
     return name
 
 
+def positive_seconds(text: str) -> float:
+    """argparse type for a time budget: a number of seconds above 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"invalid number of seconds: {text!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a number of seconds above 0, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """argparse type for sizes and ranks: a whole number of at least 1."""
     try:
@@ -50,7 +61,13 @@ CONTEXT_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
                     "help": "the last dimension of the query (attention heads)"}),
     ("--ndim", {"type": positive_int, "default": 4, "help": "the inputs' number of dimensions (default 4)"}),
     ("--fwd", {"choices": ("prefill", "decode"), "default": None, "help": "inference mode (default: training)"}),
-    ("--cuda", {"action": "store_true", "help": "the call's tensors are on a CUDA device"}),
+    ("--cuda", {"action": "store_true",
+                "help": "the call's tensors are on a CUDA device (this machine's GPU, or --gpu)"}),
+    ("--gpu", {"default": None, "metavar": "GPU",
+               "help": "torch_sdpa: plan the call on this GPU: a preset (t4, a100, a10, a6000, 3090, l4, 4090, "
+                       "h100, h200, b200) or a compute capability (sm90, 8.6); implies --cuda"}),
+    ("--cudnn", {"default": None, "metavar": "VERSION",
+                 "help": "torch_sdpa: the cuDNN version PyTorch runs with (9.15.1 or 91501)"}),
     ("--mask", {"action": "store_true", "help": "the call passes an explicit mask tensor"}),
     ("--causal", {"action": "store_true", "help": "the call is causal (is_causal=True, no mask tensor)"}),
     ("--cache", {"action": "store_true", "help": "the call uses a KV cache"}),
@@ -87,6 +104,11 @@ def add_parser(verbs: Any) -> None:
     add_context_options(explain)
     explain.add_argument("--select", default=None, metavar="ROW", help="explicit (strict) selection")
     explain.add_argument("--json", action="store_true", help="print the structured trace as JSON")
+    explain.add_argument("--time", action="store_true",
+                         help="torch_sdpa: also run every backend that can serve the call on this machine and time it "
+                              "(forward, and backward when grad is on)")
+    explain.add_argument("--budget", type=positive_seconds, default=0.5, metavar="SECONDS",
+                         help="with --time: seconds of timed runs per backend (default 0.5)")
     add_import_option(explain)
 
 
@@ -110,9 +132,9 @@ def resolve_family(family: str) -> None:
     ensure_registered()  # PyTorch's own family is always there
     if _family_known(family):
         return
-    from inspector.examples import register_all
+    from inspector.demos import load_demos
 
-    register_all()  # demos only under free names: never over a family the user registered
+    load_demos(True)  # demos only under free names: never over a family the user registered
     from inspector.dispatch import families
 
     known = families()
@@ -137,18 +159,50 @@ def described_call(args: argparse.Namespace) -> Any:
     except ValueError as exc:
         raise UsageError(f"--extra: {exc}") from None
     _refuse_unread_extras(args.family, extra)
+    cuda = args.cuda
+    if args.gpu is not None or args.cudnn is not None:
+        cuda = True
+        extra.update(_gpu_axes(args))
     return CallContext(
-        args.family, args.fwd, getattr(torch, args.dtype), args.cuda, args.ndim, args.head_dim, args.cache,
+        args.family, args.fwd, getattr(torch, args.dtype), cuda, args.ndim, args.head_dim, args.cache,
         args.mask, not args.no_grad, args.causal,
     ).evolve(extra=extra)
+
+
+def _gpu_axes(args: argparse.Namespace) -> dict[str, Any]:
+    """``--gpu`` and ``--cudnn`` as the axes ``torch_sdpa`` reads (checked here, so a typo is one line)."""
+    from inspector.dispatch.torch_sdpa import FAMILY, gpu_profile
+    from inspector.dispatch.torch_sdpa.gpus import parse_cudnn
+
+    flag = "--gpu" if args.gpu is not None else "--cudnn"
+    if args.family != FAMILY:
+        raise UsageError(f"{flag} describes PyTorch's SDPA on a GPU: only the {FAMILY} family reads it, not "
+                         f"{args.family}")
+    axes: dict[str, Any] = {}
+    if args.cudnn is not None:
+        try:
+            axes["cudnn"] = parse_cudnn(args.cudnn)
+        except ValueError as exc:
+            raise UsageError(f"--cudnn {args.cudnn}: {exc}") from None
+    if args.gpu is not None:
+        try:
+            gpu_profile(args.gpu)
+        except ValueError as exc:
+            raise UsageError(f"--gpu {args.gpu}: {exc}") from None
+        axes["gpu"] = args.gpu
+    return axes
 
 
 def checked_trace(ctx: Any, explicit: str | None = None) -> Any:
     """The family's trace for ``ctx``; a call the family refuses, or an ill-typed ``--extra``, is bad usage."""
     from inspector.dispatch import get_family, trace
+    from inspector.dispatch.torch_sdpa import FAMILY
+    from inspector.dispatch.torch_sdpa.family import ours, trace_context
 
     try:
-        result = trace(ctx.family, ctx, explicit=explicit)
+        # PyTorch's own family decides in the order PyTorch uses for the call (NOTE [ Priority orders ]).
+        result = trace_context(ctx, explicit) if ctx.family == FAMILY and ours() else \
+            trace(ctx.family, ctx, explicit=explicit)
     except ValueError as exc:  # a family refusing the described call (e.g. torch_sdpa --cuda without a GPU)
         raise UsageError(str(exc).splitlines()[0]) from None
     _refuse_ill_typed_extras(result, dict(ctx.extra), get_family(ctx.family).name)
@@ -166,15 +220,41 @@ def run(args: argparse.Namespace) -> int:
                 f"Rows: {', '.join(names)}"
             )
     result = checked_trace(ctx, args.select)
+    comparison = _timed(result, args) if args.time else None
     if args.json:
         payload = jsonable(result)
         payload["context"] = {
             k: jsonable(v) for k, v in result.context._asdict().items() if k not in ("raw", "raw_kwargs")
         }
+        if comparison is not None:
+            payload["compare"] = {"summary": comparison.summary(), "pick": comparison.pick,
+                                  "fastest": comparison.fastest, "backends": jsonable(comparison.rows())}
         print(json.dumps(payload, indent=2))
     else:
         print(result.explain())
+        if comparison is not None:
+            print()
+            print(comparison)
     return 0 if result.ok else 1
+
+
+def _timed(result: Any, args: argparse.Namespace) -> Any:
+    """``--time``: every backend that can serve the described call, run and timed on this machine."""
+    from inspector.dispatch.torch_sdpa import FAMILY
+    from inspector.dispatch.torch_sdpa.compare import compare
+    from inspector.dispatch.torch_sdpa.inputs import tensors_for
+
+    if args.family != FAMILY:
+        raise UsageError(f"--time runs PyTorch's SDPA backends: it describes the {FAMILY} family, not {args.family}")
+    facts = result.context.extra.get("sdpa")
+    try:
+        call, options = tensors_for(facts)
+    except ValueError as exc:
+        raise UsageError(f"--time: {str(exc).splitlines()[0]}") from None
+    import torch
+
+    with torch.set_grad_enabled(not args.no_grad):
+        return compare(*call, **options, budget_s=args.budget)
 
 
 def _refuse_unread_extras(family: str, extra: dict[str, Any]) -> None:

@@ -12,8 +12,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from inspector._messages import Message
 from inspector._user_modules import IMPORT_ENV
-from inspector.cli._common import UsageError
+from inspector.cli._common import UsageError, check_module_name, working_directory_importable
 
 WORKING_COPY = "inspector-notebooks"
 
@@ -49,10 +50,12 @@ def run(args: argparse.Namespace) -> int:
     folder = Path(args.notebooks) if args.notebooks is not None else _default_folder()
     if not folder.is_dir():
         what = "is not a folder" if folder.exists() else "does not exist"
-        raise UsageError(f"--notebooks {folder} {what}; next step = pass a folder holding 00_tour.ipynb")
+        step = "pass a folder holding 00_tour.ipynb"
+        raise UsageError(Message(f"--notebooks {folder} {what}", next_step=step).one_line())
     tour = folder / "00_tour.ipynb"
     if not tour.is_file():
-        raise UsageError(f"no {tour}; next step = pass --notebooks with a folder holding 00_tour.ipynb")
+        step = "pass --notebooks with a folder holding 00_tour.ipynb"
+        raise UsageError(Message(f"no {tour}", next_step=step).one_line())
     require_extra("lab", "inspector lab")
     env = user_modules_env(args.imports, dict(os.environ))
     command = [sys.executable, "-m", "jupyterlab", str(tour)]
@@ -68,8 +71,10 @@ def run(args: argparse.Namespace) -> int:
 def user_modules_env(imports: list[str], env: dict[str, str]) -> dict[str, str]:
     """``env`` for a server whose kernels import ``imports`` in ``inspector.show()`` (each checked here first)."""
     if imports:
-        sys.path.insert(0, "")
-        missing = [name for name in imports if _find(name) is None]
+        for name in imports:
+            check_module_name(name)
+        with working_directory_importable():
+            missing = [name for name in imports if _find(name) is None]
         if missing:
             raise UsageError(f"--import {missing[0]}: no such module here (is it on PYTHONPATH?)")
         env[IMPORT_ENV] = ",".join([*filter(None, env.get(IMPORT_ENV, "").split(",")), *imports])
@@ -85,7 +90,8 @@ def _default_folder() -> Path:
         return checkout
     installed = Path(str(resources.files("inspector") / "notebooks"))
     if not (installed / "00_tour.ipynb").is_file():
-        raise UsageError("no notebooks here and none installed with the package; next step = pass --notebooks DIR")
+        headline = "no notebooks here and none installed with the package"
+        raise UsageError(Message(headline, next_step="pass --notebooks DIR").one_line())
     working = Path(WORKING_COPY)
     if not (working / "00_tour.ipynb").exists():
         working.mkdir(exist_ok=True)

@@ -48,7 +48,7 @@ def run(args: argparse.Namespace) -> int:
 
     import_modules(args.imports)  # the user's families and backends first
     call = _checked_call(args) if args.family is not None else None  # the engine alone: a typo fails fast
-    from inspector.panels.app import load_demos
+    from inspector.demos import load_demos
     from inspector.report import build_report, write_report
 
     load_demos(None)  # the demos only where the user registered nothing of their own
@@ -77,7 +77,7 @@ def _file_states(args: argparse.Namespace) -> dict[str, Any]:
         results = read_loader_results(args.loader_results)  # before the view's imports: a bad file fails fast
         from inspector.views.loader import LoaderState
 
-        states["loader"] = LoaderState(results.rows, history=results.history)
+        states["loader"] = LoaderState(results.rows, history=results.history, history_note=results.note)
     return states
 
 

@@ -9,6 +9,7 @@ the first available, faithful row whose ``Spec`` accepts the ``CallContext`` > t
 
 from __future__ import annotations
 
+from inspector.dispatch.clauses import ClauseCheck
 from inspector.dispatch.compare import RowRun, run_rows
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import (
@@ -21,31 +22,30 @@ from inspector.dispatch.errors import (
 from inspector.dispatch.overrides import current_overrides, get_override, op_backend
 from inspector.dispatch.plugins import ENTRY_POINT_GROUP as FAMILY_ENTRY_POINT_GROUP
 from inspector.dispatch.plugins import FamilyPlugin
-from inspector.dispatch.plugins import plugins as family_plugins
 from inspector.dispatch.recorder import Decision, DecisionCount, DecisionRecorder, record_decisions
 from inspector.dispatch.records import ORIGINS, ImplRecord, Resolution
 from inspector.dispatch.registry import (
+    DispatchRegistry,
     OpFamily,
+    default_registry,
+    env_selection,
     families,
     get_family,
     invalidate,
+    process_selection,
+    register_env_alias,
     register_family,
     register_impl,
+    reload_env,
     rows,
+    set_op,
     unregister_family,
     unregister_impl,
 )
+from inspector.dispatch.registry import plugins as family_plugins
 from inspector.dispatch.resolution import PlanResolution, context_for, resolve, resolve_plan
-from inspector.dispatch.selection import (
-    ENV_VAR,
-    env_selection,
-    parse_selections,
-    process_selection,
-    register_env_alias,
-    reload_env,
-    set_op,
-)
-from inspector.dispatch.spec import Axis, ClauseCheck, Spec, axis
+from inspector.dispatch.selection import ENV_VAR, parse_selections
+from inspector.dispatch.spec import Axis, Spec, axis
 from inspector.dispatch.steering import Steer
 from inspector.dispatch.trace import PlanTrace, RowTrace, Trace, explain, explain_plan, trace, trace_plan
 from inspector.dispatch.what_if import WhatIfCell, what_if
@@ -58,6 +58,7 @@ __all__ = [
     "DecisionCount",
     "DecisionRecorder",
     "DispatchError",
+    "DispatchRegistry",
     "ENV_VAR",
     "ExplicitSelectionError",
     "FAMILY_ENTRY_POINT_GROUP",
@@ -80,6 +81,7 @@ __all__ = [
     "axis",
     "context_for",
     "current_overrides",
+    "default_registry",
     "env_selection",
     "explain",
     "explain_plan",

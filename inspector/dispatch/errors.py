@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from inspector.dispatch.spec import ClauseCheck
+from inspector._messages import Message
+from inspector.dispatch.clauses import ClauseCheck
 from inspector.errors import InspectorError
 
 
@@ -18,11 +19,12 @@ class UnknownFamilyError(DispatchError, KeyError, ValueError):
     def __init__(self, family: str, known: Sequence[str]) -> None:
         self.family = family
         self.known = sorted(known)
-        super().__init__(
-            f"No operator family registered under {family!r}. Known: {self.known}. "
-            "Register it with register_family(), or import the module that defines it "
-            "(the embedded ones come with `import inspector.examples`)."
+        message = Message(
+            f"No operator family registered under {family!r}. Known: {self.known}.",
+            next_step="register it with register_family(), or import the module that defines it "
+            "(the embedded ones come with `import inspector.examples`)",
         )
+        super().__init__(message)
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -38,10 +40,9 @@ class UnknownImplementationError(DispatchError, ValueError):
         super().__init__(f"Unknown {family} implementation: {name!r}. Known: {self.known}")
 
 
-def _failure_lines(failures: Sequence[ClauseCheck], available: bool) -> list[str]:
-    lines = [] if available else ["  available = False (this machine cannot run it)"]
-    lines += [f"  failing = {check}" for check in failures]
-    return lines
+def _failure_facts(failures: Sequence[ClauseCheck], available: bool) -> list[tuple[str, object]]:
+    facts: list[tuple[str, object]] = [] if available else [("available", "False (this machine cannot run it)")]
+    return facts + [("failing", check) for check in failures]
 
 
 class ExplicitSelectionError(DispatchError, RuntimeError):
@@ -64,15 +65,14 @@ class ExplicitSelectionError(DispatchError, RuntimeError):
         self.available = available
         self.capable = list(capable)
         how = "passed explicitly" if origin == "explicit" else "selected with op_backend"
-        lines = [
+        facts = [("context", context), *_failure_facts(self.failures, available), ("capable rows", self.capable)]
+        message = Message(
             f"{family} row {row!r} ({how}) cannot handle this call.",
-            f"  context = {context}",
-            *_failure_lines(self.failures, available),
-            f"  capable rows = {self.capable}",
-            "Next step: select one of the capable rows, or drop the selection so the chain decides "
-            f"(explain({family!r}, ctx) shows every row's verdict).",
-        ]
-        super().__init__("\n".join(lines))
+            facts,
+            next_step="select one of the capable rows, or drop the selection so the chain decides "
+            f"(explain({family!r}, ctx) shows every row's verdict)",
+        )
+        super().__init__(message)
 
 
 class NoImplementationError(DispatchError, RuntimeError):
@@ -82,10 +82,9 @@ class NoImplementationError(DispatchError, RuntimeError):
         self.family = family
         self.fallback = fallback
         self.reasons = tuple(reasons)
-        lines = [
+        message = Message(
             f"No {family} implementation can handle this call (not even the fallback {fallback!r}).",
-            f"  context = {context}",
-            *(f"  {row} = {why}" for row, why in self.reasons),
-            "Next step: relax the fallback's spec, or register a row that handles this context.",
-        ]
-        super().__init__("\n".join(lines))
+            [("context", context), *self.reasons],
+            next_step="relax the fallback's spec, or register a row that handles this context",
+        )
+        super().__init__(message)

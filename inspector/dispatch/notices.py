@@ -1,4 +1,8 @@
-"""Warn-once bookkeeping for soft failures (malformed env entries, selections that fall through)."""
+"""Warn-once bookkeeping for soft failures (malformed env entries, selections that fall through).
+
+The memory belongs to the dispatch registry (``registry.notices``), so isolating the registry
+for a test forgets which warnings were given along with everything else.
+"""
 
 from __future__ import annotations
 
@@ -7,22 +11,29 @@ import threading
 
 logger = logging.getLogger("inspector.dispatch")
 
-_seen: set[str] = set()
-_lock = threading.Lock()
 
+class Notices:
+    """Which soft-failure warnings were given, so each is logged once."""
 
-def warn_once(message: str, key: str | None = None) -> bool:
-    """Log ``message`` as a warning the first time ``key`` (default: the message) is seen."""
-    key = message if key is None else key
-    with _lock:
-        if key in _seen:
-            return False
-        _seen.add(key)
-    logger.warning(message)
-    return True
+    def __init__(self) -> None:
+        self._seen: set[str] = set()
+        self._lock = threading.Lock()
 
+    def warn_once(self, message: str, key: str | None = None) -> bool:
+        """Log ``message`` as a warning the first time ``key`` (default: the message) is seen."""
+        key = message if key is None else key
+        with self._lock:
+            if key in self._seen:
+                return False
+            self._seen.add(key)
+        logger.warning(message)
+        return True
 
-def reset_notices() -> None:
-    """Forget which warnings were given (tests and ``reload_env``-style fresh starts)."""
-    with _lock:
-        _seen.clear()
+    def seen(self) -> frozenset[str]:
+        with self._lock:
+            return frozenset(self._seen)
+
+    def reset(self, seen: frozenset[str] = frozenset()) -> None:
+        """Forget which warnings were given (or remember exactly ``seen``)."""
+        with self._lock:
+            self._seen = set(seen)

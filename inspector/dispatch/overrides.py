@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any
 
 from inspector.dispatch.errors import UnknownImplementationError
-from inspector.dispatch.registry import _PLANS, plan_for
+from inspector.dispatch.registry import REGISTRY, plan_for
 from inspector.dispatch.steering import Steer
 
 # NOTE [ Scope stack ]
@@ -25,6 +25,7 @@ from inspector.dispatch.steering import Steer
 # object keeps no per-use state and one instance can be entered concurrently from many
 # threads or tasks (a ``Token`` kept on the object would belong to whichever context entered
 # last). ``reset`` is also cheaper than a second ``set``.
+_PLANS = REGISTRY.plans  # read per construction (NOTE [ Dispatch state ])
 Scope = list[Any]  # [selections: dict[str, Any], token: contextvars.Token, (entered steers)]
 _OVERRIDES: contextvars.ContextVar[Scope | None] = contextvars.ContextVar("inspector_op_overrides", default=None)
 

@@ -16,10 +16,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from inspector.dispatch.clauses import namespace_binder, prologue
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import NoImplementationError
 from inspector.dispatch.records import ImplRecord, Resolution
-from inspector.dispatch.spec import Spec, _namespace_binder, prologue
+from inspector.dispatch.spec import Spec
 from inspector.dispatch.steering import Steer
 
 
@@ -107,7 +108,7 @@ class FamilyPlan:
 
     def _compile_chain(self, complete: bool) -> Callable[[CallContext], Resolution]:
         namespace: dict[str, Any] = {}
-        bind = _namespace_binder(namespace)
+        bind = namespace_binder(namespace)
         lines = ["def chain(ctx):"]
         if complete and self.completer is not None:
             lines.append(f"    ctx = {bind(self.completer)}(ctx)")

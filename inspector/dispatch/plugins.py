@@ -12,76 +12,53 @@ it registers::
 Entry points are read once, lazily: on the first ``families()`` or the first lookup of a family
 that is not registered (never at ``import inspector.dispatch``). A plugin that raises anything
 but ``KeyboardInterrupt`` while loading (``ImportError``, ``SystemExit``...) is recorded as failed
-with its error and never breaks a lookup; ``plugins()`` lists what happened to each one.
+with its error and never breaks a lookup; ``plugins()`` lists what happened to each one. The
+registry decides when to read them (``DispatchRegistry.discover``); finding and loading them is
+shared with the data backends (NOTE [ Entry-point plugins ] in ``inspector._entry_points``).
 """
 
 from __future__ import annotations
 
 import inspect
 import logging
-import threading
-from dataclasses import dataclass
-from importlib.metadata import EntryPoint, entry_points
+from collections.abc import Callable, Collection
+from dataclasses import dataclass, field
+from importlib.metadata import EntryPoint
 from types import ModuleType
+from typing import Any
 
-from inspector.dispatch import registry
+from inspector._entry_points import PluginRecord, distribution, find_entry_points, load_entry_point
 
 ENTRY_POINT_GROUP = "inspector.op_families"
 logger = logging.getLogger("inspector.dispatch")
-_lock = threading.RLock()
 
 
 @dataclass(frozen=True)
-class FamilyPlugin:
+class FamilyPlugin(PluginRecord):
     """One entry point and what became of it: ``loaded`` (with the families it registered) or ``failed``."""
 
-    name: str
-    value: str
-    distribution: str | None
-    status: str
-    families: tuple[str, ...] = ()
-    detail: str = ""
+    families: tuple[str, ...] = field(default=(), kw_only=True)
 
 
-def _distribution(ep: EntryPoint) -> str | None:
-    dist = getattr(ep, "dist", None)
-    return None if dist is None else f"{dist.name} {dist.version}"
+def _run(ep: EntryPoint, target: Any) -> None:
+    if inspect.isclass(target):
+        raise TypeError(f"entry point {ep.value!r} is a class; publish a module or a register() function")
+    if callable(target) and not isinstance(target, ModuleType):
+        target()
 
 
-def _load(ep: EntryPoint) -> FamilyPlugin:
-    dist = _distribution(ep)
-    before = set(registry._FAMILIES)
-    try:
-        target = ep.load()
-        if inspect.isclass(target):
-            raise TypeError(f"entry point {ep.value!r} is a class; publish a module or a register() function")
-        if callable(target) and not isinstance(target, ModuleType):
-            target()
-    except KeyboardInterrupt:
-        raise
-    except BaseException as exc:  # SystemExit from a plugin's import is its failure, not ours
+def _load(ep: EntryPoint, registered: Callable[[], Collection[str]]) -> FamilyPlugin:
+    dist = distribution(ep)
+    before = set(registered())
+    _, exc = load_entry_point(ep, lambda target: _run(ep, target))
+    if exc is not None:
         logger.warning("op family plugin %r failed to load: %s: %s", ep.name, type(exc).__name__, exc)
         return FamilyPlugin(ep.name, ep.value, dist, "failed", detail=f"{type(exc).__name__}: {exc}")
-    added = tuple(sorted(set(registry._FAMILIES) - before))
-    return FamilyPlugin(ep.name, ep.value, dist, "loaded", added)
+    added = tuple(sorted(set(registered()) - before))
+    return FamilyPlugin(ep.name, ep.value, dist, "loaded", families=added)
 
 
-def discover() -> bool:
-    """Load the entry points once; ``True`` if this call loaded them (so a lookup may retry)."""
-    if registry.PLUGINS[0] is not None:
-        return False
-    with _lock:
-        if registry.PLUGINS[0] is not None:
-            return False
-        registry.PLUGINS[0] = ()  # loading a plugin may look families up: do not recurse
-        found: dict[str, EntryPoint] = {}
-        for ep in entry_points(group=ENTRY_POINT_GROUP):
-            found.setdefault(ep.name, ep)
-        registry.PLUGINS[0] = tuple(_load(found[name]) for name in sorted(found))
-        return True
-
-
-def plugins() -> tuple[FamilyPlugin, ...]:
-    """What each ``inspector.op_families`` entry point did (discovering them now if needed)."""
-    discover()
-    return tuple(registry.PLUGINS[0] or ())
+def load_family_plugins(registered: Callable[[], Collection[str]]) -> tuple[FamilyPlugin, ...]:
+    """Load every ``inspector.op_families`` entry point; ``registered()`` names the families known
+    now (what each plugin added is the difference)."""
+    return tuple(_load(ep, registered) for ep in find_entry_points(ENTRY_POINT_GROUP))

@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.records import Resolution
+from inspector.dispatch.registry import REGISTRY
 
-# Read by resolve on every call; recorders are added and removed by replacing items in place.
-ACTIVE: list[DecisionRecorder] = []
-_last_stopped: list[DecisionRecorder] = []
+# The running recorders and the one stopped last live on the registry (NOTE [ Dispatch state ]);
+# resolve reads ACTIVE on every call, so both lists are changed in place, never replaced.
+ACTIVE: list[DecisionRecorder] = REGISTRY.recorders
+_LAST_STOPPED: list[DecisionRecorder] = REGISTRY.last_stopped
 _lock = threading.Lock()
 
 
@@ -65,7 +67,7 @@ class DecisionRecorder:
         with _lock:
             if self in ACTIVE:
                 ACTIVE.remove(self)
-                _last_stopped[:] = [self]
+                _LAST_STOPPED[:] = [self]
         return self
 
     def __repr__(self) -> str:
@@ -128,7 +130,7 @@ def record_decisions(maxlen: int = 1000) -> DecisionRecorder:
 
 def last_stopped() -> DecisionRecorder | None:
     """The recorder stopped most recently (the Dispatch tab's "What ran" shows it after its block)."""
-    return _last_stopped[0] if _last_stopped else None
+    return _LAST_STOPPED[0] if _LAST_STOPPED else None
 
 
 def note_all(resolution: Resolution, ctx: CallContext) -> None:

@@ -11,13 +11,16 @@ from typing import Any
 
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import ExplicitSelectionError, UnknownImplementationError
-from inspector.dispatch.notices import warn_once
 from inspector.dispatch.overrides import _OVERRIDES
 from inspector.dispatch.plan import FamilyPlan, adhoc_record
 from inspector.dispatch.recorder import ACTIVE, note_all
 from inspector.dispatch.records import Resolution
-from inspector.dispatch.registry import _PLANS, get_family, is_steered, plan_for
-from inspector.dispatch.selection import ENV_VAR, PROFILE, TIER, UNSEEDED, seeded
+from inspector.dispatch.registry import REGISTRY, get_family, is_steered, plan_for
+from inspector.dispatch.selection import ENV_VAR, PROFILE
+
+# The hot path reads these registry containers through names bound once (NOTE [ Dispatch state ]).
+_PLANS = REGISTRY.plans
+_TIER = REGISTRY.tier
 
 
 def decide(family: str, ctx: CallContext, explicit: Any = None) -> Resolution:
@@ -40,9 +43,8 @@ def decide_in(plan: FamilyPlan, ctx: CallContext, explicit: Any = None) -> Resol
         handle = scope[0].get(family)
         if handle is not None:
             return select_strict(plan, ctx, handle, "context")
-    selection = TIER.mapping
-    if selection and not is_steered(family):  # a steered family takes no process-wide selection (see selection)
-        return _process_tier(plan, ctx, selection)
+    if not _TIER.idle and not is_steered(family):  # a steered family takes no process-wide selection
+        return _process_tier(plan, ctx, _TIER.seeded())
     return plan.chain(ctx)
 
 
@@ -55,7 +57,7 @@ def resolve(family: str, ctx: CallContext, explicit: Any = None) -> Resolution:
     """
     # The common case (nothing selected anywhere) is decide() inlined: this is the hot path.
     plan = _PLANS.get(family)
-    if explicit is None and plan is not None and _OVERRIDES.get() is None and not TIER.mapping:
+    if explicit is None and plan is not None and _TIER.idle and _OVERRIDES.get() is None:
         result = plan.chain(ctx)
     else:
         result = decide(family, ctx, explicit)
@@ -108,8 +110,7 @@ def select_strict(plan: FamilyPlan, ctx: CallContext, handle: Any, origin: str) 
 
 
 def _process_tier(plan: FamilyPlan, ctx: CallContext, selection: dict[str, str]) -> Resolution:
-    if selection is UNSEEDED:
-        selection = seeded()
+    warn_once = REGISTRY.notices.warn_once
     name = selection.get(plan.name)
     if name is not None:
         record = plan.by_name.get(name)

@@ -8,82 +8,27 @@ compiled in ``plan.py``) short-circuit on the hot path, while ``check`` evaluate
 top-level clause and reports required vs actual values for traces. Only generated names and
 attribute names ever enter the source; constants are bound in the namespace, never formatted
 into code. Compiling keeps a five-row resolution at a few Python bytecodes per clause instead
-of one closure call per clause (see benchmarks/dispatch.py).
+of one closure call per clause (see benchmarks/dispatch.py). The clauses themselves (and what
+checking one reports) are in ``clauses``; the builders over one axis, ``axis("kv_len").ge(1024)``,
+are at the end of this module.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
 from typing import Any
 
-from inspector.dispatch.context import CallContext, format_value
-
-Binder = Callable[[Any], str]
-
-
-@dataclass(frozen=True, slots=True)
-class ClauseCheck:
-    """One clause evaluated against one context.
-
-    ``message`` is the clause's own words for a failure (for ``torch_sdpa``, PyTorch's); ``error``
-    is set when evaluating the clause raised, which counts as a failure.
-    """
-
-    clause: str
-    axis: str | None
-    required: str
-    actual: str
-    passed: bool
-    message: str = ""
-    error: str = ""
-
-    def __str__(self) -> str:
-        """``dtype: required in {float16, bfloat16}, got float32`` (the reason a row is rejected)."""
-        if self.error:
-            return f"{self.clause}: raised {self.error}"
-        if self.message:
-            return f"{self.message} (required {self.required}, got {self.actual})"
-        if self.axis is not None:
-            return f"{self.axis}: required {self.required}, got {self.actual}"
-        if self.actual in ("True", "False"):
-            return f"{self.clause}: {'satisfied' if self.passed else 'not satisfied'}"
-        return f"{self.clause}: got {self.actual}"
-
-
-@dataclass(frozen=True, slots=True)
-class _Clause:
-    description: str
-    template: str  # expression over ``ctx``; ``{0}``, ``{1}``... are bound constants
-    constants: tuple[Any, ...]
-    axes: tuple[str, ...]
-    required: str
-    message: str | Callable[[CallContext], str] = ""  # a callable words the failure from the context
-    show: Callable[[CallContext], str] | None = None  # the actual value(s), for traces
-    bindings: tuple[tuple[str, str], ...] = ()  # (name, expression over ctx) the template reads, see prologue()
-
-
-def _namespace_binder(namespace: dict[str, Any]) -> Binder:
-    counter = itertools.count(len(namespace))
-
-    def bind(value: Any) -> str:
-        name = f"_k{next(counter)}"
-        namespace[name] = value
-        return name
-
-    return bind
-
-
-def _set_text(values: Iterable[Any]) -> str:
-    return "{" + ", ".join(format_value(v) for v in values) + "}"
-
-
-def _container(values: tuple[Any, ...]) -> Any:
-    try:
-        return frozenset(values)
-    except TypeError:  # unhashable values still work, by equality
-        return values
+from inspector.dispatch.clauses import (
+    Binder,
+    Clause,
+    ClauseCheck,
+    check_clause,
+    container,
+    namespace_binder,
+    prologue,
+    set_text,
+)
+from inspector.dispatch.context import AXES, CallContext, format_value
 
 
 class Spec:
@@ -92,10 +37,10 @@ class Spec:
     __slots__ = ("_cases", "_clause", "_kind", "_matcher", "_parts", "description")
 
     def __init__(self, fn: Callable[[CallContext], Any], description: str) -> None:
-        clause = _Clause(description, "{0}(ctx)", (fn,), (), "True")
+        clause = Clause(description, "{0}(ctx)", (fn,), (), "True")
         self._init("leaf", (), clause, description)
 
-    def _init(self, kind: str, parts: tuple[Spec, ...], clause: _Clause | None, description: str) -> None:
+    def _init(self, kind: str, parts: tuple[Spec, ...], clause: Clause | None, description: str) -> None:
         self._kind = kind
         self._parts = parts
         self._clause = clause
@@ -104,7 +49,7 @@ class Spec:
         self._cases: tuple[Any, ...] = ()
 
     @classmethod
-    def _leaf(cls, clause: _Clause) -> Spec:
+    def _leaf(cls, clause: Clause) -> Spec:
         spec = cls.__new__(cls)
         spec._init("leaf", (), clause, clause.description)
         return spec
@@ -154,7 +99,7 @@ class Spec:
         matcher = self._matcher
         if matcher is None:
             namespace: dict[str, Any] = {}
-            expression = self.source(_namespace_binder(namespace))
+            expression = self.source(namespace_binder(namespace))
             lines = ["def matcher(ctx):", *prologue([self], namespace), f"    return bool({expression})"]
             exec("\n".join(lines), namespace)
             matcher = self._matcher = namespace["matcher"]
@@ -194,7 +139,7 @@ class Spec:
 
     def check(self, ctx: CallContext) -> tuple[ClauseCheck, ...]:
         """Evaluate every top-level clause (no short-circuit) with required and actual values."""
-        return tuple(_check_one(part, ctx) for part in self.conjuncts(ctx))
+        return tuple(check_clause(part, ctx) for part in self.conjuncts(ctx))
 
     # -- switch ---------------------------------------------------------------------------
     @classmethod
@@ -237,12 +182,12 @@ class Spec:
     # -- builders -------------------------------------------------------------------------
     @classmethod
     def always(cls) -> Spec:
-        return cls._leaf(_Clause("always", "True", (), (), "nothing"))
+        return cls._leaf(Clause("always", "True", (), (), "nothing"))
 
     @classmethod
     def of(cls, fn: Callable[[CallContext], Any], description: str, *, axes: Iterable[str] = ()) -> Spec:
         """Wrap any predicate; ``axes`` names what it reads so traces can show actual values."""
-        return cls._leaf(_Clause(description, "{0}(ctx)", (fn,), tuple(axes), description))
+        return cls._leaf(Clause(description, "{0}(ctx)", (fn,), tuple(axes), description))
 
     @classmethod
     def dtype_in(cls, *dtypes: Any) -> Spec:
@@ -262,36 +207,36 @@ class Spec:
 
     @classmethod
     def inference(cls) -> Spec:
-        return cls._leaf(_Clause("inference", "ctx.fwd is not None", (), ("fwd",), "not None (inference)"))
+        return cls._leaf(Clause("inference", "ctx.fwd is not None", (), ("fwd",), "not None (inference)"))
 
     @classmethod
     def training(cls) -> Spec:
-        return cls._leaf(_Clause("training", "ctx.fwd is None", (), ("fwd",), "None (training)"))
+        return cls._leaf(Clause("training", "ctx.fwd is None", (), ("fwd",), "None (training)"))
 
     @classmethod
     def no_grad(cls) -> Spec:
-        return cls._leaf(_Clause("no_grad", "not ctx.grad_enabled", (), ("grad_enabled",), "False"))
+        return cls._leaf(Clause("no_grad", "not ctx.grad_enabled", (), ("grad_enabled",), "False"))
 
     @classmethod
     def has_cache(cls) -> Spec:
-        return cls._leaf(_Clause("has_cache", "ctx.has_cache", (), ("has_cache",), "True"))
+        return cls._leaf(Clause("has_cache", "ctx.has_cache", (), ("has_cache",), "True"))
 
     @classmethod
     def mask_free(cls) -> Spec:
-        return cls._leaf(_Clause("mask_free", "not ctx.has_mask", (), ("has_mask",), "False"))
+        return cls._leaf(Clause("mask_free", "not ctx.has_mask", (), ("has_mask",), "False"))
 
     @classmethod
     def causal(cls) -> Spec:
         """The call is causal (``is_causal=True``), not an explicit mask."""
-        return cls._leaf(_Clause("causal", "ctx.causal", (), ("causal",), "True"))
+        return cls._leaf(Clause("causal", "ctx.causal", (), ("causal",), "True"))
 
     @classmethod
     def non_causal(cls) -> Spec:
-        return cls._leaf(_Clause("non_causal", "not ctx.causal", (), ("causal",), "False"))
+        return cls._leaf(Clause("non_causal", "not ctx.causal", (), ("causal",), "False"))
 
     @classmethod
     def cuda_device(cls) -> Spec:
-        return cls._leaf(_Clause("cuda_device", "ctx.device_cuda", (), ("device_cuda",), "True"))
+        return cls._leaf(Clause("cuda_device", "ctx.device_cuda", (), ("device_cuda",), "True"))
 
     @classmethod
     def _rule(
@@ -303,26 +248,7 @@ class Spec:
         """A clause written as an expression over ``ctx`` (package-internal: e.g. PyTorch's SDPA
         checks), with its own failure ``message``, a ``show`` function for the actual values and
         ``bindings`` the expression reads (see ``prologue``)."""
-        return cls._leaf(_Clause(name, template, constants, tuple(axes), required, message, show, bindings))
-
-
-def prologue(specs: Iterable[Spec], namespace: dict[str, Any]) -> list[str]:
-    """Lines that bind, once per evaluation, the names the clauses of ``specs`` read.
-
-    A clause may read a value every clause of its family needs (``torch_sdpa``'s facts) through
-    a name bound here instead of re-reading it from ``ctx`` in every clause. A binding that
-    fails leaves the name bound to a sentinel, so only the clauses that read it fail.
-    """
-    merged: dict[str, str] = {}
-    for spec in specs:
-        for name, expression in spec.bindings().items():
-            if merged.setdefault(name, expression) != expression:
-                raise ValueError(f"Clauses bind {name!r} to two different expressions")
-    namespace.setdefault("_UNBOUND", object())
-    lines = []
-    for name, expression in merged.items():
-        lines += [f"    try: {name} = {expression}", f"    except Exception: {name} = _UNBOUND"]
-    return lines
+        return cls._leaf(Clause(name, template, constants, tuple(axes), required, message, show, bindings))
 
 
 def _as_spec(other: Any) -> Spec:
@@ -331,41 +257,75 @@ def _as_spec(other: Any) -> Spec:
     return other
 
 
-def _check_one(part: Spec, ctx: CallContext) -> ClauseCheck:
-    error = ""
-    try:
-        passed = part._compiled()(ctx)
-    except Exception as exc:  # a predicate that raises rejects its row; the trace says why
-        passed, error = False, f"{type(exc).__name__}: {exc}"
-    axes = part.axes
-    clause = part._clause if part._kind == "leaf" else None
-    if clause is not None:
-        required = clause.required
-        axis_name = axes[0] if len(axes) == 1 else None
-    else:
-        required = part.description
-        axis_name = None
-    if clause is not None and clause.show is not None:
-        try:
-            actual = clause.show(ctx)
-        except Exception as exc:
-            actual = f"<cannot show: {type(exc).__name__}>"
-    elif len(axes) == 1:
-        actual = format_value(ctx.value_of(axes[0]))
-    elif axes:
-        actual = ", ".join(f"{name}={format_value(ctx.value_of(name))}" for name in axes)
-    else:
-        actual = str(passed)
-    message = clause.message if clause is not None else ""
-    if callable(message):
-        try:
-            message = message(ctx)
-        except Exception as exc:
-            message = f"<cannot word the failure: {type(exc).__name__}>"
-    return ClauseCheck(part.description, axis_name, required, actual, passed, message, error)
+# -- clauses over one axis -------------------------------------------------------------------
+class Axis:
+    """Builders for clauses over one axis: a ``CallContext`` field or a key of ``extra``."""
+
+    __slots__ = ("_read", "_read_constants", "name")
+
+    def __init__(self, name: str) -> None:
+        if not isinstance(name, str) or not name:
+            raise TypeError(f"axis() takes an axis name, got {name!r}")
+        self.name = name
+        self._read_constants: tuple[Any, ...]
+        if name in AXES:
+            self._read, self._read_constants = f"ctx.{name}", ()
+        else:
+            self._read, self._read_constants = "ctx.extra.get({0})", (name,)
+
+    def _clause(self, description: str, test: str, constants: tuple[Any, ...], required: str) -> Spec:
+        # ``test`` says {v} for the axis read and {c} for its one constant; the read may itself
+        # bind the extra key as constant {0}, so the test's constant comes after it.
+        template = test.replace("{c}", f"{{{len(self._read_constants)}}}").replace("{v}", self._read)
+        clause = Clause(description, template, self._read_constants + constants, (self.name,), required)
+        return Spec._leaf(clause)
+
+    def in_(self, *values: Any) -> Spec:
+        text = set_text(values)
+        return self._clause(f"{self.name} in {text}", "{v} in {c}", (container(values),), f"in {text}")
+
+    def eq(self, value: Any) -> Spec:
+        shown = format_value(value)
+        return self._clause(f"{self.name}=={shown}", "{v} == {c}", (value,), f"== {shown}")
+
+    def is_(self, value: Any) -> Spec:
+        shown = format_value(value)
+        return self._clause(f"{self.name} is {shown}", "{v} is {c}", (value,), f"is {shown}")
+
+    def none(self) -> Spec:
+        return self._clause(f"{self.name} is None", "{v} is None", (), "None")
+
+    def not_none(self) -> Spec:
+        return self._clause(f"{self.name} is not None", "{v} is not None", (), "not None")
+
+    def truthy(self) -> Spec:
+        return self._clause(self.name, "bool({v})", (), "truthy")
+
+    def falsy(self) -> Spec:
+        return self._clause(f"!{self.name}", "not {v}", (), "falsy")
+
+    def le(self, bound: Any) -> Spec:
+        return self._compare("<=", bound)
+
+    def lt(self, bound: Any) -> Spec:
+        return self._compare("<", bound)
+
+    def ge(self, bound: Any) -> Spec:
+        return self._compare(">=", bound)
+
+    def gt(self, bound: Any) -> Spec:
+        return self._compare(">", bound)
+
+    def _compare(self, op: str, bound: Any) -> Spec:
+        shown = format_value(bound)
+        # None (axis unknown) never satisfies a bound instead of raising TypeError.
+        test = "({v} is not None and {v} " + op + " {c})"
+        return self._clause(f"{self.name}{op}{shown}", test, (bound,), f"{op} {shown}")
 
 
-# The clause builders over one axis live in ``axes``; imported here, after ``Spec``, which they build.
-from inspector.dispatch.axes import Axis, axis  # noqa: E402
+def axis(name: str) -> Axis:
+    """Start a clause over ``name``: ``axis("dtype").in_(torch.bfloat16) & axis("kv_len").ge(1024)``."""
+    return Axis(name)
+
 
 __all__ = ["Axis", "ClauseCheck", "Spec", "axis", "prologue"]

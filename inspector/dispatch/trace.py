@@ -12,15 +12,15 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from inspector.dispatch.clauses import ClauseCheck
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import ExplicitSelectionError, NoImplementationError, UnknownImplementationError
 from inspector.dispatch.overrides import get_override
 from inspector.dispatch.plan import FamilyPlan, adhoc_record
 from inspector.dispatch.records import ImplRecord
-from inspector.dispatch.registry import plan_for
+from inspector.dispatch.registry import plan_for, seeded
 from inspector.dispatch.resolution import decide_in
-from inspector.dispatch.selection import PROFILE, seeded
-from inspector.dispatch.spec import ClauseCheck
+from inspector.dispatch.selection import PROFILE
 
 MATCH, REJECT, UNAVAILABLE, UNFAITHFUL = "MATCH", "reject", "SKIP unavailable", "SKIP not faithful"
 SELECTION_ERRORS = (ExplicitSelectionError, UnknownImplementationError, NoImplementationError)

@@ -24,7 +24,16 @@ import torch
 import torch.nn.functional as F
 
 from inspector._free_names import ORIGIN, may_register_family
-from inspector.dispatch import CallContext, ImplRecord, Spec, axis, register_env_alias, register_family, resolve
+from inspector.dispatch import (
+    CallContext,
+    ImplRecord,
+    Spec,
+    axis,
+    default_registry,
+    register_env_alias,
+    register_family,
+    resolve,
+)
 
 FAMILY = "attention"
 LONG_KV = 1024
@@ -190,7 +199,7 @@ def sample_attention(ctx: CallContext, generator: Any) -> tuple[tuple[Any, ...],
 def register() -> bool:
     """(Re-)register the attention family with its legacy single-value variable, unless the user
     registered a family of that name (then it is kept, and ``False`` says the demo was skipped)."""
-    if not may_register_family(FAMILY):
+    if not may_register_family(default_registry(), FAMILY):
         return False
     register_family(
         FAMILY, ROWS, "math", extractor=attention_context, sampler=sample_attention, tolerances=TOLERANCES,

@@ -13,7 +13,7 @@ from typing import Any
 import torch
 
 from inspector._free_names import ORIGIN, may_register_family
-from inspector.dispatch import CallContext, ImplRecord, Spec, register_family, resolve
+from inspector.dispatch import CallContext, ImplRecord, Spec, default_registry, register_family, resolve
 
 FAMILY = "rotary"
 TOLERANCES = {
@@ -81,7 +81,7 @@ def sample_rotary(ctx: CallContext, generator: Any) -> tuple[tuple[Any, ...], di
 
 def register() -> bool:
     """(Re-)register the rotary family unless the user registered one of that name."""
-    if not may_register_family(FAMILY):
+    if not may_register_family(default_registry(), FAMILY):
         return False
     register_family(
         FAMILY, ROWS, "torch", extractor=rotary_context, sampler=sample_rotary, tolerances=TOLERANCES,

@@ -10,15 +10,24 @@ from typing import Any, TypeVar
 
 import ipywidgets as widgets
 
+from inspector._messages import explanation_of
+
 logger = logging.getLogger("inspector.panels")
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 
 def error_html(exc: BaseException) -> str:
-    """Headline (type and first line), then the message's remaining ``key = value`` lines."""
-    text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
-    headline, _, details = text.partition("\n")
+    """Headline (type and first line), then the message's remaining ``key = value`` lines.
+
+    An error built from a ``Message`` is shown from its pieces (NOTE [ Messages ]); any other from its text.
+    """
+    explained = explanation_of(exc)
+    if explained is not None:
+        headline, details = explained.headline, "\n".join(explained.details)
+    else:
+        text = str(exc.args[0]) if isinstance(exc, KeyError) and exc.args else str(exc)
+        headline, _, details = text.partition("\n")
     parts = [f"<b>{html.escape(type(exc).__name__)}</b>: {html.escape(headline)}"]
     if details.strip():
         parts.append(f'<pre class="inspector-error-details">{html.escape(details.strip())}</pre>')

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import html
 import importlib
-import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
 import ipywidgets as widgets
 
+from inspector.demos import load_demos, sample_configs, user_registered_anything
 from inspector.panels._base import PANEL_CSS, Panel
+from inspector.panels._tooltips import reach_the_page, tips_output
 from inspector.parts import PARTS, part
 
 
@@ -27,46 +28,21 @@ class TabSpec:
 TABS: tuple[TabSpec, ...] = tuple(TabSpec(p.title, p.panel_module, p.panel_class, p.name) for p in PARTS)
 
 
-def available_tabs() -> tuple[TabSpec, ...]:
-    """The tabs whose panel module is installed in this build."""
-    return tuple(spec for spec in TABS if importlib.util.find_spec(spec.module) is not None)
-
-
-def user_registered_anything() -> bool:
-    """Whether the user's own op families or data backends are registered (demos aside)."""
-    from inspector._free_names import ORIGIN
-    from inspector.backends import default_registry
-    from inspector.dispatch.registry import _FAMILIES
-    from inspector.dispatch.torch_sdpa.family import ORIGIN as TORCH_SDPA
-
-    builtin = (ORIGIN, TORCH_SDPA)
-    if any(family.origin not in builtin for family in _FAMILIES.values()):
-        return True
-    return any(not b.origin.startswith(ORIGIN) for b in default_registry().snapshot().backends)
-
-
-def load_demos(demos: bool | None) -> tuple[str, ...]:
-    """The app's demo policy: ``True`` loads them (under free names only), ``False`` never, ``None``
-    only when the user registered nothing of their own. Returns notes for the status line."""
-    if demos is False or (demos is None and user_registered_anything()):
-        return ("demos not loaded: showing your own families and backends (inspector.show(demos=True) adds them)",)
-    from inspector.examples import register_all
-
-    return tuple(f"demo skipped: {note}" for note in register_all())
-
-
 class Inspector:
     """Tabs over every engine part; ``panels`` holds the ones built so far.
 
     ``demos``: ``None`` (default) loads the embedded demo families and data backends only when
-    you registered none of your own; ``True`` adds them under free names; ``False`` never.
+    you registered none of your own; ``True`` adds them under free names; ``False`` never (the
+    policy is ``inspector.demos.load_demos``, which the command line follows too).
     """
 
     def __init__(self, tabs: tuple[TabSpec, ...] | None = None, *, demos: bool | None = None) -> None:
-        self.tabs = tabs if tabs is not None else available_tabs()
+        self.tabs = tabs if tabs is not None else TABS
         from inspector._user_modules import import_user_modules
 
-        self.notes = (*import_user_modules(), *load_demos(demos))
+        user_notes = import_user_modules()
+        self.demos_loaded = demos is True or (demos is None and not user_registered_anything())
+        self.notes = (*user_notes, *load_demos(demos))
         self.panels: dict[str, Panel[Any]] = {}
         self.status = widgets.HTML(value="")  # the app's notes; each tab's status line is in the tab
         self.status.add_class("inspector-app-status")
@@ -74,8 +50,9 @@ class Inspector:
         self.tab = widgets.Tab(children=placeholders)
         self.tab.titles = tuple(t.title for t in self.tabs)
         self.tab.observe(self._on_select, names="selected_index")
-        self.widget = widgets.VBox([widgets.HTML(PANEL_CSS), self.tab, self.status])
+        self.widget = widgets.VBox([widgets.HTML(PANEL_CSS), tips_output(), self.tab, self.status])
         self.widget.add_class("inspector-app")
+        reach_the_page(self.widget)  # every tab's tooltips show in the browser (NOTE [ Tooltips in ipywidgets 8 ])
         self._show_status()
         if self.tabs:
             self.tab.selected_index = 0
@@ -91,13 +68,19 @@ class Inspector:
         index = titles.index(title)
         spec = self.tabs[index]
         panel_class = getattr(importlib.import_module(spec.module), spec.attribute)
-        panel = panel_class()
+        panel = panel_class(**self._demo_options(spec))
         self.panels[title] = panel
         children = list(self.tab.children)
         children[index] = panel.widget
         self.tab.children = children
         self.tab.titles = tuple(t.title for t in self.tabs)
         return panel
+
+    def _demo_options(self, spec: TabSpec) -> dict[str, Any]:
+        """What a panel gets from the demos the app loaded: the Backends tab, configs that build as they stand."""
+        if not self.demos_loaded or spec.part != "backends":
+            return {}
+        return {"configs": sample_configs()}
 
     @property
     def current(self) -> Panel[Any] | None:

@@ -30,21 +30,20 @@ from inspector.errors import Cancelled
 from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, error_html
-from inspector.panels._render import RawHTML, pre, render_into, render_section
-from inspector.parts import part
+from inspector.panels._render import RawHTML, pre
 from inspector.views._tables import table_html
 from inspector.views.backends import (
+    BackendsSection,
     BackendsState,
     as_raised,
     call_snippet,
     import_error_table,
-    page,
     plugin_table,
     verb_html,
-    verb_matrix,
 )
 
-# Small configs that build in well under a second; a caller may pass its own per backend.
+# Small configs that build in well under a second; a caller may pass its own per backend (the app passes the
+# demos' own, whose sample files it writes: ``inspector.examples.data_backends.example_configs``).
 DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
     "synthetic": {
         "data": {
@@ -53,14 +52,13 @@ DEFAULT_CONFIGS: dict[str, dict[str, Any]] = {
             "options": {"episodes": 2, "episode_length": 8, "horizon": 2},
         }
     },
-    "npz": {"data": {"dataset_type": "npz", "path": "/path/to/a/directory/of/npz/files", "batch_size": 4}},
 }
 
 
 class BackendsPanel(Panel[BackendsState]):
     """Which data backends exist, what each can do, and what their batches look like."""
 
-    title = part("backends").title
+    part = "backends"
 
     def __init__(
         self, registry: BackendRegistry | None = None, configs: Mapping[str, Mapping[str, Any]] | None = None
@@ -77,6 +75,7 @@ class BackendsPanel(Panel[BackendsState]):
         self.last_verb_defined_in = ""
         self.last_build_error: BaseException | None = None
         self._syncing = False
+        self._details_of: RegistrySnapshot | None = None  # the snapshot the details area shows
 
         self.matrix_out = widgets.Output()
         self.backend = widgets.Dropdown(description="backend", layout=widgets.Layout(width="240px"),
@@ -134,11 +133,13 @@ class BackendsPanel(Panel[BackendsState]):
     def refresh(self) -> None:
         """Re-read the registry: matrix, dropdowns, import errors, plugins, status line."""
         self.snapshot = snap = self.registry.snapshot()
-        self.last_matrix = verb_matrix(snap)
-        current = page(BackendsState(snap))
-        render_section(self.matrix_out, current.section("matrix"))
-        render_into(self.details_out, *(RawHTML(table_html(frame, caption)) for frame, caption in (
-            (import_error_table(snap), "Import errors"), (plugin_table(snap), "Plugins"))))
+        state = BackendsState(snap)
+        self.last_matrix = state.matrix
+        self.show(self.matrix_out, self.page(state), BackendsSection.MATRIX)
+        if self._details_of != snap:  # both tables, also when empty (the page shows them only when not)
+            tables = ((import_error_table(snap), "Import errors"), (plugin_table(snap), "Plugins"))
+            self.put(self.details_out, *(RawHTML(table_html(frame, caption)) for frame, caption in tables))
+            self._details_of = snap
         names = list(self.last_matrix.index)
         keep_backend, keep_verb = self.backend.value, self.verb.value
         fallback = snap.active if snap.active in names else (names[0] if names else None)
@@ -151,7 +152,7 @@ class BackendsPanel(Panel[BackendsState]):
         finally:
             self._syncing = False
         self._load_config_template()
-        self.show_verb()
+        self.show_verb(snap)
         failed = len(snap.failed)
         active = snap.active or "none (load_config() sets one)"
         self.set_status(f"{len(snap.backends)} registered, {failed} failed to import, active: {active}")
@@ -175,8 +176,9 @@ class BackendsPanel(Panel[BackendsState]):
         if not self._syncing:
             self.show_verb()
 
-    def show_verb(self) -> None:
-        """The chosen verb's signature and docstring, or the error code would raise for it."""
+    def show_verb(self, snapshot: RegistrySnapshot | None = None) -> None:
+        """The chosen verb's signature and docstring, or the error code would raise for it (``snapshot``:
+        the registry as just read, else read now)."""
         backend, verb = self.backend.value, self.verb.value
         if backend is None or verb is None:
             self.verb_html.value = ""
@@ -188,7 +190,7 @@ class BackendsPanel(Panel[BackendsState]):
             self.last_verb_text, self.last_verb_doc = as_raised(call, exc), None
             self.verb_html.value = pre(self.last_verb_text)
             return
-        info = self.registry.snapshot().backend(backend).verb(verb)
+        info = (snapshot or self.registry.snapshot()).backend(backend).verb(verb)
         self.last_verb_text = f"{call}\n\n{verb}{info.signature}\n\n{info.doc or '(no docstring)'}"
         self.last_verb_doc, self.last_verb_defined_in = info.doc or "", info.defined_in
         self.verb_html.value = verb_html(call, f"{verb}{info.signature}", info.doc, info.defined_in)
@@ -203,8 +205,7 @@ class BackendsPanel(Panel[BackendsState]):
 
     def build_sample(self, config_text: str | None = None, *, wait: bool = False) -> None:
         """Build the config in the text box (without making it active) and show one batch's structure."""
-        if self.job.running:
-            raise RuntimeError("A sample is still being built; wait for it, or press Cancel, then build again.")
+        self.ensure_idle(self.job, "A sample is still being built.", "build again")
         text = self.config_text.value if config_text is None else config_text
         try:
             try:
@@ -227,14 +228,12 @@ class BackendsPanel(Panel[BackendsState]):
             return bundle, describe_batch(batch)
 
         self._clear_build()
-        self.job.start(job, self.guard(self._built), self.guard(self._build_failed))
-        if wait:
-            self.job.wait()
+        self.start_job(self.job, job, self._built, self._build_failed, wait=wait)
 
     def _clear_build(self) -> None:
         self.last_batch = None
         self.build_html.value = ""
-        render_into(self.build_out)
+        self.put(self.build_out)
         self.job.reset()
 
     def _built(self, result: tuple[Any, tuple[FieldInfo, ...]]) -> None:
@@ -245,7 +244,7 @@ class BackendsPanel(Panel[BackendsState]):
             f"<small>{html.escape(type(bundle.dataset).__name__)} of {len(bundle.dataset)} items; "
             f"train_iters={bundle.train_iters}, val_iters={bundle.val_iters}; first batch:</small>"
         )
-        render_section(self.build_out, page(self.state()).section("batch"))
+        self.show(self.build_out, self.page(self.state()), BackendsSection.BATCH)
 
     def _build_failed(self, exc: BaseException) -> None:
         # Rendered here rather than in the error line: the guard clears that line when the
@@ -254,10 +253,8 @@ class BackendsPanel(Panel[BackendsState]):
         self.last_build_error = exc
         self.build_html.value = error_html(exc)
 
-    # -- static view ---------------------------------------------------------------------------
-    def static_html(self) -> str:
+    def sync(self) -> None:
         self.snapshot = self.registry.snapshot()
-        return PANEL_CSS + "<div class='inspector-backends-static'>" + page(self.state()).to_html() + "</div>"
 
 
 def _plain(value: Any) -> Any:

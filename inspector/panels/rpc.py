@@ -7,8 +7,9 @@ each reading the plan's parsed topology). A template (``rpc_templates``) fills t
 mesh, a ring or a parameter server; ``Show this job's plan`` loads the job the notebook runs in
 (``TopologyPlan.from_job``). Rows a problem touches are outlined in red with the next step, and
 the plan downloads as a JSON file. Launching starts a real ``LocalWorld`` on a background job
-(``rpc_launch``), after a loud confirmation when init_rpc would refuse it; on a machine without
-GPUs only the cpu -> cpu pairs go along, and the panel says how many were left out.
+(``rpc_launch``), after a loud confirmation when init_rpc would refuse it; the launch box says,
+before and after, what runs (on a machine without GPUs only the cpu -> cpu pairs go along) and
+that every figure is for CPU tensors.
 """
 
 from __future__ import annotations
@@ -19,25 +20,27 @@ from typing import Any
 
 import ipywidgets as widgets
 
+from inspector._messages import Message
 from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, StaleMark, error_html
-from inspector.panels._render import RawHTML, render_into, render_section
+from inspector.panels._render import RawHTML
+from inspector.panels._sections import Sections
 from inspector.panels.rpc_launch import (
     MAX_LOCAL_WORKERS,
     LaunchConfirmation,
-    launchable,
+    LaunchSummary,
     refusal,
+    summarize,
     world_job,
 )
 from inspector.panels.rpc_maps import ROWS_CSS, MapRow
 from inspector.panels.rpc_templates import TemplatePicker
-from inspector.parts import part
-from inspector.rpc import PlanError, TopologyPlan, WorldSnapshot, predict_init_error, registered_backends
+from inspector.rpc import PlanError, TopologyPlan, WorldSnapshot, registered_backends
 from inspector.rpc._errors import short
 from inspector.rpc._records import MIB
 from inspector.views._tables import table_html
-from inspector.views.rpc import DEFAULT_PLAN, RpcState, backends_table, next_step, page, pair_problems
+from inspector.views.rpc import DEFAULT_PLAN, RpcSection, RpcState, backends_table, next_step, pair_problems
 
 __all__ = ["MAX_LOCAL_WORKERS", "MapRow", "RpcPanel"]
 
@@ -55,14 +58,14 @@ def download_link(plan: TopologyPlan) -> str:
 class RpcPanel(Panel[RpcState]):
     """Plan, validate and launch RPC topologies; lists the registered RPC backends."""
 
-    title = part("rpc").title
+    part = "rpc"
 
     def __init__(self, plan: TopologyPlan | None = None) -> None:
         super().__init__()
         self.last_plan: TopologyPlan | None = None
         self.last_world: WorldSnapshot | None = None
         self.last_launch_error: BaseException | None = None
-        self.launch_note = ""
+        self.launched: LaunchSummary | None = None  # what the last launch ran
         self._names: list[str] = []
         self._loading = False
         self.rows: list[MapRow] = []
@@ -118,6 +121,10 @@ class RpcPanel(Panel[RpcState]):
                                             tooltip="Start real workers for this plan on this machine, measure "
                                                     "RTT and bandwidth, then shut them down")  # fmt: skip
         self.launch_errors = ErrorLine("launch")
+        self.launch_preview = widgets.HTML()
+        self.launch_preview.add_class("inspector-rpc-launch-preview")
+        for control in (self.rtt_count, self.mebibytes):
+            control.observe(self.guard(self._preview), names="value")
         self.launch_button.on_click(self.guard_into(self.launch_errors, lambda _b: self.launch()))
         self.confirmation = LaunchConfirmation()
         self.job = BackgroundJob("Local world", triggers=[self.launch_button])
@@ -128,6 +135,7 @@ class RpcPanel(Panel[RpcState]):
         launch_box = widgets.VBox(
             [
                 widgets.HBox([self.rtt_count, self.mebibytes, self.launch_button]),
+                self.launch_preview,
                 self.launch_errors.widget,
                 self.confirmation.widget,
                 self.job.widget,
@@ -136,11 +144,9 @@ class RpcPanel(Panel[RpcState]):
             ]
         )
         plan_json = widgets.VBox([widgets.HBox([export_button, import_button]), json_errors.widget, self.json_text])
-        details = widgets.Accordion(children=[self.graph_out, self.derived_out, plan_json, launch_box,
-                                              self.backends_out])  # fmt: skip
-        details.titles = ("Topology graph", "Reverse maps and device lists", "Plan JSON", "Launch a local world",
-                          "Registered RPC backends")  # fmt: skip
-        details.selected_index = 0
+        self.details = Sections([("Topology", self.graph_out), ("Reverse maps and device lists", self.derived_out),
+                                 ("Plan JSON", plan_json), ("Launch a local world", launch_box),
+                                 ("Registered RPC backends", self.backends_out)])  # fmt: skip
         header = PANEL_CSS + ROWS_CSS + "<b>RPC device maps</b>: plan a topology and see what init_rpc would say"
         rows_help = ("<small>Each row: the caller's <i>source</i> device → the callee's <i>target</i> device "
                      "(<code>set_device_map(callee, {source: target})</code> on the caller)</small>")  # fmt: skip
@@ -150,7 +156,7 @@ class RpcPanel(Panel[RpcState]):
         plan_box.add_class("inspector-rpc-plan-box")
         rows_area = widgets.VBox([widgets.HTML(rows_help), self.rows_box, add_button, self.rows_errors.widget])
         rows_area.add_class("inspector-rpc-rows-box")
-        self.results = StaleMark(self.init_html, self.problems_out, details)
+        self.results = StaleMark(self.init_html, self.problems_out, self.details.widget)
         self.widget = widgets.VBox([
             widgets.HTML(header), widgets.HBox([self.templates.widget, from_job, self.download]),
             plan_box, rows_area, self.status, self.errors.widget, self.results.widget,
@@ -161,7 +167,7 @@ class RpcPanel(Panel[RpcState]):
                               (self.launch_button, "launch"), (self.world_html, "world"), (self.graph_out, "graph"),
                               (self.init_html, "init"), (self.download, "download-box")):  # fmt: skip
             control.add_class(f"inspector-rpc-{name}")
-        render_into(self.backends_out, RawHTML(table_html(backends_table(registered_backends()))))
+        self.put(self.backends_out, RawHTML(table_html(backends_table(registered_backends()))))
         self.load_plan(plan or DEFAULT_PLAN)
 
     # -- the plan in the widgets -----------------------------------------------------------------
@@ -221,11 +227,12 @@ class RpcPanel(Panel[RpcState]):
     def load_plan(self, plan: TopologyPlan) -> None:
         """Show ``plan`` in the widgets and validate it (up to ``MAX_EDITABLE_PAIRS`` rows)."""
         if plan.pair_count > MAX_EDITABLE_PAIRS:
-            raise ValueError(
-                f"This plan maps {plan.pair_count:,} device pairs, too many to edit row by row here.\n"
-                f"limit = {MAX_EDITABLE_PAIRS:,}\n"
-                "next step = check it with plan.check() or `inspector rpc check PLAN.json`, or plan fewer workers"
+            message = Message(
+                f"This plan maps {plan.pair_count:,} device pairs, too many to edit row by row here.",
+                {"limit": f"{MAX_EDITABLE_PAIRS:,}"},
+                next_step="check it with plan.check() or `inspector rpc check PLAN.json`, or plan fewer workers",
             )
+            raise ValueError(str(message))
         self._loading = True
         try:
             self._names = plan.names
@@ -289,16 +296,18 @@ class RpcPanel(Panel[RpcState]):
         self.plan_errors.clear()
         self.rows_errors.clear()
         self.results.clear()
-        problems, predicted = plan.check(), predict_init_error(plan)
+        state = RpcState(plan)  # each check runs once, for the page and this method alike
+        problems, predicted = state.problems, state.prediction
         self.last_plan = plan
-        current = page(RpcState(plan))
-        self.init_html.value = "<b>init_rpc</b>:" + current.section("init").blocks[0].to_html()
+        current = self.page(state)
+        self.show(self.init_html, current, RpcSection.INIT, prefix="<b>init_rpc</b>:")
         self._mark_rows(problems)
-        render_section(self.problems_out, current.section("problems"))
-        render_section(self.graph_out, current.section("graph"))
-        render_section(self.derived_out, current.section("derived"))
+        self.show(self.problems_out, current, RpcSection.PROBLEMS)
+        self.show(self.graph_out, current, RpcSection.GRAPH)
+        self.show(self.derived_out, current, RpcSection.DERIVED)
         if plan != self._linked:
             self.download.value, self._linked = download_link(plan), plan
+        self._preview()
         verdict = "init_rpc would start" if predicted is None else f"init_rpc would fail ({predicted.stage})"
         self.set_status(
             f"{len(plan.workers)} workers, {plan.pair_count} mapped pairs, {len(problems)} problem(s): {verdict}"
@@ -335,45 +344,47 @@ class RpcPanel(Panel[RpcState]):
         A launch while one is running is refused before anything shown changes; a plan init_rpc
         would refuse asks first (``confirmation``), unless ``confirmed``.
         """
-        if self.job.running:
-            raise RuntimeError(
-                "A local world is already running in this panel.\n"
-                "next step = wait for it to finish, or press Cancel, then launch again"
-            )
-        planned = self.plan
-        plan, note = launchable(planned)
-        reason = None if confirmed else refusal(planned, plan)
+        self.ensure_idle(self.job, "A local world is already running in this panel.", "launch again")
+        summary = self._summary(self.plan)
+        reason = None if confirmed else refusal(summary)
         if reason is not None:
             self.confirmation.ask(reason, self.guard(lambda: self.launch(wait=wait, confirmed=True)))
             return
         self.confirmation.dismiss()
-        job = world_job(plan, self.rtt_count.value, int(self.mebibytes.value * MIB))
-        self.launch_note = note
-        self.world_html.value = html.escape(note) + "starting…"
-        render_into(self.world_out)
-        # Guarded: a failure while showing the result appears in the panel's error line.
-        self.job.start(job, self.guard_into(self.launch_errors, self._launched), self.guard(self._launch_failed))
-        if wait:
-            self.job.wait()
+        job = world_job(summary.launched, summary.samples, max(summary.sizes))
+        self.launched = summary
+        self.world_html.value = html.escape(f"Starting: {summary.before()}")
+        self.put(self.world_out)
+        # A failure while showing the result appears in the launch box's error line.
+        self.start_job(self.job, job, self._launched, self._launch_failed, done_errors=self.launch_errors, wait=wait)
+
+    def _summary(self, plan: TopologyPlan) -> LaunchSummary:
+        return summarize(plan, self.rtt_count.value, int(self.mebibytes.value * MIB))
+
+    def _preview(self, _change: Any = None) -> None:
+        """Say what Launch would start and measure for the plan shown (or why it cannot)."""
+        plan = self.last_plan
+        if plan is None:
+            return
+        try:
+            text = self._summary(plan).before()
+        except ValueError as exc:  # too many workers: the launch would refuse, saying so
+            text = str(exc).partition("\n")[0]
+        self.launch_preview.value = f"<small>{html.escape(text)}</small>"
 
     def _launched(self, snapshot: WorldSnapshot) -> None:
         self.last_world = snapshot
         self.last_launch_error = None
-        self.world_html.value = html.escape(
-            f"{self.launch_note}{len(snapshot.workers)} workers ready in {snapshot.start_seconds:.2f} s, "
-            "then shut down."
-        )
-        render_section(self.world_out, page(self.state()).section("world"))
+        summary = self.launched
+        self.world_html.value = html.escape(summary.after(snapshot) if summary else "")
+        self.show(self.world_out, self.page(self.state()), RpcSection.WORLD)
 
     def _launch_failed(self, exc: BaseException) -> None:
         # Shown here, not in the error line, which the guard clears when the click handler returns.
         self.last_launch_error = exc
         self.world_html.value = error_html(exc)
 
-    # -- static view -----------------------------------------------------------------------------
+    # -- the page's state -----------------------------------------------------------------------------
     def state(self) -> RpcState:
         """What this panel shows now, as the page's state."""
         return RpcState(self.last_plan if self.last_plan is not None else self.plan, self.last_world)
-
-    def static_html(self) -> str:
-        return PANEL_CSS + "<div class='inspector-rpc-static'>" + page(self.state()).to_html() + "</div>"

@@ -1,10 +1,14 @@
-"""Launching a real ``LocalWorld`` from the RPC panel: what can run here, the refusal check, and the job.
+"""Launching a real ``LocalWorld`` from the RPC panel: what can run here, what it measures, the refusal check, the job.
 
 The job starts the world, measures RTT for every ordered pair (percentiles, tails flagged) and
 the bandwidth around a ring of workers at three message sizes after warm-up sends, and always
 closes the world, reporting progress in one count from start to end; the cancel button is
-honoured while starting and between measurements. A plan ``init_rpc`` would refuse is launched
-only after a loud confirmation (``LaunchConfirmation``): its world fails on every rank.
+honoured while starting and between measurements. ``LaunchSummary`` says, before and after,
+exactly what runs: which workers, which of the plan's maps (a machine without GPUs keeps only
+the cpu -> cpu pairs), and that every figure is for CPU tensors (the workers time no-op calls
+and send float32 CPU tensors, whatever the maps). A plan ``init_rpc`` would refuse is launched
+only after a loud confirmation (``LaunchConfirmation``) that says whether the local part would
+fail on every rank or start.
 """
 
 from __future__ import annotations
@@ -12,12 +16,15 @@ from __future__ import annotations
 import html
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import ipywidgets as widgets
 
 from inspector._bench import Progress
+from inspector._messages import Message
 from inspector.errors import Cancelled
 from inspector.rpc import InitError, LocalWorld, TopologyPlan, WorkerPlan, WorldSnapshot, predict_init_error
+from inspector.rpc._records import MIB
 
 MAX_LOCAL_WORKERS = 8  # more processes than this would only measure an oversubscribed machine
 BANDWIDTH_FRACTIONS = (1 / 64, 1 / 8, 1.0)  # message sizes, as fractions of the largest
@@ -26,19 +33,86 @@ BANDWIDTH_WARMUP = 2
 WorldJob = Callable[[Progress, threading.Event], WorldSnapshot]
 
 
-def launchable(plan: TopologyPlan) -> tuple[TopologyPlan, str]:
-    """The part of ``plan`` a local world can run on this machine, and a note on what was left out."""
+def _mib(nbytes: int) -> str:
+    return f"{nbytes / MIB:g}"
+
+
+def _count(n: int, word: str) -> str:
+    return f"{n} {word}" + ("" if n == 1 else "s")
+
+
+@dataclass(frozen=True)
+class LaunchSummary:
+    """What a launch of ``planned`` runs on this machine (``launched``) and measures, in words, before and after.
+
+    A machine without GPUs runs only the plan's cpu -> cpu map pairs (``dropped_pairs`` went,
+    with any explicit ``devices`` lists); with GPUs the maps go as written. Either way the
+    workers time no-op ``rpc_sync`` calls and send float32 CPU tensors, so every figure is for
+    CPU tensors.
+    """
+
+    planned: TopologyPlan
+    launched: TopologyPlan
+    gpus_here: int
+    dropped_pairs: int
+    samples: int
+    sizes: tuple[int, ...]
+
+    @property
+    def ring(self) -> list[tuple[str, str]]:
+        names = self.launched.names
+        return [(names[i], names[(i + 1) % len(names)]) for i in range(len(names))] if len(names) > 1 else []
+
+    @property
+    def maps(self) -> str:
+        """Which of the plan's maps the workers get."""
+        kept = self.launched.pair_count
+        if self.gpus_here:
+            gpus = _count(self.gpus_here, "GPU")
+            return f"the plan's {_count(kept, 'map pair')} as written, on this machine's {gpus}"
+        lists = [w.name for w in self.planned.workers if w.devices]
+        dropped = f"{_count(self.dropped_pairs, 'GPU map pair')}" + (
+            f" and the devices lists of {', '.join(lists)}" if lists else "")
+        if not self.dropped_pairs and not lists:
+            return f"the plan's {_count(kept, 'cpu → cpu map pair')}" if kept else "no device maps (the plan has none)"
+        kept_text = f"only the plan's {_count(kept, 'cpu → cpu map pair')}" if kept else "no device maps"
+        return f"{kept_text}: this machine has no GPU, so the plan's {dropped} are left out"
+
+    @property
+    def tensors(self) -> str:
+        if self.gpus_here:
+            return "Every figure is for CPU tensors: the GPU maps are set up, but no tensor sent lives on a GPU."
+        return "Every figure is for CPU tensors in host memory, not for GPU-to-GPU copies."
+
+    def before(self) -> str:
+        """What pressing Launch will start and measure."""
+        names = self.launched.names
+        n = len(names)
+        text = (f"Launch starts {_count(n, 'local worker')} ({', '.join(names)}) with {self.maps}; it times "
+                f"{self.samples} no-op rpc_sync round trips for each of the {n * n} ordered pairs")  # fmt: skip
+        if self.ring:
+            sizes = ", ".join(_mib(s) for s in self.sizes)
+            loop = " → ".join([a for a, _ in self.ring] + [self.ring[0][0]])
+            text += (f", then sends float32 tensors of {sizes} MiB around the ring {loop} ({BANDWIDTH_WARMUP} "
+                     f"warm-up and {BANDWIDTH_REPEATS} timed sends each)")  # fmt: skip
+        return f"{text}. {self.tensors}"
+
+    def after(self, snapshot: WorldSnapshot) -> str:
+        """What ran, once the world has been measured and shut down."""
+        return (f"{_count(len(snapshot.workers), 'worker')} ready in {snapshot.start_seconds:.2f} s with "
+                f"{self.maps}; measured, then shut down. {self.tensors}")  # fmt: skip
+
+
+def summarize(planned: TopologyPlan, samples: int = 50, largest_bytes: int = 16 << 20) -> LaunchSummary:
+    """What a launch of ``planned`` would run here (refusing more than ``MAX_LOCAL_WORKERS`` workers)."""
     import torch
 
-    if len(plan.workers) > MAX_LOCAL_WORKERS:
-        raise ValueError(
-            f"Launching {len(plan.workers)} local workers would only measure an oversubscribed "
-            f"machine.\nlimit = {MAX_LOCAL_WORKERS}\nnext step = lower 'workers' to launch"
-        )
-    if torch.cuda.device_count() > 0:
-        return plan, ""
-    plan, dropped = plan.cpu_only()
-    return plan, (f"No GPU here: {dropped} non-cpu map pair(s) left out. " if dropped else "")
+    if len(planned.workers) > MAX_LOCAL_WORKERS:
+        headline = f"Launching {len(planned.workers)} local workers would only measure an oversubscribed machine."
+        raise ValueError(str(Message(headline, {"limit": MAX_LOCAL_WORKERS}, next_step="lower 'workers' to launch")))
+    gpus = torch.cuda.device_count()
+    launched, dropped = (planned, 0) if gpus > 0 else planned.cpu_only()
+    return LaunchSummary(planned, launched, gpus, dropped, samples, tuple(bandwidth_sizes(largest_bytes)))
 
 
 def here(plan: TopologyPlan) -> TopologyPlan:
@@ -50,18 +124,26 @@ def here(plan: TopologyPlan) -> TopologyPlan:
                         plan.static_group)  # fmt: skip
 
 
-def refusal(planned: TopologyPlan, launched: TopologyPlan) -> str | None:
+@dataclass(frozen=True)
+class Refusal:
+    """Why a launch needs confirming: init_rpc refuses the plan, and whether the part run here fails too."""
+
+    lines: tuple[str, ...]
+    local_fails: bool
+
+
+def refusal(summary: LaunchSummary) -> Refusal | None:
     """Why a launch needs confirming (init_rpc refuses the plan or the local world), or None."""
     lines = []
-    predicted: InitError | None = predict_init_error(planned)
+    predicted: InitError | None = predict_init_error(summary.planned)
     if predicted is not None:
         lines.append(f"init_rpc would refuse this plan: {predicted.text.partition(chr(10))[0]}")
-    local = predict_init_error(here(launched))
+    local = predict_init_error(here(summary.launched))
     if local is not None:
         lines.append(f"The local world would fail on {', '.join(local.raised_by)}: {local.text.partition(chr(10))[0]}")
     elif predicted is not None:
-        lines.append("The local world runs only the part of the plan this machine has, and that part would start.")
-    return "\n".join(lines) or None
+        lines.append(f"This machine can run only part of the plan, and that part would start. {summary.before()}")
+    return Refusal(tuple(lines), local is not None) if lines else None
 
 
 class LaunchConfirmation:
@@ -87,12 +169,17 @@ class LaunchConfirmation:
     def asking(self) -> bool:
         return self.widget.layout.display != "none"
 
-    def ask(self, reason: str, on_yes: Callable[[], None]) -> None:
+    def ask(self, reason: Refusal, on_yes: Callable[[], None]) -> None:
         self._on_yes = on_yes
+        if reason.local_fails:
+            headline = "⚠ init_rpc would refuse this launch."
+            choice = "Launch anyway to see how it fails on every rank, or cancel and fix the rows marked in red."
+        else:
+            headline = "⚠ init_rpc would refuse this plan; this machine can run only part of it."
+            choice = "Launch anyway to run that part, or cancel and fix the rows marked in red."
         self.message.value = (
-            "<b>⚠ init_rpc would refuse this launch.</b><br>" + html.escape(reason).replace("\n", "<br>")
-            + "<br>Launch anyway to see how it fails on every rank, or cancel and fix the rows marked in red."
-        )  # fmt: skip
+            f"<b>{headline}</b><br>" + "<br>".join(html.escape(line) for line in reason.lines) + f"<br>{choice}"
+        )
         self.widget.layout.display = "flex"
 
     def dismiss(self) -> None:

@@ -19,6 +19,8 @@ ROWS_CSS = """
 .inspector-rpc-row-bad { outline: 2px solid #d62728; border-radius: 4px; }
 .inspector-rpc-row-problem { color: #d62728; font-size: 0.85em; margin-left: 6px; }
 .inspector-rpc-confirm { border: 3px solid #d62728; padding: 6px 10px; margin: 6px 0; }
+.inspector-rpc-download { white-space: nowrap; }
+.inspector-rpc-download-box { flex: 0 0 auto; }
 </style>
 """
 

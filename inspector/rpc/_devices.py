@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import re
 from collections.abc import Iterable, Mapping
+from numbers import Integral
 from typing import Any, NamedTuple
 
 from inspector.rpc._errors import DeviceCountError, RpcError, TopologyTypeError, short
@@ -104,14 +105,14 @@ def as_device_map(mapping: Mapping[Any, Any] | Iterable[tuple[Any, Any]]) -> dic
 
 
 def _checked_count(count: object, worker: str | None) -> int:
-    if isinstance(count, bool) or not isinstance(count, int):
+    if isinstance(count, bool) or not isinstance(count, Integral):  # numpy's integers count too
         raise TopologyTypeError(
             "a device count" + (f" (worker {short(worker)})" if worker is not None else ""),
             "an int or a mapping of device type to int", count,
         )  # fmt: skip
-    if not 0 <= count <= MAX_DEVICE_COUNT:
+    if not 0 <= int(count) <= MAX_DEVICE_COUNT:
         raise DeviceCountError(count, MAX_DEVICE_COUNT, worker)
-    return count
+    return int(count)
 
 
 def cuda_count(count: int | Mapping[str, int], worker: str | None = None) -> int:

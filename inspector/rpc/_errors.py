@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from inspector._messages import Message
 from inspector.errors import InspectorError
 
 if TYPE_CHECKING:
@@ -41,11 +42,12 @@ class DeviceCountError(RpcError, ValueError):
         self.limit = limit
         self.worker = worker
         where = f" for worker {short(worker)}" if worker is not None else ""
-        super().__init__(
-            f"Device count {short(count)}{where} is outside 0 .. {limit}, the counts torch can index.\n"
-            f"limit = 0 .. {limit} (torch indexes a device type with an int8: cuda:0 .. cuda:{limit - 1})\n"
-            "next step = give the number of GPUs the worker really has (torch.cuda.device_count() there)"
+        message = Message(
+            f"Device count {short(count)}{where} is outside 0 .. {limit}, the counts torch can index.",
+            {"limit": f"0 .. {limit} (torch indexes a device type with an int8: cuda:0 .. cuda:{limit - 1})"},
+            next_step="give the number of GPUs the worker really has (torch.cuda.device_count() there)",
         )
+        super().__init__(message)
 
 
 class RendezvousConfigError(RpcError, ValueError):
@@ -74,20 +76,15 @@ class RpcJoinError(RpcError, TimeoutError):
         self.arrived = dict(arrived)
         self.address = address
         self.join_timeout = join_timeout
-        lines = [
+        message = Message(
             f"RPC join timed out after {join_timeout:g} s: ranks {self.missing} never arrived at {address}.",
-            f"missing = {self.missing}",
-            f"arrived = {sorted(self.arrived.items())}",
-            f"rendezvous = {address}",
-        ]
-        if note:
-            lines.append(note)
-        lines.append(
-            "next step = look at the missing ranks' logs (did their set-up crash before init_rpc, was their node "
+            {"missing": self.missing, "arrived": sorted(self.arrived.items()), "rendezvous": address},
+            notes=[note],
+            next_step="look at the missing ranks' logs (did their set-up crash before init_rpc, was their node "
             "scheduled, do they use this MASTER_ADDR/MASTER_PORT?); raise join_timeout or "
-            "INSPECTOR_RPC_JOIN_TIMEOUT if they are only slow"
+            "INSPECTOR_RPC_JOIN_TIMEOUT if they are only slow",
         )
-        super().__init__("\n".join(lines))
+        super().__init__(message)
 
 
 class RankFailedError(RpcError, RuntimeError):
@@ -99,11 +96,12 @@ class RankFailedError(RpcError, RuntimeError):
         self.exception = exception
         self.message = message
         self.address = address
-        super().__init__(
-            f"Rank {rank} ({name}) failed before joining the RPC job: {exception}: {message}\n"
-            f"failed rank = {rank}\nfailed worker = {name}\nrendezvous = {address}\n"
-            f"next step = fix what {name} reports above and restart the job"
+        explained = Message(
+            f"Rank {rank} ({name}) failed before joining the RPC job: {exception}: {message}",
+            {"failed rank": rank, "failed worker": name, "rendezvous": address},
+            next_step=f"fix what {name} reports above and restart the job",
         )
+        super().__init__(explained)
 
 
 class JobTopologyError(RpcError, ValueError):
@@ -115,7 +113,7 @@ class JobTopologyError(RpcError, ValueError):
         problems: Sequence[DeviceMapProblem],
         warnings: Sequence[PreflightWarning],
         predicted: InitError | None,
-        text: str,
+        text: str | Message,
     ) -> None:
         self.plan = plan
         self.problems = tuple(problems)

@@ -24,14 +24,20 @@ the gather and torch's own rendezvous, a moment later, is waited for with torch'
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
+import numbers
 import os
 import time
+import warnings
+from collections.abc import Iterator
 from typing import Any
 
+from inspector._messages import Message
 from inspector.rpc._errors import RendezvousConfigError, RpcJoinError, RpcUnavailableError, WorkerConfigError, short
-from inspector.rpc._job import check_job, gathered_plan, remember, worker_record
+from inspector.rpc._job import check_job, gathered_plan, worker_record
+from inspector.rpc._job_state import remember
 from inspector.rpc._join import JobStore, Waiter, arrival_record, log_interval, logger
 from inspector.rpc._plan import TopologyPlan
 from inspector.rpc._problems import DeviceMapError
@@ -48,7 +54,8 @@ _generations = itertools.count()
 
 
 def join_timeout_seconds(join_timeout: float | None) -> float:
-    """The bound to use: the argument, else ``INSPECTOR_RPC_JOIN_TIMEOUT``, else 300 s."""
+    """The bound to use: the argument (any real number: ``np.int64(60)`` too), else ``INSPECTOR_RPC_JOIN_TIMEOUT``,
+    else 300 s. A huge bound (``1e308``) is kept; only the store's own timeout is clamped (``store_timeout``)."""
     source, given = "join_timeout", short(join_timeout)
     if join_timeout is None:
         text = os.environ.get(JOIN_TIMEOUT_ENV)
@@ -59,16 +66,17 @@ def join_timeout_seconds(join_timeout: float | None) -> float:
             join_timeout = float(text)
         except ValueError:
             join_timeout = math.nan
-    if (
-        isinstance(join_timeout, bool)
-        or not isinstance(join_timeout, (int, float))
-        or not (math.isfinite(join_timeout) and join_timeout > 0)
-    ):
-        raise RendezvousConfigError(
-            f"{source} must be a positive number of seconds, got {given}\n"
-            f"next step = pass join_timeout=300 (or set {JOIN_TIMEOUT_ENV}=300)"
-        )
-    return float(join_timeout)
+    problem = "must be a positive number of seconds"
+    seconds = math.nan
+    if isinstance(join_timeout, numbers.Real) and not isinstance(join_timeout, bool):
+        try:
+            seconds = float(join_timeout)
+        except OverflowError:  # an int such as 10**400: more than a float holds
+            problem = "is too large to be a number of seconds (beyond what a float holds)"
+    if not (math.isfinite(seconds) and seconds > 0):
+        step = f"pass join_timeout=300 (or set {JOIN_TIMEOUT_ENV}=300)"
+        raise RendezvousConfigError(Message(f"{source} {problem}, got {given}", next_step=step))
+    return seconds
 
 
 def _torch_knows(member: BackendType) -> bool:
@@ -84,12 +92,14 @@ def _local_checks(name: object, backend: object, options: Any) -> tuple[str, Bac
 
     refused = worker_name_problem(name)
     if refused is not None or not isinstance(name, str):
-        raise WorkerConfigError(f"Invalid worker name: {refused}\nnext step = name each worker with {WORKER_NAME_RULE}")
+        step = f"name each worker with {WORKER_NAME_RULE}"
+        raise WorkerConfigError(Message(f"Invalid worker name: {refused}", next_step=step))
     member = resolve_backend("TENSORPIPE" if backend is None else backend)
     if not _torch_knows(member):
         require_torch_internals(INIT_RPC_INTERNALS, "inspector.rpc.init_rpc")
     if getattr(rpc, "_is_current_rpc_agent_set", lambda: False)():
-        raise WorkerConfigError("RPC is already initialized in this process.\nnext step = call rpc.shutdown() first")
+        already = "RPC is already initialized in this process."
+        raise WorkerConfigError(Message(already, next_step="call rpc.shutdown() first"))
     if options is None:
         options = construct_rpc_backend_options(member)
     elif _torch_knows(member) and not isinstance(options, rpc.RpcBackendOptions):
@@ -110,16 +120,38 @@ def start_unguarded(name: str, backend: object, rank: int, world_size: int | Non
     _start_torch(name, resolve_backend(backend), rank, world_size, options)
 
 
+# NOTE [ The Gloo deprecation warning ]
+# torch's TensorPipe start-up gathers every rank's maps with ``all_gather_object`` over a
+# ``ProcessGroupGloo`` it builds itself, and torch then warns, on every rank, "You are using a
+# Backend ... ProcessGroupGloo as a ProcessGroup. This usage is deprecated" (pytorch#149393):
+# about torch's own code, which a user cannot change. That one warning, matched by its text, is
+# ignored while our start-up runs; any other warning shows as usual. ``catch_warnings`` restores
+# the process's filters afterwards (a filter another thread adds during that second is lost).
+GLOO_BACKEND_WARNING = r"You are using a Backend .*ProcessGroupGloo.* as a ProcessGroup"
+
+
+@contextlib.contextmanager
+def without_gloo_backend_warning() -> Iterator[None]:
+    """Ignore torch's warning about its own Gloo gather, and only it (NOTE [ The Gloo deprecation warning ])."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=GLOO_BACKEND_WARNING, category=UserWarning)
+        yield
+
+
 def _start_torch(name: str, member: BackendType, rank: int, world_size: int | None, options: Any) -> None:
-    """torch's public ``init_rpc`` for a backend torch knows; our registry's steps for one only we know."""
+    """torch's public ``init_rpc`` for a backend torch knows; our registry's steps for one only we know.
+
+    Without torch's warning about its own gather (NOTE [ The Gloo deprecation warning ]).
+    """
     import torch.distributed.rpc as rpc
     from torch.distributed.rpc import backend_registry
 
-    if _torch_knows(member):
-        rpc.init_rpc(name, backend=backend_registry.BackendType[member.name], rank=rank, world_size=world_size,
-                     rpc_backend_options=options)  # fmt: skip
-    else:
-        init_through_registry(name, member, rank, world_size, options)
+    with without_gloo_backend_warning():
+        if _torch_knows(member):
+            rpc.init_rpc(name, backend=backend_registry.BackendType[member.name], rank=rank, world_size=world_size,
+                         rpc_backend_options=options)  # fmt: skip
+        else:
+            init_through_registry(name, member, rank, world_size, options)
 
 
 def init_rpc(
@@ -151,8 +183,8 @@ def init_rpc(
     import torch.distributed.rpc as rpc
 
     if not rpc.is_available():
-        raise RpcUnavailableError("This torch was built without torch.distributed.rpc.\nnext step = install a torch "
-                                  "build with distributed support (the default wheels have it)")  # fmt: skip
+        step = "install a torch build with distributed support (the default wheels have it)"
+        raise RpcUnavailableError(Message("This torch was built without torch.distributed.rpc.", next_step=step))
     if world_size is not None and (isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1):
         raise RendezvousConfigError(
             f"world_size must be a positive int (or None for a dynamic group), got {world_size!r}"

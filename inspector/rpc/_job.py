@@ -3,8 +3,7 @@
 ``inspector.rpc.init_rpc`` gathers each rank's arrival record (name, backend, device count,
 devices, maps) and builds the job's plan from them in rank order; every rank builds the same
 plan from the same records, so every rank reaches the same verdict and raises the same report.
-``TopologyPlan.from_job()`` returns that plan, or gathers one over RPC from a job started by
-torch's own ``init_rpc``.
+``remember`` keeps it (``_job_state``), where ``TopologyPlan.from_job()`` finds it.
 """
 
 from __future__ import annotations
@@ -13,22 +12,13 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from inspector.rpc._errors import JobTopologyError, RpcError
+from inspector._messages import Message
+from inspector.rpc._errors import JobTopologyError
 from inspector.rpc._plan import TopologyPlan
 from inspector.rpc._prediction import predict_init_error
-from inspector.rpc._torch_internals import require_torch_internals
 from inspector.rpc._worker_plan import PlanError, WorkerPlan
 
 logger = logging.getLogger("inspector.rpc")
-
-JOB_INTERNALS = (
-    "torch.distributed.rpc.api._get_current_rpc_agent",
-    "torch.distributed.rpc.api._is_current_rpc_agent_set",
-    "torch.distributed.rpc.backend_registry._get_device_infos",
-)
-
-_last_plan: list[TopologyPlan] = []  # the plan the last guarded start in this process gathered
-
 
 def worker_record(worker: WorkerPlan) -> dict[str, Any]:
     """The part of an arrival record that plans the worker (maps as ordered pairs)."""
@@ -40,7 +30,7 @@ def worker_record(worker: WorkerPlan) -> dict[str, Any]:
 
 
 def _refused(
-    plan: TopologyPlan | None, text: str, problems: Any = (), warnings: Any = (), predicted: Any = None
+    plan: TopologyPlan | None, text: Message, problems: Any = (), warnings: Any = (), predicted: Any = None
 ) -> JobTopologyError:
     return JobTopologyError(plan, problems, warnings, predicted, text)
 
@@ -49,10 +39,12 @@ def gathered_plan(arrivals: Mapping[int, Mapping[str, Any]]) -> TopologyPlan:
     """The job's static plan from every rank's arrival record, in rank order; the same on every rank."""
     backends = {rank: record.get("backend") for rank, record in arrivals.items()}
     if len(set(backends.values())) > 1:
-        raise _refused(None, (
-            "The RPC job's ranks asked for different backends (checked on every rank before starting).\n"
-            f"backends = {dict(sorted(backends.items()))}\nnext step = start every rank with the same backend"
-        ))  # fmt: skip
+        message = Message(
+            "The RPC job's ranks asked for different backends (checked on every rank before starting).",
+            {"backends": dict(sorted(backends.items()))},
+            next_step="start every rank with the same backend",
+        )
+        raise _refused(None, message)
     try:
         workers = [
             WorkerPlan.build(record["name"], record["device_count"], record["devices"], dict(record["device_maps"]))
@@ -61,10 +53,12 @@ def gathered_plan(arrivals: Mapping[int, Mapping[str, Any]]) -> TopologyPlan:
         return TopologyPlan(tuple(workers), static_group=True)
     except PlanError as exc:
         names = {rank: record.get("name") for rank, record in sorted(arrivals.items())}
-        raise _refused(None, (
-            f"The RPC job's gathered options cannot form a plan (checked on every rank before starting): {exc}\n"
-            f"names by rank = {names}\nnext step = give every rank a distinct worker name"
-        )) from exc  # fmt: skip
+        message = Message(
+            f"The RPC job's gathered options cannot form a plan (checked on every rank before starting): {exc}",
+            {"names by rank": names},
+            next_step="give every rank a distinct worker name",
+        )
+        raise _refused(None, message) from exc
 
 
 def check_job(plan: TopologyPlan) -> None:
@@ -74,51 +68,16 @@ def check_job(plan: TopologyPlan) -> None:
         for warning in warnings:
             logger.warning("RPC job pre-flight warning %s: %s", warning.kind, warning.message)
         return
-    lines = [
+    facts: list[tuple[str, object]] = []
+    if predicted is not None:
+        facts.append(("init_rpc would raise", predicted.text.partition(chr(10))[0]))
+    for number, problem in enumerate(problems, 1):
+        facts.append((f"problem {number}", f"{problem.category}: " + problem.message.replace("\n", "\n    ")))
+    facts.extend(("warning", f"{w.kind}: {w.message}") for w in warnings)
+    message = Message(
         f"The RPC job's topology would be refused (checked on every rank before torch starts): "
         f"{len(problems)} problem(s) among {len(plan.workers)} workers.",
-    ]
-    if predicted is not None:
-        lines.append(f"init_rpc would raise = {predicted.text.partition(chr(10))[0]}")
-    for number, problem in enumerate(problems, 1):
-        lines.append(f"problem {number} = {problem.category}: " + problem.message.replace("\n", "\n    "))
-    lines.extend(f"warning = {w.kind}: {w.message}" for w in warnings)
-    lines.append("next step = fix the options of the workers named above; every rank raised this same report")
-    raise _refused(plan, "\n".join(lines), problems, warnings, predicted)
-
-
-def remember(plan: TopologyPlan) -> None:
-    _last_plan[:] = [plan]
-
-
-def _gather_live() -> TopologyPlan:
-    """The plan of a running job, gathered over RPC from every worker (torch's ``_get_device_infos``)."""
-    import torch.distributed.rpc as rpc
-    from torch.distributed.rpc import api, backend_registry
-
-    require_torch_internals(JOB_INTERNALS, "TopologyPlan.from_job")
-    infos = sorted(api._get_current_rpc_agent().get_worker_infos(), key=lambda info: info.id)
-    workers = []
-    for info in infos:
-        count, maps, devices = rpc.rpc_sync(info.name, backend_registry._get_device_infos)
-        workers.append(WorkerPlan.build(info.name, count, devices, maps))
-    return TopologyPlan(tuple(workers), static_group=True)
-
-
-def job_plan() -> TopologyPlan:
-    """``TopologyPlan.from_job()``: the gathered plan of this process's job (see the module docstring)."""
-    import torch.distributed.rpc as rpc
-
-    running = rpc.is_available() and bool(getattr(rpc, "_is_current_rpc_agent_set", lambda: False)())
-    if running:
-        names = {info.name for info in rpc.api._get_current_rpc_agent().get_worker_infos()}
-        if _last_plan and set(_last_plan[0].names) == names:
-            return _last_plan[0]
-        return _gather_live()
-    if _last_plan:
-        return _last_plan[0]
-    raise RpcError(
-        "No RPC job in this process: nothing was gathered and no RPC agent is running.\n"
-        "next step = start the job with inspector.rpc.init_rpc(...) (or torch's init_rpc), or plan one with "
-        "TopologyPlan.from_options / TopologyPlan.build"
+        facts,
+        next_step="fix the options of the workers named above; every rank raised this same report",
     )
+    raise _refused(plan, message, problems, warnings, predicted)

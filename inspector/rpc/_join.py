@@ -30,6 +30,8 @@ from collections import Counter
 from collections.abc import Callable
 from typing import Any
 
+from inspector._messages import Message
+from inspector.rpc._agreement import agreement_fields, disagreement
 from inspector.rpc._errors import RankFailedError, RendezvousConfigError, RpcError, RpcJoinError, first_few
 from inspector.rpc._rendezvous import Backoff, Rendezvous
 
@@ -79,7 +81,8 @@ class JobStore:
             self._op(self.store.add, "arrived_n", 1)
 
     def publish_arrival(self, record: dict[str, Any]) -> None:
-        self._publish("worker", self.rdzv.rank, record)
+        """This rank's arrival, with the settings every rank must agree on (``_agreement``)."""
+        self._publish("worker", self.rdzv.rank, {**record, **agreement_fields(self.rdzv.world_size)})
 
     def publish_event(self, record: dict[str, Any]) -> None:
         """A failure or a give-up; best effort, since the store may already be gone."""
@@ -115,13 +118,18 @@ def arrival_record(name: str, backend: str, worker: dict[str, Any]) -> dict[str,
     return {"name": name, "backend": backend, "host": socket.gethostname(), "pid": os.getpid(), **worker}
 
 
-def _names(job: JobStore) -> dict[int, str]:
-    ranks = sorted(set(job.arrived_ranks()))
-    return {rank: str(record.get("name")) for rank, record in job.arrivals(ranks).items()}
+def _arrived(job: JobStore) -> dict[int, dict[str, Any]]:
+    return job.arrivals(sorted(set(job.arrived_ranks())))
+
+
+def _names(arrivals: dict[int, dict[str, Any]]) -> dict[int, str]:
+    return {rank: str(record.get("name")) for rank, record in arrivals.items()}
 
 
 def error_from_event(event: dict[str, Any], rdzv: Rendezvous, join_timeout: float) -> RpcError:
     """The error a rank raises on reading another rank's event."""
+    if event.get("kind") == "config":  # the same message on every rank
+        return RendezvousConfigError(str(event["message"]))
     if event.get("kind") == "timeout":
         note = f"note = rank {event['rank']} ({event['name']}) gave up first; every arrived rank stops with it"
         arrived = {int(k): v for k, v in event.get("arrived", {}).items()}
@@ -174,6 +182,8 @@ class Waiter:
             missing = set(event.get("missing", [])) - {self.rdzv.rank}
             until = time.monotonic() + min(LINGER_S, self.join_timeout)
             self.linger_for_acks(until, expected=self.rdzv.world_size - 1 - len(missing))
+        elif event.get("kind") == "config":  # only the ranks that arrived can read it
+            self._linger_for_arrived()
         else:
             self.linger_for_acks(self.deadline)
         raise error
@@ -196,18 +206,23 @@ class Waiter:
                 ranks = self.job.arrived_ranks()
                 repeated = sorted(rank for rank, times in Counter(ranks).items() if times > 1)
                 if repeated:
-                    raise RendezvousConfigError(
+                    message = Message(
                         f"Ranks {first_few(repeated)} arrived more than once at {self.rdzv.address}: two processes "
-                        "were given the same rank.\nnext step = give each process a distinct RANK below WORLD_SIZE"
+                        "were given the same rank.",
+                        next_step="give each process a distinct RANK below WORLD_SIZE",
                     )
+                    self.refuse(str(message))
                 arrivals = self.job.arrivals(sorted(ranks))
+                self.refuse_disagreement(arrivals)
                 self.job.count("read", 1)
                 return arrivals
             now = time.monotonic()
             if now >= self.deadline:
                 self._give_up()
             if now >= next_log:
-                self.arrived = _names(self.job)
+                arrivals = _arrived(self.job)
+                self.refuse_disagreement(arrivals)  # a rank with another world size may be why we wait
+                self.arrived = _names(arrivals)
                 missing = [r for r in range(world) if r not in self.arrived]
                 logger.warning(
                     "rank %d (%s) waiting for ranks %s (%.0f s of %g s) at %s", self.rdzv.rank, self.name, missing,
@@ -216,8 +231,30 @@ class Waiter:
                 next_log += interval
             backoff.sleep()
 
+    def refuse_disagreement(self, arrivals: dict[int, dict[str, Any]]) -> None:
+        """Raise (after telling every rank) when the arrived ranks disagree on what must agree."""
+        problem = disagreement(arrivals, self.rdzv.address)
+        if problem is not None:
+            self.refuse(problem)
+
+    def refuse(self, message: str) -> None:
+        """Publish a configuration error every rank raises as it is, then raise it here."""
+        self.job.publish_event({"kind": "config", "rank": self.rdzv.rank, "name": self.name, "message": message})
+        self._linger_for_arrived()
+        raise RendezvousConfigError(message)
+
+    def _linger_for_arrived(self) -> None:
+        try:
+            readers = len(set(self.job.arrived_ranks()))
+        except _StoreLost:
+            return
+        until = time.monotonic() + min(LINGER_S, self.join_timeout)
+        self.linger_for_acks(until, expected=max(0, readers - 1))
+
     def _give_up(self) -> None:
-        self.arrived = _names(self.job)
+        arrivals = _arrived(self.job)
+        self.refuse_disagreement(arrivals)
+        self.arrived = _names(arrivals)
         missing = [r for r in range(self.rdzv.world_size) if r not in self.arrived]
         self.job.publish_event({"kind": "timeout", "rank": self.rdzv.rank, "name": self.name, "missing": missing,
                                 "arrived": {str(k): v for k, v in self.arrived.items()}})  # fmt: skip

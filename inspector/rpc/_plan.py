@@ -29,9 +29,10 @@ import os
 from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from numbers import Integral
 from typing import Any
 
-from inspector.rpc import _templates
+from inspector.rpc import _job_state, _templates
 from inspector.rpc._device_lists import device_list, reverse_maps
 from inspector.rpc._devices import Device, as_device, cuda_count
 from inspector.rpc._errors import TopologyTypeError, first_few, short
@@ -112,7 +113,8 @@ class TopologyPlan:
         static_group: bool = True,
     ) -> TopologyPlan:
         """A plan for ``names`` (or ``worker0..worker{n-1}``); one count for all, or one per worker."""
-        name_list = [f"worker{i}" for i in range(names)] if isinstance(names, int) else list(names)
+        _check_build_arguments(names, device_count, device_maps, devices, static_group)
+        name_list = [f"worker{i}" for i in range(int(names))] if isinstance(names, Integral) else list(names)  # type: ignore[arg-type]
         per_worker = isinstance(device_count, Mapping) and any(n in device_count for n in name_list)
 
         def count_of(name: str) -> Any:
@@ -164,11 +166,18 @@ class TopologyPlan:
         if isinstance(name_or_rank, bool) or not isinstance(name_or_rank, (str, int)):
             raise TopologyTypeError("name_or_rank", "a worker name (str) or a rank (int)", name_or_rank)
         name = name_or_rank if isinstance(name_or_rank, str) else f"worker{name_or_rank}"
+        if not _is_backend_options(options):
+            raise TopologyTypeError("options", "RPC backend options (e.g. TensorPipeRpcBackendOptions, or any "
+                                    "object with device_maps and devices)", options)  # fmt: skip
+        if device_count is not None and (isinstance(device_count, bool)
+                                         or not isinstance(device_count, (Integral, Mapping))):  # fmt: skip
+            raise TopologyTypeError("device_count", "a device count (int), a mapping of counts per type, or None",
+                                    device_count)  # fmt: skip
         if device_count is None:
             import torch
 
             device_count = torch.cuda.device_count()
-        maps = getattr(options, "device_maps", None) or {}
+        maps = getattr(options, "device_maps", None) or {}  # options of a backend without device maps have none
         devices = getattr(options, "devices", None) or ()
         return cls((WorkerPlan.build(name, device_count, devices, maps),), static_group=False)
 
@@ -188,9 +197,14 @@ class TopologyPlan:
         rank's options at start-up; in a job started with torch's own ``init_rpc`` it is gathered
         now, over RPC, from every worker. Raises ``RpcError`` when no job is running here.
         """
-        from inspector.rpc._job import job_plan
-
-        return job_plan()
+        names, last = _job_state.running_workers(), _job_state.remembered()
+        if names is not None:
+            if last is not None and set(last.names) == names:
+                return last
+            return cls(_job_state.gather_live_workers(), static_group=True)
+        if last is not None:
+            return last
+        raise _job_state.no_job()
 
     # -- what torch gathers, as plain values ------------------------------------------------------
     @property
@@ -332,3 +346,29 @@ class TopologyPlan:
     def from_file(cls, path: str | os.PathLike[str]) -> TopologyPlan:
         """Read a plan file: a regular file (never blocks on a FIFO) of bounded size."""
         return cls.from_json(read_plan_text(path))
+
+
+def _check_build_arguments(names: Any, device_count: Any, device_maps: Any, devices: Any, static_group: Any) -> None:
+    """``TopologyTypeError`` naming the first argument of ``TopologyPlan.build`` that has the wrong shape."""
+    if isinstance(names, bool) or not isinstance(names, (Integral, Sequence)) or isinstance(names, (str, bytes)):
+        raise TopologyTypeError("names", "a worker count (int) or a sequence of worker names", names)
+    if isinstance(names, Integral) and names < 0:
+        raise TopologyTypeError("names", "a worker count of at least 0", names)
+    if isinstance(device_count, bool) or not isinstance(device_count, (Integral, Mapping)):
+        raise TopologyTypeError("device_count", "a device count (int) for every worker, or a mapping per worker",
+                                device_count)  # fmt: skip
+    for argument, value, example in (("device_maps", device_maps, "{'worker0': {'worker1': {'cuda:0': 'cuda:1'}}}"),
+                                     ("devices", devices, "{'worker0': ['cuda:0']}")):  # fmt: skip
+        if value is not None and not isinstance(value, Mapping):
+            raise TopologyTypeError(argument, f"a mapping from worker name, such as {example}, or None", value)
+    if not isinstance(static_group, bool):
+        raise TopologyTypeError("static_group", "True or False", static_group)
+
+
+def _is_backend_options(options: object) -> bool:
+    """torch's ``RpcBackendOptions`` (any backend's), or an object that carries ``device_maps`` and ``devices``."""
+    if all(hasattr(options, attribute) for attribute in ("device_maps", "devices")):
+        return True
+    import torch.distributed.rpc as rpc
+
+    return rpc.is_available() and isinstance(options, rpc.RpcBackendOptions)

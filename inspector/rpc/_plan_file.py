@@ -2,8 +2,10 @@
 
 A plan path may be anything a user types: a FIFO (opening it for reading would block until
 a writer comes), a device, a file of gigabytes, JSON nested deeper than Python's parser can
-recurse, numbers such as ``1e400`` that JSON parses to infinity, or an integer of thousands of
-digits (more than Python converts by default; no plan value needs more than a few). Each becomes a
+recurse, numbers such as ``1e400`` that JSON parses to infinity, an integer of thousands of
+digits (more than Python converts by default; no plan value needs more than a few), or an
+object that gives a key twice (JSON keeps the last, so a second ``"workers"`` list would hide
+the first from the check). Each becomes a
 ``PlanError`` with one clear line; nothing here blocks or materialises more than the limit.
 """
 
@@ -16,6 +18,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from inspector.rpc._errors import short
 from inspector.rpc._worker_plan import PlanError
 
 MAX_PLAN_BYTES = 64 << 20  # a 64-worker x 8-GPU full mesh is about 2 MiB
@@ -74,10 +77,23 @@ def _constant(name: str) -> Any:
     raise PlanError("<number>", f"{name} is not a JSON number", "finite numbers (device counts are ints)")
 
 
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """One JSON object; a key given twice is refused (``json`` would keep the last silently)."""
+    seen: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in seen:
+            raise PlanError(f"key {short(key)}", "given twice in one object (JSON keeps only the last one silently)",
+                            "each key once per object: merge the two entries")  # fmt: skip
+        seen[key] = value
+    return seen
+
+
 def loads_plan_json(text: str) -> Any:
-    """``json.loads`` that refuses non-finite numbers, huge integers and depth Python cannot parse, as ``PlanError``."""
+    """``json.loads`` that refuses duplicate keys, non-finite numbers, huge integers and depth Python cannot parse,
+    as ``PlanError``."""
     try:
-        return json.loads(text, parse_float=_finite, parse_int=_int, parse_constant=_constant)
+        return json.loads(text, parse_float=_finite, parse_int=_int, parse_constant=_constant,
+                          object_pairs_hook=_unique_keys)  # fmt: skip
     except json.JSONDecodeError as exc:
         raise PlanError(f"line {exc.lineno} column {exc.colno}", exc.msg, "a JSON object") from exc
     except RecursionError as exc:

@@ -14,11 +14,14 @@ joiner whose check fails raises, and what its user sees is a store timeout that 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from inspector.rpc._plan import TopologyPlan
 from inspector.rpc._problems import DeviceMapProblem
 from inspector.rpc._topology import Topology
 from inspector.rpc._validation import first_topology_problem
+
+if TYPE_CHECKING:
+    from inspector.rpc._plan import TopologyPlan
 
 
 @dataclass(frozen=True)

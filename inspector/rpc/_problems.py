@@ -5,9 +5,10 @@ Each category is one of torch's checks in ``_validate_device_maps`` (plus one fo
 list that torch's ``_create_device_list`` cannot sort). A problem's message starts with the
 exact text of torch's ``ValueError`` (headline and its ``key = value`` lines, with devices
 printed as torch prints them), then adds our evidence (which devices are at fault) and a
-``next step`` line. ``torch_exception``/``torch_message`` hold what torch itself raises at
-that point, verbatim: a ``ValueError`` with the text above, or the ``TypeError`` torch
-crashes with on an index-less ``cuda`` or on a device list that mixes index-less devices in.
+``next step`` line, built as a ``Message`` (NOTE [ Messages ]; the problem keeps ``next_step``).
+``torch_exception``/``torch_message`` hold what torch itself raises at that point, verbatim: a
+``ValueError`` with the text above, or the ``TypeError`` torch crashes with on an index-less
+``cuda`` or on a device list that mixes index-less devices in.
 One difference is deliberate: a list or map of more than ``MAX_LISTED`` entries is printed with
 its first ``MAX_LISTED`` and a count of the rest (``shown``), where torch would print all of a
 90,000-device list on one line.
@@ -21,6 +22,7 @@ from collections.abc import KeysView
 from dataclasses import dataclass
 from typing import Any
 
+from inspector._messages import Message
 from inspector.rpc._devices import Device
 from inspector.rpc._errors import RpcError
 
@@ -75,6 +77,7 @@ class DeviceMapProblem:
     torch_message: str = ""
     device_map: tuple[tuple[Device, Device], ...] = ()
     device_count: int | None = None
+    next_step: str = ""  # what to do about it (the message's last line, kept so nobody parses it)
 
     @property
     def headline(self) -> str:
@@ -126,27 +129,29 @@ def make_problem(
     category: DeviceMapCategory,
     worker: str | None,
     target: str | None,
-    torch_details: list[str],
-    evidence: list[str],
+    torch_details: list[tuple[str, object]],
+    evidence: list[tuple[str, object]],
     *,
+    next_step: str,
     devices: tuple[Device, ...] = (),
     device_map: dict[Device, Device] | None = None,
     device_count: int | None = None,
     torch_type_error: str | None = None,
 ) -> DeviceMapProblem:
     """A problem whose message is torch's text, then ``evidence`` (see NOTE [ Device-map messages ])."""
-    torch_text = "\n".join([HEADLINES[category].format(worker=worker, target=target), *torch_details])
-    lines = [torch_text, *evidence]
+    torch_message = Message(HEADLINES[category].format(worker=worker, target=target), torch_details)
+    facts = [*torch_message.facts, *evidence]
     if torch_type_error is not None:
-        lines.append(f"torch raises = TypeError: {torch_type_error}")
+        facts.append(("torch raises", f"TypeError: {torch_type_error}"))
     return DeviceMapProblem(
         category=category,
         worker=worker,
         target=target,
         devices=devices,
-        message="\n".join(lines),
+        message=str(Message(torch_message.headline, facts, next_step=next_step)),
         torch_exception="ValueError" if torch_type_error is None else "TypeError",
-        torch_message=torch_text if torch_type_error is None else torch_type_error,
+        torch_message=str(torch_message) if torch_type_error is None else torch_type_error,
         device_map=tuple((device_map or {}).items()),
         device_count=device_count,
+        next_step=next_step,
     )

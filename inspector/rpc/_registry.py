@@ -22,6 +22,8 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from inspector._isolation import restoring
+from inspector._messages import Message
 from inspector.rpc._errors import RpcError
 from inspector.rpc._tensorpipe import construct_tensorpipe_options, init_tensorpipe_backend
 
@@ -37,10 +39,8 @@ class UnknownRpcBackendError(RpcError, KeyError, ValueError):
     def __init__(self, name: object, known: list[str]) -> None:
         self.name = name
         self.known = known
-        super().__init__(
-            f"Unknown RPC backend {name!r}. Known: {known}\n"
-            "next step = register it with inspector.rpc.register_backend(name, construct, init)"
-        )
+        step = "register it with inspector.rpc.register_backend(name, construct, init)"
+        super().__init__(Message(f"Unknown RPC backend {name!r}. Known: {known}", next_step=step))
 
     def __str__(self) -> str:
         return str(self.args[0])
@@ -52,11 +52,8 @@ class DuplicateBackendError(RpcError, RuntimeError):
     def __init__(self, name: str, known: list[str]) -> None:
         self.name = name
         self.known = known
-        super().__init__(
-            f"RPC backend {name}: already registered\n"
-            f"registered = {known}\n"
-            f"next step = use BackendType[{name!r}], or register under another name"
-        )
+        step = f"use BackendType[{name!r}], or register under another name"
+        super().__init__(Message(f"RPC backend {name}: already registered", {"registered": known}, next_step=step))
 
 
 class UnknownBackendOptionError(RpcError, TypeError):
@@ -124,6 +121,16 @@ class BackendType(metaclass=_BackendTypeMeta):
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (_member_named, (self.name,))
+
+    @classmethod
+    def save_state(cls) -> dict[str, BackendType]:
+        """The registered backends, for ``inspector._isolation.restoring`` (``scoped_backends``)."""
+        return dict(cls._table)
+
+    @classmethod
+    def restore_state(cls, state: dict[str, BackendType]) -> None:
+        cls._table.clear()
+        cls._table.update(state)
 
 
 def _member_named(name: str) -> BackendType:
@@ -232,9 +239,5 @@ register_backend("TENSORPIPE", construct_tensorpipe_options, init_tensorpipe_bac
 @contextlib.contextmanager
 def scoped_backends() -> Iterator[None]:
     """Undo every registration made inside the block (for tests and notebooks)."""
-    saved = dict(BackendType._table)
-    try:
+    with restoring(BackendType):
         yield
-    finally:
-        BackendType._table.clear()
-        BackendType._table.update(saved)

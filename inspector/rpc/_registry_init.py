@@ -20,6 +20,7 @@ from __future__ import annotations
 from datetime import timedelta
 from typing import Any
 
+from inspector._messages import Message
 from inspector.rpc._errors import WorkerConfigError
 from inspector.rpc._registry import BackendType, init_backend
 from inspector.rpc._torch_internals import INIT_RPC_INTERNALS, require_torch_internals
@@ -35,7 +36,8 @@ def init_through_registry(name: str, member: BackendType, rank: int, world_size:
 
     require_torch_internals(INIT_RPC_INTERNALS, "inspector.rpc.init_rpc")
     if rpc._is_current_rpc_agent_set():
-        raise WorkerConfigError("RPC is already initialized in this process.\nnext step = call rpc.shutdown() first")
+        already = "RPC is already initialized in this process."
+        raise WorkerConfigError(Message(already, next_step="call rpc.shutdown() first"))
     if not world_size:
         store = dist._create_store_from_options(options, rank)
     else:

@@ -24,9 +24,11 @@ from datetime import timedelta
 from typing import Any
 from urllib.parse import parse_qs, urlparse
 
+from inspector._messages import Message
 from inspector.rpc._errors import RendezvousConfigError, RpcJoinError
 
 PROBE_TIMEOUT_S = 1.0
+MAX_STORE_TIMEOUT_S = 365 * 24 * 3600.0  # a year: waits beyond it are "forever", and far below what c10d holds
 POLL_MIN_S = 0.01
 POLL_MAX_S = 0.25
 GUARDED_SCHEMES = ("env", "tcp")
@@ -67,9 +69,8 @@ class Rendezvous:
 def _env(name: str, next_step: str) -> str:
     value = os.environ.get(name, "")
     if not value:
-        raise RendezvousConfigError(
-            f"init_rpc with env:// needs the environment variable {name}.\nnext step = {next_step}"
-        )
+        headline = f"init_rpc with env:// needs the environment variable {name}."
+        raise RendezvousConfigError(Message(headline, next_step=next_step))
     return value
 
 
@@ -100,13 +101,17 @@ def resolve_rendezvous(init_method: str, rank: int, world_size: int) -> Rendezvo
     if not 0 < port < 65536:
         raise RendezvousConfigError(f"The rendezvous port must be within 1 .. 65535, got {port}")
     if not 0 <= rank < world_size:
-        raise RendezvousConfigError(
-            f"rank {rank} is outside 0 .. {world_size - 1} for world_size {world_size}\n"
-            "next step = give each process a distinct rank below world_size"
-        )
+        headline = f"rank {rank} is outside 0 .. {world_size - 1} for world_size {world_size}"
+        raise RendezvousConfigError(Message(headline, next_step="give each process a distinct rank below world_size"))
     agent = os.environ.get("TORCHELASTIC_USE_AGENT_STORE") == str(True)
     libuv = query.get("use_libuv", os.environ.get("USE_LIBUV", "1")) == "1"
     return Rendezvous(host, port, rank, world_size, agent, libuv)
+
+
+def store_timeout(join_timeout: float) -> timedelta:
+    """The store's per-operation timeout for a join bound: at least 1 s, at most ``MAX_STORE_TIMEOUT_S``
+    (``timedelta`` and c10d's milliseconds overflow long before ``1e308`` seconds)."""
+    return timedelta(seconds=min(MAX_STORE_TIMEOUT_S, max(1.0, join_timeout)))
 
 
 def _reachable(host: str, port: int, timeout: float) -> bool:
@@ -128,16 +133,17 @@ def open_store(
 
     deadline = started + join_timeout
 
-    op_timeout = timedelta(seconds=max(1.0, join_timeout))
+    op_timeout = store_timeout(join_timeout)
     if rdzv.hosts_store:
         try:
             return dist.TCPStore(rdzv.host, rdzv.port, None, True, op_timeout, wait_for_workers=False,
                                  multi_tenant=True, use_libuv=rdzv.use_libuv)  # fmt: skip
         except RuntimeError as exc:
-            raise RendezvousConfigError(
-                f"Rank 0 cannot host the rendezvous store at {rdzv.address}: {str(exc).partition(chr(10))[0]}\n"
-                "next step = pick a free MASTER_PORT on this node (a previous job may still hold this one)"
-            ) from exc
+            message = Message(
+                f"Rank 0 cannot host the rendezvous store at {rdzv.address}: {str(exc).partition(chr(10))[0]}",
+                next_step="pick a free MASTER_PORT on this node (a previous job may still hold this one)",
+            )
+            raise RendezvousConfigError(message) from exc
     backoff = Backoff()
     while not _reachable(rdzv.host, rdzv.port, min(PROBE_TIMEOUT_S, max(0.05, deadline - time.monotonic()))):
         now = time.monotonic()

@@ -7,6 +7,8 @@ template raises no pre-flight warning; a plan then edits the pairs that differ.
 
 from __future__ import annotations
 
+from inspector._messages import Message
+
 MAX_TEMPLATE_WORKERS = 1024
 MAX_TEMPLATE_PAIRS = 1 << 20  # a 64-worker x 8-GPU mesh has 32,256; this bound keeps a typo from eating memory
 MAX_DEVICES_PER_WORKER = 128  # torch indexes a device type with an int8
@@ -20,28 +22,22 @@ def _identity(devices_per_worker: int) -> dict[str, str]:
         or not isinstance(devices_per_worker, int)
         or not 0 <= devices_per_worker <= MAX_DEVICES_PER_WORKER
     ):
-        raise ValueError(
-            f"A template needs 0 .. {MAX_DEVICES_PER_WORKER} GPUs per worker, got {devices_per_worker!r}\n"
-            "next step = give the number of GPUs each worker has"
-        )
+        headline = f"A template needs 0 .. {MAX_DEVICES_PER_WORKER} GPUs per worker, got {devices_per_worker!r}"
+        raise ValueError(str(Message(headline, next_step="give the number of GPUs each worker has")))
     return {f"cuda:{i}": f"cuda:{i}" for i in range(devices_per_worker)}
 
 
 def _check_pairs(maps_per_worker: int, workers: int, devices_per_worker: int) -> None:
     pairs = maps_per_worker * workers * devices_per_worker
     if pairs > MAX_TEMPLATE_PAIRS:
-        raise ValueError(
-            f"This template would map {pairs:,} device pairs, over the {MAX_TEMPLATE_PAIRS:,} a plan is built for.\n"
-            "next step = fewer workers or GPUs per worker"
-        )
+        headline = f"This template would map {pairs:,} device pairs, over the {MAX_TEMPLATE_PAIRS:,} a plan holds."
+        raise ValueError(str(Message(headline, next_step="fewer workers or GPUs per worker")))
 
 
 def _check(workers: int, minimum: int = 1) -> None:
     if isinstance(workers, bool) or not isinstance(workers, int) or not minimum <= workers <= MAX_TEMPLATE_WORKERS:
-        raise ValueError(
-            f"A template needs {minimum} .. {MAX_TEMPLATE_WORKERS} workers, got {workers!r}\n"
-            "next step = pick a worker count in that range"
-        )
+        headline = f"A template needs {minimum} .. {MAX_TEMPLATE_WORKERS} workers, got {workers!r}"
+        raise ValueError(str(Message(headline, next_step="pick a worker count in that range")))
 
 
 def worker_names(workers: int) -> list[str]:

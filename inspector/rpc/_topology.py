@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from inspector._messages import Message
 from inspector.rpc._devices import Device, DeviceLike, as_device, as_device_map, cuda_count
 from inspector.rpc._errors import RpcError, TopologyTypeError, short
 
@@ -31,11 +32,8 @@ class MissingDeviceCountError(RpcError, KeyError):
     def __init__(self, worker: str, known: list[str]) -> None:
         self.worker = worker
         self.known = known
-        super().__init__(
-            f"No device count for worker {short(worker)}.\n"
-            f"known = {known}\n"
-            f"next step = give every worker in names a count (0 for a CPU-only worker)"
-        )
+        step = "give every worker in names a count (0 for a CPU-only worker)"
+        super().__init__(Message(f"No device count for worker {short(worker)}.", {"known": known}, next_step=step))
 
     def __str__(self) -> str:
         return str(self.args[0])

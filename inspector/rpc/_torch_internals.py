@@ -15,6 +15,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Iterable
 
+from inspector._messages import Message
 from inspector.rpc._errors import RpcError
 
 TESTED_TORCH = "2.13"
@@ -40,15 +41,14 @@ class UnsupportedTorchError(RpcError, RuntimeError):
         self.needed_by = needed_by
         self.torch_version = torch_version
         self.missing = missing
-        super().__init__(
-            f"{needed_by} needs torch internals that torch {torch_version} does not have.\n"
-            f"torch version = {torch_version}\n"
-            f"missing = {missing}\n"
-            f"tested with = torch {TESTED_TORCH}\n"
-            f"next step = install torch {TESTED_TORCH}, or start RPC with torch's own "
+        message = Message(
+            f"{needed_by} needs torch internals that torch {torch_version} does not have.",
+            {"torch version": torch_version, "missing": missing, "tested with": f"torch {TESTED_TORCH}"},
+            next_step=f"install torch {TESTED_TORCH}, or start RPC with torch's own "
             "torch.distributed.rpc.init_rpc(name, backend=torch.distributed.rpc.BackendType.TENSORPIPE, ...) "
-            "(registered custom backends need inspector.rpc.init_rpc)"
+            "(registered custom backends need inspector.rpc.init_rpc)",
         )
+        super().__init__(message)
 
 
 def is_tested_torch(version: str | None = None) -> bool:

@@ -79,16 +79,18 @@ def _device_list_problems(topo: Topology) -> Iterator[DeviceMapProblem]:
         if len(unique) != len(devices):
             repeated = _repeated(devices)
             yield make_problem(
-                C.DUPLICATED_DEVICES, node, None, [f"devices = {shown(list(devices))}"],
-                [f"duplicated = {names_of(repeated)}", f"next step = list each device once in {node}'s devices"],
+                C.DUPLICATED_DEVICES, node, None, [("devices", shown(list(devices)))],
+                [("duplicated", names_of(repeated))],
+                next_step=f"list each device once in {node}'s devices",
                 devices=tuple(repeated),
             )  # fmt: skip
         count = topo.counts[node]
         if not _all_valid(unique, count):
             bad, type_error = _invalid(devices, count)
             yield make_problem(
-                C.INVALID_DEVICE_INDEX, node, None, [f"devices = {shown(list(devices))}", f"device count = {count}"],
-                [f"invalid = {names_of(bad)}", f"next step = {_count_hint(node, count, bad)}"],
+                C.INVALID_DEVICE_INDEX, node, None, [("devices", shown(list(devices))), ("device count", count)],
+                [("invalid", names_of(bad))],
+                next_step=_count_hint(node, count, bad),
                 devices=tuple(bad), device_count=count, torch_type_error=type_error,
             )  # fmt: skip
 
@@ -98,8 +100,9 @@ def _map_problems(topo: Topology, source: str, target: str, map_: DeviceMap) -> 
     if len(targets) != len(map_):
         repeated = _repeated(map_.values())
         yield make_problem(
-            C.DUPLICATED_TARGET, source, target, [f"device map = {shown(dict(map_))}"],
-            [f"duplicated targets = {names_of(repeated)}", "next step = map each target device from one source only"],
+            C.DUPLICATED_TARGET, source, target, [("device map", shown(dict(map_)))],
+            [("duplicated targets", names_of(repeated))],
+            next_step="map each target device from one source only",
             devices=tuple(repeated), device_map=dict(map_),
         )  # fmt: skip
     source_devices = topo.devices.get(source, ())
@@ -108,18 +111,18 @@ def _map_problems(topo: Topology, source: str, target: str, map_: DeviceMap) -> 
             extra = [d for d in map_ if d not in source_devices]
             yield make_problem(
                 C.UNEXPECTED_SOURCE, source, target,
-                [f"device map = {shown(dict(map_))}", f"devices = {shown(list(source_devices))}"],
-                [f"unexpected sources = {names_of(extra)}",
-                 f"next step = add them to {source}'s devices or map from the devices it lists"],
+                [("device map", shown(dict(map_))), ("devices", shown(list(source_devices)))],
+                [("unexpected sources", names_of(extra))],
+                next_step=f"add them to {source}'s devices or map from the devices it lists",
                 devices=tuple(extra), device_map=dict(map_),
             )  # fmt: skip
     elif not _all_valid(map_.keys(), topo.counts[source]):
         count = topo.counts[source]
         bad, type_error = _invalid(map_.keys(), count)
         yield make_problem(
-            C.INVALID_SOURCE_INDEX, source, target, [f"device map = {shown(dict(map_))}", f"device count = {count}"],
-            [f"invalid sources = {names_of(bad)}",
-             f"next step = sources are the caller's devices; {_count_hint(source, count, bad)}"],
+            C.INVALID_SOURCE_INDEX, source, target, [("device map", shown(dict(map_))), ("device count", count)],
+            [("invalid sources", names_of(bad))],
+            next_step=f"sources are the caller's devices; {_count_hint(source, count, bad)}",
             devices=tuple(bad), device_map=dict(map_), device_count=count, torch_type_error=type_error,
         )  # fmt: skip
     target_devices = topo.devices.get(target, ())
@@ -128,18 +131,18 @@ def _map_problems(topo: Topology, source: str, target: str, map_: DeviceMap) -> 
             extra = [d for d in map_.values() if d not in target_devices]
             yield make_problem(
                 C.UNEXPECTED_TARGET, source, target,
-                [f"device map = {shown(dict(map_))}", f"devices = {shown(list(target_devices))}"],
-                [f"unexpected targets = {names_of(extra)}",
-                 f"next step = targets must be among the devices {target} lists"],
+                [("device map", shown(dict(map_))), ("devices", shown(list(target_devices)))],
+                [("unexpected targets", names_of(extra))],
+                next_step=f"targets must be among the devices {target} lists",
                 devices=tuple(extra), device_map=dict(map_),
             )  # fmt: skip
     elif target in topo.counts and not _all_valid(targets, topo.counts[target]):
         count = topo.counts[target]
         bad, type_error = _invalid(map_.values(), count)
         yield make_problem(
-            C.INVALID_TARGET_INDEX, source, target, [f"device map = {shown(dict(map_))}", f"device count = {count}"],
-            [f"invalid targets = {names_of(bad)}",
-             f"next step = targets are the callee's devices; {_count_hint(target, count, bad)}"],
+            C.INVALID_TARGET_INDEX, source, target, [("device map", shown(dict(map_))), ("device count", count)],
+            [("invalid targets", names_of(bad))],
+            next_step=f"targets are the callee's devices; {_count_hint(target, count, bad)}",
             devices=tuple(bad), device_map=dict(map_), device_count=count, torch_type_error=type_error,
         )  # fmt: skip
 
@@ -154,9 +157,9 @@ def _iter_problems(topo: Topology, is_static_group: bool) -> Iterator[DeviceMapP
             for unknown in (name for name in per_target if name not in known):
                 yield make_problem(
                     C.UNKNOWN_TARGET_NAME, source, unknown,
-                    [f"device maps = {shown(per_target.keys())}", f"node names = {shown(list(topo.names))}"],
-                    [f"unknown target = {short(unknown)}",
-                     "next step = key maps by the callee's name, or use a dynamic group if it joins later"],
+                    [("device maps", shown(per_target.keys())), ("node names", shown(list(topo.names)))],
+                    [("unknown target", short(unknown))],
+                    next_step="key maps by the callee's name, or use a dynamic group if it joins later",
                 )  # fmt: skip
         for target, map_ in per_target.items():
             yield from _map_problems(topo, source, target, map_)

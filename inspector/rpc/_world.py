@@ -42,6 +42,7 @@ from multiprocessing.connection import wait
 from typing import Any
 
 from inspector._bench import Progress
+from inspector._messages import Message
 from inspector.errors import Cancelled
 from inspector.rpc._device_lists import create_device_list, create_reverse_mapping
 from inspector.rpc._errors import RpcError
@@ -78,13 +79,12 @@ class LocalWorldError(RpcError, RuntimeError):
 
     cancelled = False
 
-    def __init__(self, headline: str, failures: Iterable[WorkerFailure] = ()) -> None:
+    def __init__(self, headline: str | Message, failures: Iterable[WorkerFailure] = ()) -> None:
         self.failures = tuple(failures)
-        lines = [
-            headline,
-            *(f"{f.name} = {f.stage}: {f.exception}: {f.message.partition(chr(10))[0]}" for f in self.failures),
-        ]
-        super().__init__("\n".join(lines))
+        given = headline if isinstance(headline, Message) else Message(headline)
+        facts = [(f.name, f"{f.stage}: {f.exception}: {f.message.partition(chr(10))[0]}") for f in self.failures]
+        message = Message(given.headline, [*given.facts, *facts], notes=given.notes, next_step=given.next_step)
+        super().__init__(message)
 
 
 class WorldCancelled(LocalWorldError, Cancelled):
@@ -216,10 +216,12 @@ class LocalWorld:
                 raise LocalWorldError("This LocalWorld is closed; start a new one.")
             raise WorldCancelled("This LocalWorld is being closed; start a new one.")
         if self._broken is not None:
-            raise LocalWorldError(
-                f"This LocalWorld is broken and takes no more commands.\nreason = {self._broken}\n"
-                "next step = close() it (or leave its with block) and start a new LocalWorld"
+            message = Message(
+                "This LocalWorld is broken and takes no more commands.",
+                {"reason": self._broken},
+                next_step="close() it (or leave its with block) and start a new LocalWorld",
             )
+            raise LocalWorldError(message)
         try:
             proc.conn.send(command)
             answered = proc.conn.poll(self.command_timeout)
@@ -230,8 +232,10 @@ class LocalWorld:
             self._broken = f"{proc.name} closed its pipe during {command[0]!r} (exit code {proc.popen.poll()})"
             failure = WorkerFailure(proc.rank, proc.name, command[0], "ProcessExit", self._broken, proc.stderr_tail())
             raise LocalWorldError(
-                f"{proc.name} stopped answering during {command[0]!r}; this world is now broken.\n"
-                "next step = close() it and start a new LocalWorld (the worker's stderr is in .failures)",
+                Message(
+                    f"{proc.name} stopped answering during {command[0]!r}; this world is now broken.",
+                    next_step="close() it and start a new LocalWorld (the worker's stderr is in .failures)",
+                ),
                 [failure],
             ) from exc
         if reply is None:
@@ -239,12 +243,12 @@ class LocalWorld:
                 f"{proc.name} did not answer {command[0]!r} within {self.command_timeout} s, "
                 "and its late answer would be read as the next command's"
             )
-            raise LocalWorldError(
-                f"{proc.name} did not answer {command[0]!r} within {self.command_timeout} s; "
-                "this world is now broken.\n"
-                "next step = close() it and start a new LocalWorld (with a larger command_timeout "
-                "if the command is expected to take longer)"
+            message = Message(
+                f"{proc.name} did not answer {command[0]!r} within {self.command_timeout} s; this world is now broken.",
+                next_step="close() it and start a new LocalWorld (with a larger command_timeout if the command is "
+                "expected to take longer)",
             )
+            raise LocalWorldError(message)
         status, payload = reply
         if status != "ok":
             exception, message = payload

@@ -14,8 +14,10 @@ sort as numbers (thousands separators ignored), everything else as text.
 
 from __future__ import annotations
 
+import base64
 import html
 import math
+import re
 from numbers import Integral, Real
 from typing import Any
 
@@ -55,9 +57,26 @@ def cell_text(value: Any) -> Any:
 
 
 def styled(frame: pd.DataFrame, *, index: bool = False) -> Styler:
-    """``frame.style`` with every cell shown by ``cell_text`` (text escaped), the index hidden unless asked."""
-    styler = frame.style.format(cell_text, escape="html", na_rep="")
+    """``frame.style`` with every cell shown by ``cell_text``, the index hidden unless asked.
+
+    Everything is escaped: cells, index and column labels, and the axes' names (pandas escapes
+    none of the labels by default, and no ``format_index`` option reaches the names), since a
+    label is often a name a user or a package chose (a backend, a verb, a row).
+    """
+    if index and frame.index.nlevels == 1 and frame.columns.nlevels == 1 and frame.columns.name is None:
+        # the index's name in the header row's corner, not in a header row of its own
+        frame = frame.rename_axis(index=None, columns=frame.index.name)
+    named = frame.rename_axis(index=_escaped_names(frame.index), columns=_escaped_names(frame.columns))
+    styler = (
+        named.style.format(cell_text, escape="html", na_rep="")
+        .format_index(escape="html", axis="index")
+        .format_index(escape="html", axis="columns")
+    )
     return styler if index else styler.hide(axis="index")
+
+
+def _escaped_names(axis: pd.Index) -> list[str | None]:
+    return [None if name is None else html.escape(str(name)) for name in axis.names]
 
 
 def display_frame(frame: pd.DataFrame) -> pd.DataFrame:
@@ -83,33 +102,135 @@ filter:function(input){var box=input.closest('.inspector-table');var words=input
 Array.prototype.forEach.call(rows,function(r){var text=r.textContent.toLowerCase();
 var keep=words.every(function(w){return text.indexOf(w)>=0;});r.style.display=keep?'':'none';shown+=keep?1:0;});
 var count=box.querySelector('.inspector-table-count');if(count)count.textContent=shown+' of '+rows.length+' rows';},
-click:function(event){var th=event.target.closest('th');if(th&&th.closest('thead'))window.inspectorTables.sort(th);}};
+click:function(event){var th=event.target.closest('th');if(th&&th.closest('thead'))window.inspectorTables.sort(th);},
+copy:function(button){var link=button.closest('.inspector-table').querySelector('a.inspector-table-csv');
+var bytes=atob(link.getAttribute('href').split(',')[1]);
+var text=new TextDecoder().decode(Uint8Array.from(bytes,function(c){return c.charCodeAt(0);}));
+function done(){button.textContent='copied';setTimeout(function(){button.textContent='copy CSV';},1500);}
+function fallback(){var t=document.createElement('textarea');t.value=text;document.body.appendChild(t);t.select();
+document.execCommand('copy');t.remove();done();}
+if(navigator.clipboard&&window.isSecureContext){navigator.clipboard.writeText(text).then(done,fallback);}else{fallback();}}};
 })();</script>"""
 
 TABLE_CSS = (
     "<style>.inspector-table{max-width:100%;overflow-x:auto;margin:0.3em 0}"
-    ".inspector-table table{border-collapse:collapse}"
-    ".inspector-table td,.inspector-table th{overflow-wrap:anywhere;max-width:32em;padding:0.15em 0.5em}"
+    ".inspector-table table{border-collapse:collapse;table-layout:auto}"
+    ".inspector-table td,.inspector-table th{overflow-wrap:normal;word-break:normal;hyphens:none;max-width:32em;"
+    "padding:0.15em 0.5em;vertical-align:top}"
     ".inspector-table thead th{cursor:pointer;user-select:none}"
     ".inspector-table th[data-order=asc]::after{content:' ▲'}.inspector-table th[data-order=desc]::after{content:' ▼'}"
-    ".inspector-table-tools{font-size:0.85em;margin-bottom:0.2em}</style>"
+    ".inspector-table th[title]{text-decoration:underline dotted;text-underline-offset:2px}"
+    ".inspector-table-tools{font-size:0.85em;margin-bottom:0.2em}"
+    ".inspector-table-tools input,.inspector-table-tools button{background:var(--jp-layout-color1,transparent);"
+    "color:var(--jp-ui-font-color1,inherit);border:1px solid var(--jp-border-color1,#bbb);border-radius:2px;"
+    "font-size:inherit}.inspector-table-tools a{color:var(--jp-content-link-color,#1a73e8);white-space:nowrap}"
+    "</style>"
 )
+
+# NOTE [ Table headers ]
+# JupyterLab and Voila lay out output tables with ``table-layout: fixed``, which squeezes a column
+# to its share of the width and breaks a header inside a word ("priorit y"). Inspector tables lay
+# out by their content and never break a word: a header wraps only at a space
+# (``share_of_memcpy`` stays whole), and what does not fit scrolls inside the table's box. A
+# column left empty in every row (``h2d_*`` on a machine without CUDA) is not shown, and a header
+# that does not explain itself carries a tooltip: ``COLUMN_TIPS``, or the frame's own
+# ``frame.attrs["column_tips"]``, keyed by the header as shown. In a styled table each header
+# lines up with its cells: numbers to the right, everything else to the left.
+COLUMN_TIPS = {
+    "share_of_memcpy": "MiB/s of this cell divided by a plain memcpy of the same size, measured in the same run",
+    "share of memcpy, same size": "MiB/s of this cell divided by a plain memcpy of the same size, measured in the "
+    "same run",
+    "share_of_dram_memcpy": "MiB/s of this cell divided by a memcpy of the largest size measured (beyond the CPU "
+    "caches: what DRAM delivers), measured in the same run",
+    "share of memcpy, largest size": "MiB/s of this cell divided by a memcpy of the largest size measured (beyond "
+    "the CPU caches: what DRAM delivers), measured in the same run",
+    "busy_machine": "whether the machine was busy while this was measured (load average above its core count): "
+    "treat the figures as rough",
+    "x_sync": "ours ÷ a synchronous load of the same files in the caller (above 1: ours is faster)",
+    "x_mp_queue": "ours ÷ a multiprocessing.Queue of worker processes (above 1: ours is faster)",
+    "x_dataloader": "ours ÷ a torch DataLoader over the same files (above 1: ours is faster)",
+    "faithful": "whether the row computes the reference's numbers (unfaithful rows run only when selected)",
+    "origin": "which tier chose the row: explicit, context (op_backend), env (INSPECTOR_OPS / set_op), profile, "
+    "chain (first capable row) or fallback",
+}
+_TH = re.compile(r"(<th\b[^>]*>)([^<]*)(</th>)")
+
+
+def _empty(value: Any) -> bool:
+    try:
+        shown = cell_text(value)
+    except (TypeError, ValueError):  # a cell holding an array or another odd value: shown, so not empty
+        return False
+    return isinstance(shown, str) and shown in ("", EMPTY)
+
+
+def _empty_columns(frame: pd.DataFrame) -> list[Any]:
+    """Columns with no value in any row (a table with no rows keeps its headers)."""
+    if frame.empty:
+        return []
+    return [c for c in frame.columns if frame[c].map(_empty).all()]
+
+
+def _numeric_columns(frame: pd.DataFrame) -> list[Any]:
+    return [c for c in frame.columns
+            if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])]  # fmt: skip
+
+
+def _headers(markup: str, tips: dict[str, str]) -> str:
+    """Each header with its tooltip, when it has one (NOTE [ Table headers ])."""
+
+    def one(match: re.Match[str]) -> str:
+        start, text, end = match.groups()
+        tip = tips.get(html.unescape(text).strip())
+        if tip:
+            start = f'{start[:3]} title="{html.escape(tip, quote=True)}"{start[3:]}'
+        return start + text + end
+
+    return _TH.sub(one, markup)
+
+
+def _csv_link(frame: pd.DataFrame, index: bool, caption: str) -> str:
+    name = re.sub(r"[^A-Za-z0-9]+", "_", caption).strip("_").lower()[:40] or "table"
+    label = html.unescape(str(frame.index.name or frame.columns.name or "")) if index else None
+    text = frame.to_csv(index=index, index_label=label or None)
+    data = base64.b64encode(text.encode("utf-8")).decode("ascii")
+    return (f"<a class='inspector-table-csv' download='{name}.csv' href='data:text/csv;charset=utf-8;base64,{data}' "
+            "title='Download this table as a CSV file (every row, full precision)'>⬇ CSV</a> "
+            "<button type='button' class='inspector-table-copy' title='Copy this table as CSV, to paste anywhere' "
+            "onclick='window.inspectorTables&amp;&amp;inspectorTables.copy(this)'>copy CSV</button>")  # fmt: skip
 
 
 def table_html(value: Any, caption: str = "") -> str:
-    """A table in its scroll box, with a filter box and sortable headers (NOTE [ Table cells and sorting ])."""
+    """A table in its scroll box: filter box, sortable headers, CSV download and copy (NOTE [ Table cells and
+    sorting ], NOTE [ Table headers ])."""
+    tips = dict(COLUMN_TIPS)
     if isinstance(value, pd.DataFrame):
-        markup, rows = display_frame(value).to_html(index=False, border=0, escape=True, na_rep=""), len(value)
+        frame = value.drop(columns=_empty_columns(value))
+        tips.update(value.attrs.get("column_tips", {}))
+        markup = display_frame(frame).to_html(index=False, border=0, escape=True, na_rep="")
+        markup, rows, index = _headers(markup, tips), len(frame), False
     elif isinstance(value, Styler):
-        markup, rows = str(value.to_html()), len(value.data)
+        frame, index = value.data, not all(getattr(value, "hide_index_", [False]))
+        tips.update(frame.attrs.get("column_tips", {}))
+        hidden = _empty_columns(frame)
+        if hidden:
+            value.hide(hidden, axis="columns")
+            frame = frame.drop(columns=hidden)
+        if frame.columns.is_unique:  # each header where its cells are: numbers right, the rest left
+            numbers = set(_numeric_columns(frame))
+            value.set_table_styles({c: [{"selector": "", "props": f"text-align: {'right' if c in numbers else 'left'}"}]
+                                    for c in frame.columns}, overwrite=False)  # fmt: skip
+        markup, rows = _headers(str(value.to_html()), tips), len(frame)
     else:
-        markup, rows = html.escape(str(value)), 0
-    tools = (
-        "<div class='inspector-table-tools'><input type='search' class='inspector-table-filter' "
+        frame, markup, rows, index = None, html.escape(str(value)), 0, False
+    finder = (
+        "<input type='search' class='inspector-table-filter' "
         "placeholder='filter rows' title='Show only the rows that contain every word typed here' "
         "oninput='window.inspectorTables&amp;&amp;inspectorTables.filter(this)'/> "
-        f"<span class='inspector-table-count'>{rows} rows</span> <small>(click a header to sort)</small></div>"
+        f"<span class='inspector-table-count'>{rows} rows</span> <small>(click a header to sort)</small> "
     ) if rows > 1 else ""
+    tools = (f"<div class='inspector-table-tools'>{finder}{_csv_link(frame, index, caption)}</div>"
+             if frame is not None and rows else "")  # fmt: skip
     title = f"<div class='inspector-caption'>{html.escape(caption)}</div>" if caption else ""
     return (
         f"{TABLE_CSS}{TABLE_SCRIPT}{title}<div class='inspector-table' "

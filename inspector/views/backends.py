@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 import pandas as pd
@@ -14,7 +16,7 @@ from inspector.backends import FieldInfo, RegistrySnapshot
 from inspector.views._cells import in_notebook_terms
 from inspector.views._docstrings import docstring_html
 from inspector.views._tables import styled
-from inspector.views.page import Page, pre, section, table, trusted_html
+from inspector.views.page import Block, Page, lazy, pre, table, trusted_html
 
 SUPPORTED = "supported"
 MISSING = "missing"
@@ -178,6 +180,15 @@ def as_raised(call: str, exc: BaseException) -> str:
 
 
 # -- the page -------------------------------------------------------------------------------
+class BackendsSection(StrEnum):
+    """The Backends page's sections."""
+
+    MATRIX = "matrix"
+    DETAILS = "details"
+    VERB = "verb"
+    BATCH = "batch"
+
+
 @dataclass(frozen=True)
 class BackendsState:
     """What the Backends page shows: the registry snapshot, the verb in focus, the last sample batch."""
@@ -189,6 +200,11 @@ class BackendsState:
     batch: tuple[FieldInfo, ...] | None = None
     verb_doc: str | None = None  # set when the verb resolved: ``verb_text`` is then call, signature, doc
     verb_defined_in: str = ""
+
+    @cached_property
+    def matrix(self) -> pd.DataFrame:
+        """The backend x verb matrix of the snapshot, made once per state (NOTE [ Lazy pages ] in ``views/page.py``)."""
+        return verb_matrix(self.snapshot)
 
 
 def current_state(registry: Any = None) -> BackendsState:
@@ -202,21 +218,30 @@ def current_state(registry: Any = None) -> BackendsState:
 def page(state: BackendsState) -> Page:
     """The Backends page: backend × verb matrix, import errors and plugins, the verb in focus, a batch."""
     snap = state.snapshot
-    sections = [section("matrix", "", [table(style_verb_matrix(verb_matrix(snap)))])]
+    sections = [lazy(BackendsSection.MATRIX, "", lambda: [table(style_verb_matrix(state.matrix))], snap)]
+    if snap.import_errors or snap.plugins:
+        sections.append(lazy(BackendsSection.DETAILS, "Import errors and plugins", lambda: _detail_blocks(snap), snap))
+    if state.backend is not None and state.verb is not None and state.verb_text:
+        verb = (state.verb_text, state.verb_doc, state.verb_defined_in)
+        title = f"{state.backend}.{state.verb}"
+        sections.append(lazy(BackendsSection.VERB, title, lambda: [_verb_block(state)], verb))
+    batch = state.batch
+    if batch is not None:
+        sections.append(lazy(BackendsSection.BATCH, "Sample batch", lambda: [table(batch_table(batch))], batch))
+    return Page("Data backends", tuple(sections))
+
+
+def _detail_blocks(snap: RegistrySnapshot) -> list[Block]:
     details = []
     if snap.import_errors:
         details.append(table(import_error_table(snap), "Import errors"))
     if snap.plugins:
         details.append(table(plugin_table(snap), "Plugins"))
-    if details:
-        sections.append(section("details", "Import errors and plugins", details))
-    if state.backend is not None and state.verb is not None and state.verb_text:
-        if state.verb_doc is None:  # the error code would see, as it would print
-            shown = pre(state.verb_text)
-        else:
-            call, _, rest = state.verb_text.partition("\n\n")
-            shown = trusted_html(verb_html(call, rest.partition("\n\n")[0], state.verb_doc, state.verb_defined_in))
-        sections.append(section("verb", f"{state.backend}.{state.verb}", [shown]))
-    if state.batch is not None:
-        sections.append(section("batch", "Sample batch", [table(batch_table(state.batch))]))
-    return Page("Data backends", tuple(sections))
+    return details
+
+
+def _verb_block(state: BackendsState) -> Block:
+    if state.verb_doc is None:  # the error code would see, as it would print
+        return pre(state.verb_text)
+    call, _, rest = state.verb_text.partition("\n\n")
+    return trusted_html(verb_html(call, rest.partition("\n\n")[0], state.verb_doc, state.verb_defined_in))

@@ -5,6 +5,8 @@ from __future__ import annotations
 import html
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 import pandas as pd
@@ -22,15 +24,18 @@ from inspector.dispatch import (
     families,
     op_backend,
     rows,
+    torch_sdpa,
     trace,
     what_if,
 )
 from inspector.dispatch.context import format_value
+from inspector.dispatch.torch_sdpa import SdpaComparison
 from inspector.dispatch.torch_sdpa.watch import WatchTable
 from inspector.views._figures import MAX_HEIGHT_IN, key_above, new_figure, style_axes
 from inspector.views._palette import NO_ROW_GREY, colour_of, row_colours
 from inspector.views._tables import styled
-from inspector.views.page import Page, figure, pre, section, table, trusted_html
+from inspector.views.page import Block, Page, figure, lazy, note, pre, table, trusted_html
+from inspector.views.sdpa_tables import sdpa_comparison_table, watch_caption, watch_table
 
 DECISION_COLUMNS = ["row", "priority", "available", "faithful", "verdict", "failing", "chosen", "origin"]
 CHOSEN_STYLE = "background-color: rgba(44, 160, 44, 0.25); font-weight: bold"
@@ -280,17 +285,25 @@ def decision_counts_table(counts: Sequence[DecisionCount]) -> pd.DataFrame:
     )
 
 
-def watch_table(table: WatchTable) -> pd.DataFrame:
-    """What a ``torch_sdpa.watch()`` block saw: backend, dtype, shapes, calls, faster backends rejected."""
-    return pd.DataFrame.from_records(
-        [{"backend": g.backend, "dtype": g.dtype, "shapes": g.shapes, "calls": g.count, "rejected": g.rejected}
-         for g in table.groups],
-        columns=["backend", "dtype", "shapes", "calls", "rejected"],
-    )
-
-
 # -- the page -------------------------------------------------------------------------------
 WHAT_IF_SWEEP_DTYPES = ("float16", "bfloat16", "float32", "float64")
+
+
+class DispatchSection(StrEnum):
+    """The Dispatch page's sections (a family's what-if grid is ``what_if_key(family)``)."""
+
+    DECISION = "decision"
+    TRACE = "trace"
+    PLAN = "plan"
+    WHAT_IF = "what_if"
+    COMPARE = "compare"
+    WHAT_RAN = "what_ran"
+    FAMILIES = "families"
+
+
+def what_if_key(family: str) -> str:
+    """The key of ``family``'s what-if grid on the Dispatch page."""
+    return f"{DispatchSection.WHAT_IF}:{family}"
 
 
 @dataclass(frozen=True)
@@ -309,6 +322,7 @@ class DispatchState:
     comparison: tuple[RowRun, ...] | None = None
     what_ran: WatchTable | None = None
     decisions: tuple[DecisionCount, ...] | None = None
+    sdpa_comparison: SdpaComparison | None = None  # torch_sdpa's "Run and compare": every backend timed
 
     @property
     def trace(self) -> Trace:
@@ -316,6 +330,11 @@ class DispatchState:
             if item.family == self.family:
                 return item
         raise KeyError(f"No trace of {self.family!r} in this state. Families: {[t.family for t in self.plan]}")
+
+    @cached_property
+    def decision(self) -> pd.DataFrame:
+        """The focused family's decision table (once per state: NOTE [ Lazy pages ] in ``views/page.py``)."""
+        return decision_table(self.trace)
 
 
 def default_context(family: str) -> CallContext:
@@ -327,9 +346,14 @@ def default_context(family: str) -> CallContext:
 
 
 def trace_or_failure(family: str, ctx: CallContext) -> Trace:
-    """One family's trace; a family that refuses the context (an axis meant for another) says why."""
+    """One family's trace; a family that refuses the context (an axis meant for another) says why.
+
+    PyTorch's own family decides in the order PyTorch uses for the call (cuDNN first on some GPUs).
+    """
+    from inspector.dispatch.torch_sdpa.family import ours, trace_context
+
     try:
-        return trace(family, ctx)
+        return trace_context(ctx) if family == torch_sdpa.FAMILY and ours() else trace(family, ctx)
     except ValueError as exc:
         return Trace.failed(family, ctx, exc)
 
@@ -355,39 +379,84 @@ def current_state(
 
 
 def sweep_what_if(family: str, ctx: CallContext, head_dims: Sequence[int] = (64, 256)) -> tuple[WhatIfCell, ...]:
-    """The standard grid: dtype × head_dim × mask × grad."""
+    """The standard grid: dtype × head_dim × mask × grad; for PyTorch's own family, the axes that
+    change its answer (device and GPU × dtype × variations of the call, ``torch_sdpa.what_if_grid``)."""
     import torch
 
+    if family == torch_sdpa.FAMILY:
+        return torch_sdpa.what_if_grid(ctx)
     return what_if(family, ctx, dtype=[getattr(torch, name) for name in WHAT_IF_SWEEP_DTYPES],
                    head_dim=list(head_dims), has_mask=[False, True], grad_enabled=[True, False])
+
+
+def what_if_index(cells: Sequence[WhatIfCell]) -> list[str] | None:
+    """The axes a grid's rows show: device and dtype for ``torch_sdpa``'s, dtype and head_dim otherwise."""
+    swept = {name for cell in cells[:1] for name, _ in cell.axes}
+    for wanted in (("device", "dtype"), ("dtype", "head_dim")):
+        index: list[str] = [name for name in wanted if name in swept]
+        if index:
+            return index
+    return None
+
+
+def what_if_blocks(family: str, cells: Sequence[WhatIfCell]) -> list[Block]:
+    """A grid as its key and heatmap, or one line when every cell runs the same row."""
+    winners = {cell.row for cell in cells}
+    if cells and len(winners) == 1 and None not in winners:
+        swept = " × ".join(name for name, _ in cells[0].axes)
+        return [note(f"Every one of the {len(cells)} combinations ({swept}) runs {cells[0].row}.")]
+    heatmap = what_if_heatmap(cells, index=what_if_index(cells), title=f"{family}: winning row", family=family,
+                              key=False)
+    return [trusted_html(what_if_key_html(cells, family)), figure(heatmap, f"{family} what-if grid")]
 
 
 def page(state: DispatchState) -> Page:
     """The Dispatch page: the focused family's decision and trace, the plan, and any results."""
     focus = state.trace
     sections = [
-        section("decision", "", [table(style_decision_table(decision_table(focus)))]),
-        section("trace", "Trace", [pre(focus.explain())]),
-        section("plan", "Plan (all families)", [table(plan_table(state.plan))]),
+        lazy(DispatchSection.DECISION, "", lambda: [table(style_decision_table(state.decision))], focus),
+        lazy(DispatchSection.TRACE, "Trace", lambda: [pre(focus.explain())], focus),
+        lazy(DispatchSection.PLAN, "Plan (all families)", lambda: [table(plan_table(state.plan))], state.plan),
     ]
     for family, cells in state.what_if.items():
-        swept = {name for cell in cells[:1] for name, _ in cell.axes}
-        index = [name for name in ("dtype", "head_dim") if name in swept] or None
-        heatmap = what_if_heatmap(cells, index=index, title=f"{family}: winning row", family=family, key=False)
-        sections.append(section(f"what_if:{family}", f"What-if grid: {family}", [
-            trusted_html(what_if_key_html(cells, family)), figure(heatmap, f"{family} what-if grid")]))
-    if state.comparison is not None:
-        sections.append(section("compare", "Run and compare", [table(comparison_table(state.comparison))]))
+        title = f"What-if grid: {family}"
+        sections.append(lazy(what_if_key(family), title, _what_if_blocks(family, cells), (family, cells)))
+    if state.sdpa_comparison is not None:
+        timed = state.sdpa_comparison
+        sections.append(lazy(DispatchSection.COMPARE, "Run and compare", lambda: _compare_blocks(timed), timed))
+    elif state.comparison is not None:
+        runs = state.comparison
+        sections.append(lazy(DispatchSection.COMPARE, "Run and compare", lambda: [table(comparison_table(runs))], runs))
     if state.what_ran is not None or state.decisions is not None:
-        blocks = []
-        if state.what_ran is not None:
-            blocks.append(table(watch_table(state.what_ran), "Last torch_sdpa.watch() block"))
-        if state.decisions is not None:
-            blocks.append(table(decision_counts_table(state.decisions), "record_decisions()"))
-        sections.append(section("what_ran", "What ran", blocks))
-    others = [t for t in state.plan if t.family != state.family]
+        ran = (state.what_ran, state.decisions)
+        sections.append(lazy(DispatchSection.WHAT_RAN, "What ran", lambda: _what_ran_blocks(state), ran))
+    others = tuple(t for t in state.plan if t.family != state.family)
     if others:
-        sections.append(section("families", "Every other family", [
-            block for t in others for block in (table(style_decision_table(decision_table(t))), pre(t.explain()))
-        ]))
+        sections.append(lazy(DispatchSection.FAMILIES, "Every other family", lambda: _families_blocks(others), others))
     return Page("Operator dispatch", tuple(sections))
+
+
+def _families_blocks(traces: tuple[Trace, ...]) -> list[Block]:
+    return [block for t in traces for block in (table(style_decision_table(decision_table(t))), pre(t.explain()))]
+
+
+def _what_if_blocks(family: str, cells: tuple[WhatIfCell, ...]) -> Any:
+    return lambda: what_if_blocks(family, cells)
+
+
+def _compare_blocks(comparison: SdpaComparison) -> list[Block]:
+    notes = [note(text) for text in (comparison.summary(), *comparison.notes)]
+    return [*notes, table(sdpa_comparison_table(comparison), f"torch_sdpa.compare: {comparison.call}")]
+
+
+def _what_ran_blocks(state: DispatchState) -> list[Block]:
+    blocks = []
+    if state.what_ran is not None:
+        ran = state.what_ran
+        if ran.groups:
+            blocks.append(table(watch_table(ran), f"Last torch_sdpa.watch() block: {watch_caption(ran)}"))
+        else:
+            blocks.append(note(ran.why_nothing))
+    if state.decisions is not None:
+        blocks.append(table(decision_counts_table(state.decisions), "record_decisions()"))
+    return blocks

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, is_dataclass
+from enum import StrEnum
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -19,12 +21,13 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from inspector.loader import STAGE_LABELS, STAGES, LoaderProfile, LoaderStatus, LoadTiming, StorageInfo
-from inspector.loader.bench import METHOD_LABELS, MachineLoad, side_by_side
+from inspector.loader.bench import METHOD_LABELS, MachineLoad
 from inspector.views._figures import axes_key_above, new_figure, style_axes
 from inspector.views._palette import METHOD_COLOURS, method_colour  # noqa: F401 (re-exported)
 from inspector.views._tables import styled
-from inspector.views.loader_profile import profile_figure, profile_table
-from inspector.views.page import Page, figure, note, section, table
+from inspector.views.loader_history import history_environments, history_table  # noqa: F401 (re-exported)
+from inspector.views.loader_profile import profile_figure, profile_table  # noqa: F401 (re-exported)
+from inspector.views.page import Block, Page, figure, lazy, note, table
 
 BASELINES = ("sync", "mp_queue", "dataloader")
 STAGE_COLOURS = dict(
@@ -41,7 +44,14 @@ def _records(rows: Iterable[Any]) -> list[dict[str, Any]]:
 
 
 def bench_table(rows: Iterable[Any]) -> pd.DataFrame:
-    """One row per measured cell, with the method's label and its share of memcpy of the same bytes."""
+    """One row per measured cell, with the method's label and its share of memcpy of the same bytes.
+
+    The tables and figures below take rows, or this frame made of them (a page makes it once).
+    """
+    return rows if isinstance(rows, pd.DataFrame) else _bench_frame(rows)
+
+
+def _bench_frame(rows: Iterable[Any]) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(_records(rows))
     if frame.empty:
         return pd.DataFrame(columns=BENCH_COLUMNS)
@@ -253,43 +263,28 @@ def machine_note(rows: Iterable[Any]) -> str:
     return busiest.note() if busiest is not None else ""
 
 
-def targets_table(measurements: Iterable[Any]) -> pd.DataFrame:
-    """One row per target: the figure, its baseline, the ratio, the target and PASS or MISS."""
+def targets_table(measurements: Iterable[Any], waiting: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One row per target: the figure, its baseline, the ratio, the target and PASS or MISS.
+
+    A target named in ``waiting`` (its baseline not final yet, mid-run) shows what it waits for
+    instead of a verdict that could still flip.
+    """
     columns = ["measurement", "value", "unit", "baseline", "baseline_value", "ratio", "target", "verdict"]
+    waiting = waiting or {}
     records = [
         {"measurement": m.name, "value": m.value, "unit": m.unit, "baseline": m.baseline,
          "baseline_value": m.baseline_value, "ratio": m.ratio, "target": m.target,
-         "verdict": ("PASS" if m.ok else "MISS") if m.target else ""}
+         "verdict": waiting.get(m.name) or (("PASS" if m.ok else "MISS") if m.target else "")}
         for m in measurements
     ]  # fmt: skip
-    return pd.DataFrame.from_records(records, columns=columns)
-
-
-def history_table(runs: Sequence[Mapping[str, Any]], method: str | None = "ours") -> pd.DataFrame:
-    """Past runs side by side: one row per (layout, size, workers, method), MiB/s of each run in its own column."""
-    frame = pd.DataFrame.from_records(side_by_side(runs, ("layout", "size_mb", "workers", "method"), "mb_s"))
-    if frame.empty:
-        return pd.DataFrame(columns=["layout", "size_mb", "workers", "method"])
-    if method is not None:
-        frame = frame[frame["method"] == method]
-    return frame.sort_values(["layout", "size_mb", "workers", "method"], ignore_index=True)
-
-
-def history_environments(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """Where each past run ran: time, commit, torch, numpy, CPU, GPU, load average, cancelled."""
-    columns = ["run", "time", "commit", "torch", "numpy", "cpu", "cores", "gpu", "load_average", "cancelled"]
-    records = []
-    for i, run in enumerate(runs):
-        env = run.get("environment", {})
-        records.append({"run": f"#{i + 1}", "time": run.get("time"), "cancelled": run.get("cancelled", False),
-                        **{k: env.get(k) for k in columns[2:-1]}})  # fmt: skip
     return pd.DataFrame.from_records(records, columns=columns)
 
 
 # -- the page -------------------------------------------------------------------------------
 # Column headers as a reader sees them: the unit written out (MiB, MiB/s), not the field name.
 SHOWN_NAMES = {"size_mb": "size MiB", "mb_s": "MiB/s", "mb_s_min": "min MiB/s", "mb_s_max": "max MiB/s",
-               "ours_mb_s": "ours MiB/s", "segment_mib": "segment MiB"}  # fmt: skip
+               "ours_mb_s": "ours MiB/s", "segment_mib": "segment MiB", "share_of_memcpy": "share of memcpy, same size",
+               "share_of_dram_memcpy": "share of memcpy, largest size"}  # fmt: skip
 
 
 def shown(frame: pd.DataFrame) -> pd.DataFrame:
@@ -301,14 +296,54 @@ RESULT_COLUMNS = ["layout", "size_mb", "workers", "label", "mb_s", "mb_s_min", "
                   "corrupt"]
 
 
+class LoaderSection(StrEnum):
+    """The Loader page's sections."""
+
+    BY_SIZE = "by_size"
+    BY_WORKERS = "by_workers"
+    STAGES = "stages"
+    TARGETS = "targets"
+    RESULTS = "results"
+    HISTORY = "history"
+    PROFILES = "profiles"
+    SWEEP = "sweep"
+    LOADERS = "loaders"
+
+
 @dataclass(frozen=True)
 class LoaderState:
-    """What the Loader page shows: benchmark rows, your loader's profiles, past runs and live loaders."""
+    """What the Loader page shows: benchmark rows, your loader's profiles and sweep, past runs and live loaders.
+
+    ``planned`` holds the cells of a run still going (``time_left.Cell``): targets whose baselines
+    are among the cells left wait for them instead of showing a verdict. ``overlay`` names two
+    kept runs (their ids) to draw in one chart; by default the last two.
+    """
 
     rows: tuple[Any, ...] = ()
     profiles: tuple[LoaderProfile, ...] = ()
     history: tuple[Mapping[str, Any], ...] | None = None
     statuses: tuple[LoaderStatus, ...] = ()
+    history_note: str = ""  # what the history's reader skipped, said beside the past runs
+    planned: tuple[Any, ...] = ()
+    overlay: tuple[str, ...] = ()
+    sweep: Any = None  # a SweepResult
+
+    @cached_property
+    def bench(self) -> pd.DataFrame:
+        """``bench_table`` of the rows, made once per state (NOTE [ Lazy pages ] in ``views/page.py``)."""
+        return bench_table(self.rows)
+
+    @cached_property
+    def machine_note(self) -> str:
+        """The busy-machine note of the rows ("" on a quiet machine)."""
+        return machine_note(self.rows)
+
+    @cached_property
+    def worker_counts(self) -> tuple[int, ...]:
+        """The worker counts the benchmark ran (planned included), methods without workers left out."""
+        cells = [(_get(r, "method"), _get(r, "workers")) for r in self.rows]
+        cells += [(c.method, c.workers) for c in self.planned]
+        return tuple(sorted({w for method, w in cells if method not in ("sync", "memcpy", "h2d")}))
 
 
 def current_state() -> LoaderState:
@@ -319,51 +354,89 @@ def current_state() -> LoaderState:
     return LoaderState(tuple(last_run()), (), None, tuple(loader_statuses()))
 
 
-def page(state: LoaderState) -> Page:
-    """The Loader page: charts and targets of the benchmark, your loader, past runs, live loaders."""
-    from inspector.loader.bench.targets import throughput_targets
+NO_BENCHMARK = (
+    "No benchmark has run here yet. In the app: press Run in the Loader tab. In Python: "
+    "inspector.loader.bench.run(), then write the report from that same process. From a shell: "
+    "`inspector bench loader --out results.csv`, then "
+    "`inspector report report.html --loader-results results.csv`."
+)
+SHARES_EXPLAINED = (
+    "Two shares of memcpy: \"same size\" is ours against one thread copying the same bytes in this run (at 1 MiB "
+    "and below that copy runs from the CPU cache, so the share reads low); \"largest size\" is ours against the "
+    "memcpy of the largest size measured, which runs from memory: what the machine sustains, and what the "
+    "throughput targets use. Shares above 1 are possible: two workers read in parallel, memcpy is one thread."
+)
 
-    rows = list(state.rows)
+
+def page(state: LoaderState) -> Page:
+    """The Loader page: charts and targets of the benchmark, past runs, your loader and its sweep, live loaders."""
+    from inspector.views.loader_history import history_blocks
+    from inspector.views.loader_profile import profile_blocks, sweep_blocks
+
+    rows = state.rows
     sections = []
     if rows:
-        sections += [
-            section("by_size", "Throughput by size", [figure(throughput_by_size_figure(rows), "loader throughput")]),
-            section("by_workers", "Throughput by workers", [
-                figure(throughput_by_workers_figure(rows), "loader throughput by workers")]),
-            section("stages", "Where one load's time goes", [figure(stage_figure(rows), "loader stages")]),
-        ]
-        checks = [note(text) for text in [machine_note(rows)] if text]
-        if any(_get(r, "method") == "memcpy" for r in rows):
-            checks.append(table(styled(targets_table(throughput_targets(rows)))))
-        if checks:
-            sections.append(section("targets", "Targets", checks))
-        sections.append(section("results", "Results", [
-            table(styled(shown(ratio_table(rows))), "Ratios to each baseline"),
-            table(styled(shown(bench_table(rows)[RESULT_COLUMNS])), "Every cell"),
-        ]))
+        sections.append(lazy(LoaderSection.BY_SIZE, "Throughput by size", lambda: _by_size_blocks(state), rows))
+        if len(state.worker_counts) > 1:  # one worker count: the chart would be a column of dots
+            sections.append(lazy(LoaderSection.BY_WORKERS, "Throughput by workers",
+                                 lambda: _by_workers_blocks(state), rows))  # fmt: skip
+        sections.append(lazy(LoaderSection.STAGES, "Where one load's time goes", lambda: _stage_blocks(state), rows))
+        if state.machine_note or any(_get(r, "method") == "memcpy" for r in rows):
+            sections.append(lazy(LoaderSection.TARGETS, "Targets", lambda: _target_blocks(state),
+                                 (rows, state.planned)))  # fmt: skip
+        sections.append(lazy(LoaderSection.RESULTS, "Results", lambda: _result_blocks(state), rows))
     else:
-        sections.append(section("results", "Benchmark", [note(
-            "No benchmark has run here yet. In the app: press Run in the Loader tab. In Python: "
-            "inspector.loader.bench.run(), then write the report from that same process. From a shell: "
-            "`inspector bench loader --out results.csv`, then "
-            "`inspector report report.html --loader-results results.csv`.")]))
-    if state.history is not None:
-        blocks = [note("No past runs yet: each Run is kept (also from `inspector bench loader`).")]
-        if state.history:
-            blocks = [table(styled(shown(history_table(state.history)))),
-                      table(styled(history_environments(state.history)))]
-        sections.append(section("history", "Past runs", blocks))
-    if state.profiles:
-        sections.append(section("profiles", "Your loader", [
-            table(styled(profile_table(state.profiles))),
-            figure(profile_figure(state.profiles), "your loader's profile"),
-        ]))
-    if state.statuses:
-        sections.append(section("loaders", "Loaders in this kernel", [
-            table(styled(shown(loaders_table(state.statuses)))),
-            table(styled(workers_table(state.statuses))),
-        ]))
+        sections.append(lazy(LoaderSection.RESULTS, "Benchmark", lambda: [note(NO_BENCHMARK)], rows))
+    history, profiles, statuses, sweep = state.history, state.profiles, state.statuses, state.sweep
+    if history is not None:
+        inputs = (history, state.history_note, state.overlay)
+        sections.append(lazy(LoaderSection.HISTORY, "Past runs", lambda: history_blocks(*inputs), inputs))
+    if profiles:
+        sections.append(lazy(LoaderSection.PROFILES, "Your loader", lambda: profile_blocks(profiles), profiles))
+    if sweep is not None:
+        sections.append(lazy(LoaderSection.SWEEP, "Tuning your loader", lambda: sweep_blocks(sweep), sweep))
+    if statuses:
+        title = "Loaders in this kernel"
+        sections.append(lazy(LoaderSection.LOADERS, title, lambda: _loader_blocks(statuses), statuses))
     return Page("Shared-memory loader", tuple(sections))
+
+
+def _by_size_blocks(state: LoaderState) -> list[Block]:
+    return [figure(throughput_by_size_figure(state.bench), "loader throughput")]
+
+
+def _by_workers_blocks(state: LoaderState) -> list[Block]:
+    return [figure(throughput_by_workers_figure(state.bench), "loader throughput by workers")]
+
+
+def _stage_blocks(state: LoaderState) -> list[Block]:
+    return [figure(stage_figure(state.rows), "loader stages")]
+
+
+def _target_blocks(state: LoaderState) -> list[Block]:
+    from inspector.loader.bench.targets import throughput_targets, waiting_targets
+
+    checks = [note(state.machine_note)] if state.machine_note else []
+    if any(_get(r, "method") == "memcpy" for r in state.rows):
+        rows = list(state.rows)
+        waiting = waiting_targets(rows, state.planned)
+        checks.append(table(styled(targets_table(throughput_targets(rows), waiting))))
+        if waiting:
+            checks.append(note(f"{len(waiting)} targets wait for baselines this run has not measured yet: their "
+                               "verdicts appear when those are final."))  # fmt: skip
+    return checks
+
+
+def _result_blocks(state: LoaderState) -> list[Block]:
+    return [
+        table(styled(shown(ratio_table(state.bench))), "Ratios to each baseline"),
+        note(SHARES_EXPLAINED),
+        table(styled(shown(state.bench[RESULT_COLUMNS])), "Every cell"),
+    ]
+
+
+def _loader_blocks(statuses: tuple[LoaderStatus, ...]) -> list[Block]:
+    return [table(styled(shown(loaders_table(statuses)))), table(styled(workers_table(statuses)))]
 
 
 def _get(row: Any, key: str) -> Any:

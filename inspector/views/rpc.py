@@ -1,10 +1,12 @@
-"""RPC views: the device-map graph, maps and problems as tables, latency and bandwidth, world summaries.
+"""RPC views: the device-map graph or grid, maps and problems as tables, latency and bandwidth, world summaries.
 
-Arrows always point caller -> callee, from the caller's source device to the callee's target
-device, because that is how a map is keyed and read (``set_device_map(callee, {local: remote})``);
-a problem paints its edge or worker red and names its category, and its rows in the maps table
-are highlighted with the next step. Sizes and throughput are in MiB and MiB/s, as in the
-Loader tab; latencies in microseconds, with a pair whose p99 strays far from its median flagged.
+A small plan is drawn as a worker graph, a GPU mesh as one GPU x GPU grid per worker pair
+(``device_level``, NOTE [ Device grid ]). Arrows always point caller -> callee, from the caller's
+source device to the callee's target device, because that is how a map is keyed and read
+(``set_device_map(callee, {local: remote})``); a problem paints its edge or worker red and
+names its category, and its rows in the maps table are highlighted with the next step. Sizes
+and throughput are in MiB and MiB/s, as in the Loader tab; latencies in microseconds, with a
+pair whose p99 strays far from its median flagged.
 """
 
 from __future__ import annotations
@@ -12,10 +14,14 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from enum import StrEnum
+from functools import cached_property
 
 import numpy as np
 import pandas as pd
+from matplotlib import colormaps
 from matplotlib.figure import Figure
+from matplotlib.patches import Rectangle
 from pandas.io.formats.style import Styler
 
 from inspector.rpc import (
@@ -32,16 +38,18 @@ from inspector.rpc import (
     predict_init_error,
 )
 from inspector.rpc._records import MIB, TAIL_FACTOR
-from inspector.views._figures import NEUTRAL_INK, axes_key_above, new_figure, style_axes
+from inspector.views._figures import NEUTRAL_INK, axes_key_above, new_figure, pad_figure, style_axes
 from inspector.views._palette import hashed_colour
 from inspector.views._rpc_graph import OK_COLOUR, PROBLEM_COLOUR, pair_problems, topology_figure
+from inspector.views._rpc_grid import device_grid_figure
 from inspector.views._tables import styled
-from inspector.views.page import Page, figure, note, pre, section, table
+from inspector.views.page import Block, Page, figure, lazy, pre, table
 
 __all__ = [
     "MAP_COLUMNS", "OK_COLOUR", "PROBLEM_COLOUR", "backends_table", "bandwidth_figure", "bandwidth_table",
-    "derived_table", "highlighted_maps", "init_error_text", "maps_table", "next_step", "problems_table",
-    "pair_problems", "rtt_heatmap", "rtt_table", "topology_figure", "warnings_table", "workers_table",
+    "derived_table", "device_grid_figure", "device_level", "highlighted_maps", "init_error_text", "maps_table",
+    "next_step", "problems_table", "pair_problems", "rtt_heatmap", "rtt_table", "topology_figure", "warnings_table",
+    "workers_table",
 ]  # fmt: skip
 
 MAP_COLUMNS = ["caller", "callee", "source", "target", "problems", "next step"]
@@ -49,11 +57,8 @@ ROW_HIGHLIGHT = "background-color: rgba(214, 39, 40, 0.18)"
 
 
 def next_step(problem: DeviceMapProblem) -> str:
-    """What to do about a problem: its message's ``next step = ...`` line."""
-    for line in problem.message.splitlines():
-        if line.startswith("next step = "):
-            return line.removeprefix("next step = ")
-    return ""
+    """What to do about a problem (kept with it: nothing parses its message)."""
+    return problem.next_step
 
 
 def maps_table(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] = ()) -> pd.DataFrame:
@@ -176,13 +181,28 @@ def backends_table(rows: Sequence[BackendInfo]) -> pd.DataFrame:
     return pd.DataFrame.from_records(records, columns=["registry", "name", "options handler", "init handler"])
 
 
+RTT_COLOURS = "viridis"
+
+
+def _readable_ink(rgba: tuple[float, ...]) -> str:
+    """Black on a light cell, white on a dark one (relative luminance of the cell's colour)."""
+    red, green, blue = rgba[:3]
+    return "black" if 0.2126 * red + 0.7152 * green + 0.0722 * blue > 0.45 else "white"
+
+
 def rtt_heatmap(rtt: RttMatrix) -> Figure:
-    """Median ``rpc_sync`` round trip per caller (rows) and callee (columns), in microseconds; tails in red."""
+    """Median ``rpc_sync`` round trip per caller (rows) and callee (columns), in microseconds.
+
+    A pair whose p99 strays ``TAIL_FACTOR`` times from its median gets a red frame and a "!"
+    in the cell's own readable ink (black on light cells, white on dark), so the mark reads on
+    every colour of the scale. The title sits on two short lines, within the figure.
+    """
     n = len(rtt.names)
-    fig = new_figure(max(4.0, 1.1 * n + 2.5), max(3.2, 0.9 * n + 1.8))
+    fig = new_figure(max(4.6, 1.1 * n + 2.8), max(3.6, 0.9 * n + 2.2))
+    pad_figure(fig)  # the frame never touches the image's edge
     ax = fig.add_subplot()
     values = np.array(rtt.median_matrix(), dtype=float) * 1e6
-    image = ax.imshow(np.ma.masked_invalid(values), cmap="viridis")
+    image = ax.imshow(np.ma.masked_invalid(values), cmap=RTT_COLOURS)
     ax.xaxis.tick_top()  # the callee key sits above the cells, where it is read first
     ax.xaxis.set_label_position("top")
     ax.set_xticks(range(n), rtt.names, rotation=30, ha="left")
@@ -190,16 +210,21 @@ def rtt_heatmap(rtt: RttMatrix) -> Figure:
     ax.set_xlabel("callee")
     ax.set_ylabel("caller")
     tails = sum(p.has_tail for p in rtt.pairs)
-    flagged = f"; {tails} pair(s) with p99 >= {TAIL_FACTOR:g}x median (red)" if tails else ""
-    ax.set_title(f"rpc_sync round trip, median (us){flagged}", fontsize=9)
+    flagged = f"{tails} pair(s) with p99 >= {TAIL_FACTOR:g}x median (red frame, !)" if tails else "no long tails"
+    ax.set_title(f"rpc_sync round trip, median (us)\n{flagged}", fontsize=9)
+    for (i, j), value in np.ndenumerate(values):
+        pair = rtt.get(rtt.names[i], rtt.names[j])
+        if pair is None or not math.isfinite(value) or not pair.has_tail:
+            continue
+        ax.add_patch(Rectangle((j - 0.46, i - 0.46), 0.92, 0.92, fill=False, edgecolor=PROBLEM_COLOUR, linewidth=2.5))
     if n <= 8:
         finite = values[np.isfinite(values)]
-        middle = float(np.median(finite)) if finite.size else 0.0
+        low, span = (float(finite.min()), float(np.ptp(finite)) or 1.0) if finite.size else (0.0, 1.0)
         for (i, j), value in np.ndenumerate(values):
             pair = rtt.get(rtt.names[i], rtt.names[j])
             if pair is None or not math.isfinite(value):
                 continue
-            ink = PROBLEM_COLOUR if pair.has_tail else "black" if value > middle else "white"
+            ink = _readable_ink(tuple(colormaps[RTT_COLOURS]((value - low) / span)))
             text = f"{value:.0f}\np99 {pair.p99_s * 1e6:.0f}" + (" !" if pair.has_tail else "")
             ax.text(j, i, text, ha="center", va="center", fontsize=8, color=ink,
                     fontweight="bold" if pair.has_tail else "normal")  # fmt: skip
@@ -234,17 +259,46 @@ def bandwidth_figure(results: Sequence[Bandwidth]) -> Figure:
 
 
 # -- the page -------------------------------------------------------------------------------
-MAX_DRAWN_EDGES = 160  # arrows; beyond this the graph takes seconds to draw; tables still show everything
+MAX_GRAPH_PAIRS = 24  # mapped pairs the worker graph labels one by one; more, and the device grid shows them
+MAX_GRAPH_BUNDLE = 2  # pairs between one caller and one callee the graph labels; more is a mesh: the grid
 DEFAULT_PLAN = TopologyPlan.build(2, 2, {"worker0": {"worker1": {"cuda:0": "cuda:1"}},
                                          "worker1": {"worker0": {"cuda:1": "cuda:0"}}})  # fmt: skip
 
 
+class RpcSection(StrEnum):
+    """The RPC page's sections."""
+
+    INIT = "init"
+    PROBLEMS = "problems"
+    GRAPH = "graph"
+    DERIVED = "derived"
+    WORLD = "world"
+
+
 @dataclass(frozen=True)
 class RpcState:
-    """What the RPC page shows: a plan, and the last local world launched for it (if any)."""
+    """What the RPC page shows: a plan, and the last local world launched for it (if any).
+
+    The plan's checks are facts of the state, each computed once (NOTE [ Lazy pages ] in ``views/page.py``).
+    """
 
     plan: TopologyPlan
     world: WorldSnapshot | None = None
+
+    @cached_property
+    def problems(self) -> tuple[DeviceMapProblem, ...]:
+        """Every problem of the plan (``plan.check()``)."""
+        return self.plan.check()
+
+    @cached_property
+    def warnings(self) -> tuple[PreflightWarning, ...]:
+        """What torch accepts that is probably a mistake (``plan.preflight()``)."""
+        return self.plan.preflight()
+
+    @cached_property
+    def prediction(self) -> InitError | None:
+        """What ``init_rpc`` would raise for the plan, or ``None``."""
+        return predict_init_error(self.plan)
 
 
 def current_state(plan: TopologyPlan | None = None) -> RpcState:
@@ -252,33 +306,51 @@ def current_state(plan: TopologyPlan | None = None) -> RpcState:
     return RpcState(plan if plan is not None else DEFAULT_PLAN)
 
 
-def drawable(plan: TopologyPlan) -> bool:
-    """Whether the graph is quick to draw: few pairs, or few worker-to-worker arrows."""
-    return plan.pair_count <= 24 or sum(len(w.device_maps) for w in plan.workers) <= MAX_DRAWN_EDGES
+def device_level(plan: TopologyPlan) -> bool:
+    """Whether the plan reads better as device grids than as a worker graph (NOTE [ Device grid ]).
+
+    The worker graph stays for small plans: few pairs, at most ``MAX_GRAPH_BUNDLE`` between any
+    two workers. A GPU mesh (eight pairs bundled on each arrow) gets the GPU x GPU grids.
+    """
+    bundles = [len(pairs) for w in plan.workers for _, pairs in w.device_maps]
+    return plan.pair_count > MAX_GRAPH_PAIRS or max(bundles, default=0) > MAX_GRAPH_BUNDLE
 
 
 def page(state: RpcState) -> Page:
     """The RPC page: what init_rpc would say, every problem and warning, the maps, graph, devices, world."""
     plan = state.plan
-    problems, warnings = plan.check(), plan.preflight()
-    checks = [table(problems_table(problems), "Problems")] if problems else []
-    if warnings:
-        checks.append(table(warnings_table(warnings), "Pre-flight warnings (torch accepts these)"))
-    checks.append(table(highlighted_maps(plan, problems)))
-    graph = figure(topology_figure(plan, problems), "device-map graph") if drawable(plan) else note(
-        f"{plan.pair_count} mapped pairs: too many to draw; the tables list them all.")
     sections = [
-        section("init", "init_rpc", [pre(init_error_text(predict_init_error(plan)))]),
-        section("problems", "Device maps", checks),
-        section("graph", "Graph", [graph]),
-        section("derived", "Devices each worker will use", [table(derived_table(plan.derive()))]),
+        lazy(RpcSection.INIT, "init_rpc", lambda: [pre(init_error_text(state.prediction))], plan),
+        lazy(RpcSection.PROBLEMS, "Device maps", lambda: _check_blocks(state), plan),
+        lazy(RpcSection.GRAPH, "Topology", lambda: [_graph_block(state)], plan),
+        lazy(RpcSection.DERIVED, "Devices each worker will use", lambda: [table(derived_table(plan.derive()))], plan),
     ]
     world = state.world
     if world is not None:
-        blocks = [table(workers_table(world.workers))]
-        if world.rtt is not None:
-            blocks += [figure(rtt_heatmap(world.rtt), "RTT heatmap"), table(rtt_table(world.rtt))]
-        if world.bandwidth:
-            blocks += [figure(bandwidth_figure(world.bandwidth), "bandwidth"), table(bandwidth_table(world.bandwidth))]
-        sections.append(section("world", "Local world", blocks))
+        sections.append(lazy(RpcSection.WORLD, "Local world", lambda: _world_blocks(world), world))
     return Page("RPC device maps", tuple(sections))
+
+
+def _check_blocks(state: RpcState) -> list[Block]:
+    problems = state.problems
+    checks = [table(problems_table(problems), "Problems")] if problems else []
+    if state.warnings:
+        checks.append(table(warnings_table(state.warnings), "Pre-flight warnings (torch accepts these)"))
+    checks.append(table(highlighted_maps(state.plan, problems)))
+    return checks
+
+
+def _graph_block(state: RpcState) -> Block:
+    plan = state.plan
+    if device_level(plan):
+        return figure(device_grid_figure(plan, state.problems), "device grid")
+    return figure(topology_figure(plan, state.problems), "device-map graph")
+
+
+def _world_blocks(world: WorldSnapshot) -> list[Block]:
+    blocks = [table(workers_table(world.workers))]
+    if world.rtt is not None:
+        blocks += [figure(rtt_heatmap(world.rtt), "RTT heatmap"), table(rtt_table(world.rtt))]
+    if world.bandwidth:
+        blocks += [figure(bandwidth_figure(world.bandwidth), "bandwidth"), table(bandwidth_table(world.bandwidth))]
+    return blocks

@@ -49,11 +49,15 @@ def test_rpc_tab_validates_as_you_type_and_launches_a_local_world(page, lab, tmp
     bad_rows.first.wait_for()
     assert bad_rows.count() == 2 * 3 * 4  # cuda:4..7 into worker2 from three callers, and out of it to three
     assert "INVALID_TARGET_INDEX: targets are the callee's devices" in bad_rows.first.inner_text()
-    panel.locator(".inspector-rpc-graph img").first.wait_for()
+    grid = panel.locator(".inspector-rpc-graph img")  # a GPU mesh: a GPU x GPU grid per worker pair
+    grid.first.wait_for()
     panel.scroll_into_view_if_needed()
     save_screenshot(page, "rpc_tab_mesh.png", tmp_path)
 
-    # the plan downloads as a file
+    # the plan downloads as a file, from a link on one line
+    link = panel.locator(".inspector-rpc-download")
+    assert link.evaluate("a => a.getClientRects().length") == 1 and link.evaluate(
+        "a => a.getBoundingClientRect().height < 2 * parseFloat(getComputedStyle(a).lineHeight || '20')")
     with page.expect_download() as download_info:
         panel.locator(".inspector-rpc-download").click()
     download = download_info.value
@@ -71,9 +75,11 @@ def test_rpc_tab_validates_as_you_type_and_launches_a_local_world(page, lab, tmp
     gpus.fill("0")
     status.filter(has_text="init_rpc would fail (validation)").wait_for()
     panel.get_by_text("Launch a local world", exact=True).click()
+    panel.locator(".inspector-rpc-launch-preview", has_text="Every figure is for CPU tensors").wait_for()
     panel.locator(".inspector-rpc-launch").click()
     confirm = panel.locator(".inspector-rpc-confirm")
-    confirm.filter(has_text="init_rpc would refuse this launch").wait_for()
+    confirm.filter(has_text="init_rpc would refuse this plan; this machine can run only part of it").wait_for()
+    assert "this machine has no GPU, so the plan's 2 GPU map pairs are left out" in confirm.inner_text()
     confirm.locator("button", has_text="Cancel").click()
     confirm.wait_for(state="hidden")
 
@@ -84,6 +90,7 @@ def test_rpc_tab_validates_as_you_type_and_launches_a_local_world(page, lab, tmp
     watch_disabled(launch)
     launch.click()
     panel.locator(".inspector-rpc-world", has_text="ready in").wait_for()
+    assert "for CPU tensors" in panel.locator(".inspector-rpc-world").inner_text()
     assert was_disabled(launch)
     panel.locator(".inspector-rpc-launch:not([disabled])").wait_for()
     panel.locator("table", has_text="median MiB/s").first.wait_for()  # the results arrive just after the line above

@@ -105,3 +105,19 @@ def test_ctrl_c_keeps_the_rows_measured_so_far_as_a_cancelled_run(tmp_path: Path
     (entry,) = read_history("loader", path=tmp_path / "cache" / "bench-history.jsonl")
     assert entry["cancelled"] is True and len(entry["rows"]) >= 2
     assert {row["layout"] for row in entry["rows"]} == {"steps"}
+
+
+@pytest.mark.slow
+def test_a_history_that_cannot_be_written_loses_no_result_and_never_hangs(tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    cache.mkdir()
+    os.mkfifo(cache / "bench-history.jsonl")  # opening it to append would wait for a reader forever
+    out, plot = tmp_path / "results.csv", tmp_path / "results.png"
+    result = bench("loader", "--sizes", "0.25", "--layouts", "steps", "--repeats", "1", "--out", str(out), "--plot",
+                   str(plot), env={**os.environ, "INSPECTOR_CACHE_DIR": str(cache)})  # fmt: skip
+    assert result.returncode in (0, 1), result.stderr[-2000:]
+    assert out.read_text().startswith("layout,") and plot.read_bytes().startswith(b"\x89PNG")
+    assert "small load (1024 B) round trip" in result.stdout
+    warnings = [line for line in result.stderr.splitlines() if "warning" in line]
+    assert len(warnings) == 1 and "this run was not kept in the history" in warnings[0]
+    assert "not a regular file" in warnings[0] and "Traceback" not in result.stderr

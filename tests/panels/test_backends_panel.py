@@ -93,7 +93,20 @@ def test_build_sample_of_an_npz_directory_given_in_configs(registry: BackendRegi
     assert [f.key for f in panel.last_batch or ()] == ["action", "observation", "reward", "episode_index", "step_index"]
 
 
-def test_a_failing_build_is_shown_as_a_readable_message(panel: BackendsPanel) -> None:
+def test_the_apps_backends_tab_builds_every_demo_sample_out_of_the_box() -> None:
+    import inspector
+
+    panel = inspector.show(demos=True).open("Backends")
+    for name in ("npz", "storage", "synthetic"):
+        panel.select(name)
+        assert "/path/to" not in panel.config_text.value
+        panel.build_sample(wait=True)
+        assert panel.last_build_error is None and panel.last_batch, (name, panel.build_html.value)
+
+
+def test_a_failing_build_is_shown_as_a_readable_message(registry: BackendRegistry, tmp_path) -> None:
+    missing = {"npz": {"data": {"dataset_type": "npz", "path": str(tmp_path / "no such directory")}}}
+    panel = BackendsPanel(registry, configs=missing)
     panel.select("npz")
     panel.build_sample(wait=True)
     assert isinstance(panel.last_build_error, FileNotFoundError)

@@ -187,7 +187,10 @@ def test_launch_runs_a_real_world_and_shows_rtt_and_bandwidth(panel: RpcPanel, n
     assert len(panel.last_world.rtt.pairs) == 4 and len(panel.last_world.bandwidth) == 2 * 3  # ring x sizes
     shown = html_of(panel.world_out)
     assert "<png>" in shown and "median MiB/s" in shown and "p99 us" in shown
-    assert "2 non-cpu map pair(s) left out" in panel.world_html.value or "ready in" in panel.world_html.value
+    after = panel.world_html.value
+    assert "2 workers ready in" in after and "measured, then shut down" in after and "for CPU tensors" in after
+    assert "this machine has no GPU, so the plan&#x27;s 2 GPU map pairs are left out" in after or (
+        "as written, on this machine" in after)
     assert "p99 us" in panel.static_html() and "median MiB/s" in panel.static_html()
     assert new_processes() == []
 
@@ -240,7 +243,7 @@ def test_a_template_fills_the_rows(panel: RpcPanel, kind: str, workers: int, gpu
 def test_the_jobs_plan_is_shown_or_the_panel_says_there_is_no_job(
     panel: RpcPanel, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from inspector.rpc import _job
+    from inspector.rpc import _job_state as _job
 
     monkeypatch.setattr(_job, "_last_plan", [])
     panel.guard(panel.load_job_plan)()
@@ -262,9 +265,9 @@ def test_the_plan_downloads_as_a_json_file(panel: RpcPanel) -> None:
         == panel.plan  # fmt: skip
 
 
-def test_a_large_plan_is_tabulated_but_not_drawn(panel: RpcPanel) -> None:
+def test_a_gpu_mesh_is_drawn_as_device_grids(panel: RpcPanel) -> None:
     panel.load_plan(TopologyPlan.full_mesh(16, 2))
-    assert "too many to draw; the tables list them all" in html_of(panel.graph_out)
+    assert "<png>" in html_of(panel.graph_out) and "device grid" in panel.static_html()
 
 
 # -- launching a plan init_rpc would refuse ------------------------------------------------------
@@ -276,8 +279,59 @@ def test_a_refused_plan_asks_loudly_before_launching_and_cancel_launches_nothing
     assert "init_rpc would refuse this launch" in message
     assert "init_rpc would refuse this plan: ValueError: Node worker0 has invalid target node names" in message
     assert "The local world would fail on worker0, worker1" in message
+    assert "Launch anyway to see how it fails on every rank" in message
     panel.confirmation.cancel.click()
     assert not panel.confirmation.asking and not panel.job.running and panel.last_world is None
+
+
+def test_the_launch_box_says_what_a_launch_starts_and_measures_before_it_runs(
+    panel: RpcPanel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    panel.refresh()
+    before = panel.launch_preview.value
+    assert "Launch starts 2 local workers (worker0, worker1) with no device maps: this machine has no GPU, so the " \
+           "plan&#x27;s 2 GPU map pairs are left out" in before  # fmt: skip
+    assert "times 50 no-op rpc_sync round trips for each of the 4 ordered pairs" in before
+    assert "float32 tensors of 0.25, 2, 16 MiB around the ring worker0 → worker1 → worker0" in before
+    assert "Every figure is for CPU tensors in host memory, not for GPU-to-GPU copies." in before
+    panel.rtt_count.value = 7
+    assert "times 7 no-op rpc_sync round trips" in panel.launch_preview.value
+    panel.add_row("worker0", "worker1", "cpu", "cpu")
+    assert "with only the plan&#x27;s 1 cpu → cpu map pair: this machine has no GPU" in panel.launch_preview.value
+    panel.workers.value = MAX_LOCAL_WORKERS + 1
+    assert "would only measure an oversubscribed machine" in panel.launch_preview.value
+
+
+def test_with_gpus_the_maps_go_as_written_and_the_figures_are_still_for_cpu_tensors(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    summary = rpc_launch.summarize(TopologyPlan.full_mesh(2, 2), samples=5, largest_bytes=1 << 20)
+    assert summary.launched == TopologyPlan.full_mesh(2, 2) and summary.dropped_pairs == 0
+    assert "with the plan&#x27;s 4 map pairs as written, on this machine&#x27;s 2 GPUs" in (
+        __import__("html").escape(summary.before()))
+    assert "the GPU maps are set up, but no tensor sent lives on a GPU" in summary.before()
+
+
+def test_a_plan_refused_as_written_whose_local_part_would_start_says_so(
+    panel: RpcPanel, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    panel.gpus.value = "0"  # the cuda maps are refused; without a GPU here only the (empty) cpu part would run
+    panel.launch()
+    assert panel.confirmation.asking and not panel.job.running
+    message = panel.confirmation.message.value
+    assert "init_rpc would refuse this plan; this machine can run only part of it." in message
+    assert "Launch starts 2 local workers (worker0, worker1) with no device maps" in message
+    assert "Launch anyway to run that part" in message and "how it fails on every rank" not in message
+    panel.confirmation.cancel.click()
 
 
 def test_a_plan_init_rpc_accepts_launches_without_asking(panel: RpcPanel, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -8,8 +8,10 @@ Modes: ``ok`` (start, call the next rank, gather the job's plan, shut down), ``d
 before RPC, as a rank whose set-up crashed), ``bad-device`` (ask for a GPU this machine does
 not have), ``bad-backend`` (an unregistered backend), ``ghost-map`` (a map to a worker that is
 not in the job: a problem only the gathered options show), ``bad-timeout`` (an
-``INSPECTOR_RPC_JOIN_TIMEOUT`` that is not a number), ``torch-init`` (start with torch's own
-``init_rpc``, then gather the job's plan over RPC). Without ``JOB_JOIN_TIMEOUT`` no
+``INSPECTOR_RPC_JOIN_TIMEOUT`` that is not a number), ``int-timeout`` (a ``join_timeout`` of
+``10**400``, more than a float holds), ``bigger-world`` (a ``world_size`` one larger than the
+others'), ``torch-init`` (start with torch's own ``init_rpc``, then gather the job's plan over RPC).
+Without ``JOB_JOIN_TIMEOUT`` no
 ``join_timeout`` is passed, so only ``INSPECTOR_RPC_JOIN_TIMEOUT`` (or the default) bounds the join.
 """
 
@@ -45,6 +47,10 @@ def main(mode: str) -> int:
         options.set_device_map("ghost", {"cpu": "cpu"})
     elif mode == "bad-timeout":
         os.environ["INSPECTOR_RPC_JOIN_TIMEOUT"], join_timeout = "abc", None
+    elif mode == "int-timeout":
+        join_timeout = 10**400  # type: ignore[assignment]
+    elif mode == "bigger-world":
+        world_size += 1
     elif mode == "torch-init":
         return torch_init(rank, world_size)
     started = time.monotonic()

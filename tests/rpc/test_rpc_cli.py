@@ -77,6 +77,11 @@ def fifo(tmp_path: Path) -> str:
         (lambda p: _text(p, '{"workers": [{"name": "' + "w" * 300 + '"}]}'), "shorter than 128 chars, but got 'www"),
         (lambda p: _text(p, '{"workers": [], "static_group": "no"}'), "Invalid plan at static_group"),
         (lambda p: _text(p, "{not json"), "Invalid plan at line 1 column 2"),
+        (lambda p: _text(p, '{"workers": [{"name": "a", "device_maps": {"b": {"cuda:9": "cuda:0"}}}], '
+                            '"workers": [{"name": "a"}]}'), "Invalid plan at key 'workers': given twice in one object"),
+        (lambda p: _text(p, '{"workers": [{"name": "a", "name": "b"}]}'), "key 'name': given twice in one object"),
+        (lambda p: _text(p, '{"workers": [{"name": "a", "device_maps": {"b": {"cpu": "cpu", "cpu": "cuda:0"}}}]}'),
+         "key 'cpu': given twice in one object"),
         (lambda p: _text(p, "\xff\xfe", encoding="latin-1"), "not UTF-8 text"),
         (fifo, "a FIFO, not a plan file"),
         (lambda p: str(p), "a directory, not a plan file"),

@@ -108,3 +108,33 @@ def test_a_torch_without_rpc_is_refused_before_anything_starts(tmp_path: Path) -
         "RpcUnavailableError True This torch was built without torch.distributed.rpc. | next step = install a torch "
         "build with distributed support (the default wheels have it)"
     )
+
+
+def test_only_torchs_warning_about_its_own_gloo_gather_is_silenced() -> None:
+    """The real gather torch's start-up runs (``all_gather_object`` over a ``ProcessGroupGloo``) warns; inside
+    ``without_gloo_backend_warning`` that warning alone is gone, and the filters are as before afterwards."""
+    import warnings
+    from datetime import timedelta
+
+    import torch.distributed as dist
+
+    from inspector.rpc._init import without_gloo_backend_warning
+
+    group = dist.ProcessGroupGloo(dist.HashStore(), 0, 1, timedelta(seconds=30))
+
+    def gather_and_warn() -> list[str]:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with without_gloo_backend_warning():
+                gathered: list[object] = [None]
+                dist.all_gather_object(gathered, {"worker": 0}, group=group)
+                warnings.warn("a warning of the user's own", UserWarning, stacklevel=1)
+            dist.all_gather_object(gathered, {"worker": 0}, group=group)  # outside: torch's warning as usual
+        assert gathered == [{"worker": 0}]
+        return [str(w.message) for w in caught]
+
+    before = list(warnings.filters)
+    shown = gather_and_warn()
+    assert shown[0] == "a warning of the user's own"
+    assert len(shown) == 2 and "ProcessGroupGloo" in shown[1] and "as a ProcessGroup" in shown[1]
+    assert warnings.filters == before

@@ -58,6 +58,46 @@ def test_arguments_of_the_wrong_shape_are_a_type_error_naming_the_argument(
         assert error.argument == argument and str(error).startswith(f"{argument} must be ")
 
 
+@pytest.mark.parametrize(
+    ("kwargs", "argument"),
+    [
+        ({"names": "worker0"}, "names"),
+        ({"names": 2.0}, "names"),
+        ({"names": -1}, "names"),
+        ({"names": 2, "device_count": "2"}, "device_count"),
+        ({"names": 2, "device_count": 2.5}, "device_count"),
+        ({"names": 2, "device_maps": [("worker0", "worker1")]}, "device_maps"),
+        ({"names": 2, "device_maps": "worker0"}, "device_maps"),
+        ({"names": 2, "devices": ["cuda:0"]}, "devices"),
+        ({"names": 2, "devices": 3}, "devices"),
+        ({"names": 2, "static_group": "yes"}, "static_group"),
+    ],
+)
+def test_plan_build_with_arguments_of_the_wrong_shape_names_the_argument(kwargs: dict[str, Any], argument: str):
+    with pytest.raises(TopologyTypeError) as caught:
+        TopologyPlan.build(**kwargs)
+    assert caught.value.argument == argument and str(caught.value).startswith(f"{argument} must be ")
+
+
+@pytest.mark.parametrize("options", [{}, {"device_maps": {}}, "worker1", 3, None, [("cpu", "cpu")], object()])
+def test_plan_from_options_refuses_what_is_not_rpc_backend_options(options: object) -> None:
+    with pytest.raises(TopologyTypeError) as caught:
+        TopologyPlan.from_options(0, options, device_count=0)
+    assert caught.value.argument == "options" and "TensorPipeRpcBackendOptions" in str(caught.value)
+
+
+def test_plan_from_options_takes_real_options_and_numpy_counts() -> None:
+    import numpy as np
+    import torch.distributed.rpc as rpc
+
+    options = rpc.TensorPipeRpcBackendOptions(device_maps={"worker1": {"cpu": "cpu"}})
+    plan = TopologyPlan.from_options(0, options, device_count=np.int64(2))
+    assert plan.workers[0].device_count == 2 and plan.workers[0].device_maps == (("worker1", (("cpu", "cpu"),)),)
+    with pytest.raises(TopologyTypeError, match=r"^device_count must be"):
+        TopologyPlan.from_options(0, options, device_count="2")
+    assert TopologyPlan.build(np.int64(2), np.int64(1)).device_counts == {"worker0": 1, "worker1": 1}
+
+
 def test_a_list_of_pairs_is_a_device_map_too() -> None:
     assert check_device_maps(W, COUNTS, {"w0": {"w1": [("cuda:0", "cuda:0")]}}) == ()
 

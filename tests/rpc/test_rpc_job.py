@@ -133,6 +133,39 @@ def test_a_rank_whose_join_timeout_variable_is_invalid_still_tells_the_others_at
     assert new_processes() == []
 
 
+@pytest.mark.parametrize("modes", [["ok", "bigger-world"], ["bigger-world", "ok"]], ids=["rank 1", "rank 0"])
+def test_ranks_that_disagree_on_the_world_size_all_raise_the_same_error_at_once(modes, new_processes) -> None:
+    # the rank given the smaller world sees "everyone arrived" first: it must not go on to torch's rendezvous
+    results = run_job(modes, join_timeout=RANK_WAIT_S * 10)
+    (first, _), (second, _) = results
+    for result, err in results:
+        assert result.get("exception") == "RendezvousConfigError", (result, err[-3000:])
+        assert result["seconds"] <= AT_ONCE_S, result
+    assert first["message"] == second["message"]
+    assert re.match(r"The ranks at 127\.0\.0\.1:\d+ disagree on the world size: ", first["message"]), first
+    for rank, mode in enumerate(modes):
+        assert f"ranks [{rank}] (worker{rank}) say {3 if mode == 'bigger-world' else 2}" in first["message"]
+    assert "next step = give every process the same WORLD_SIZE" in first["message"]
+    assert new_processes() == []
+
+
+def test_a_join_timeout_of_1e308_seconds_is_a_bound_like_any_other(new_processes) -> None:
+    results = run_job(["ok", "ok"], join_timeout=1e308)
+    for result, err in results:
+        assert result["outcome"] == "ok", (result, err[-3000:])
+    assert new_processes() == []
+
+
+def test_a_join_timeout_too_large_for_a_float_is_that_ranks_config_error_told_to_every_rank(new_processes) -> None:
+    (first, _), (bad, _) = run_job(["ok", "int-timeout"], join_timeout=RANK_WAIT_S * 10)
+    assert bad["exception"] == "RendezvousConfigError"
+    assert bad["message"].startswith("join_timeout is too large to be a number of seconds")
+    assert (first["exception"], first["failed_rank"]) == ("RankFailedError", 1)
+    assert "RendezvousConfigError: join_timeout is too large" in first["message"]
+    assert first["seconds"] <= AT_ONCE_S and bad["seconds"] <= AT_ONCE_S, (first, bad)
+    assert new_processes() == []
+
+
 def test_rank_0_failing_keeps_the_store_up_until_the_others_know(new_processes) -> None:
     (host, _), (other, _) = run_job(["bad-backend", "ok"], join_timeout=RANK_WAIT_S * 10)
     assert host["exception"] == "UnknownRpcBackendError"
@@ -159,6 +192,7 @@ def test_a_good_three_rank_job_calls_across_ranks_knows_its_plan_and_shuts_down_
         workers = result["plan"]["workers"]
         assert [w["name"] for w in workers] == ["worker0", "worker1", "worker2"]
         assert result["plan"]["static_group"] is True
+        assert "as a ProcessGroup" not in err, err[-3000:]  # torch's warning about its own Gloo gather
     assert new_processes() == []
 
 

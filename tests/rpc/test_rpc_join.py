@@ -14,6 +14,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from inspector.rpc import (
     JobTopologyError,
@@ -22,10 +24,11 @@ from inspector.rpc import (
     RpcJoinError,
     TopologyPlan,
 )
+from inspector.rpc._agreement import PROTOCOL, disagreement
 from inspector.rpc._init import DEFAULT_JOIN_TIMEOUT_S, JOIN_TIMEOUT_ENV, join_timeout_seconds
 from inspector.rpc._job import check_job, gathered_plan, worker_record
 from inspector.rpc._join import JobStore, Waiter, log_interval
-from inspector.rpc._rendezvous import Rendezvous, open_store, resolve_rendezvous
+from inspector.rpc._rendezvous import MAX_STORE_TIMEOUT_S, Rendezvous, open_store, resolve_rendezvous, store_timeout
 
 THREAD_WAIT_S = 60.0
 _generation = iter(range(10**6))
@@ -95,7 +98,7 @@ def test_every_rank_gets_every_arrival_once_all_have_arrived() -> None:
     for rank in ranks:
         rank.join()
     assert [r.error for r in ranks] == [None, None, None]
-    expected = {i: {"name": f"w{i}", "rank": i} for i in range(3)}
+    expected = {i: {"name": f"w{i}", "rank": i, "protocol": PROTOCOL, "world_size": 3} for i in range(3)}
     assert all(r.result == expected for r in ranks)
 
 
@@ -232,9 +235,60 @@ def test_join_timeout_comes_from_the_argument_the_variable_or_the_default(monkey
         with pytest.raises(RendezvousConfigError) as caught:
             join_timeout_seconds(None)
         assert str(caught.value).startswith(f"{JOIN_TIMEOUT_ENV} must be a positive number of seconds, got {typed!r}\n")
-    for bad in (0, -1, float("inf"), float("nan"), True):
+    for bad in (0, -1, float("inf"), float("nan"), True, "60", object()):
         with pytest.raises(RendezvousConfigError, match="join_timeout must be a positive number"):
             join_timeout_seconds(bad)
+
+
+def test_any_real_join_timeout_is_accepted_and_only_the_stores_timeout_is_clamped(monkeypatch) -> None:
+    import numpy as np
+
+    assert join_timeout_seconds(np.int64(60)) == 60.0 and join_timeout_seconds(np.float32(0.5)) == 0.5
+    assert join_timeout_seconds(1e308) == 1e308 and join_timeout_seconds(10**300) == 1e300
+    monkeypatch.setenv(JOIN_TIMEOUT_ENV, "1e308")
+    assert join_timeout_seconds(None) == 1e308
+    assert store_timeout(1e308).total_seconds() == MAX_STORE_TIMEOUT_S and store_timeout(0.2).total_seconds() == 1.0
+    with pytest.raises(RendezvousConfigError, match=r"^join_timeout is too large to be a number of seconds"):
+        join_timeout_seconds(10**400)
+
+
+def test_ranks_given_different_world_sizes_all_raise_the_same_error_at_once() -> None:
+    port, generation = free_port(), next(_generation)
+    ranks = [Rank(0, 2, port, generation, THREAD_WAIT_S * 10), Rank(1, 3, port, generation, THREAD_WAIT_S * 10)]
+    ranks[0].waiter()
+    for rank in ranks:
+        rank.start(arrive)
+    for rank in ranks:
+        rank.join()
+    errors = [r.error for r in ranks]
+    assert all(isinstance(e, RendezvousConfigError) for e in errors), errors
+    assert str(errors[0]) == str(errors[1])
+    assert str(errors[0]).startswith(f"The ranks at 127.0.0.1:{port} disagree on the world size: "
+                                     "ranks [0] (w0) say 2; ranks [1] (w1) say 3.\n")  # fmt: skip
+
+
+def record(name: str, world: int, protocol: int = PROTOCOL) -> dict[str, Any]:
+    return {"name": name, "world_size": world, "protocol": protocol}
+
+
+def test_disagreement_names_what_differs_and_who_says_what() -> None:
+    assert disagreement({0: record("a", 2), 1: record("b", 2)}, "h:1") is None
+    assert disagreement({}, "h:1") is None
+    beyond = disagreement({0: record("a", 2), 1: record("b", 2), 2: record("c", 2)}, "h:1")
+    assert beyond is not None and beyond.startswith("3 ranks arrived at h:1 for world size 2: ranks [2] (c) are beyond")
+    older = disagreement({0: record("a", 2), 1: record("b", 2, protocol=0)}, "h:1")
+    assert older is not None and older.startswith("The ranks at h:1 disagree on the inspector's join protocol: ")
+    assert "next step = install the same inspector version on every node" in older
+
+
+@given(st.dictionaries(st.integers(0, 12), st.tuples(st.integers(1, 12), st.sampled_from([PROTOCOL, PROTOCOL + 1])),
+                       max_size=12))  # fmt: skip
+def test_disagreement_is_none_exactly_when_every_rank_agrees_and_fits_the_world(ranks) -> None:
+    arrivals = {rank: record(f"w{rank}", world, protocol) for rank, (world, protocol) in ranks.items()}
+    agree = len({(w, p) for w, p in ranks.values()}) <= 1 and all(rank < w for rank, (w, _p) in ranks.items())
+    problem = disagreement(arrivals, "h:1")
+    assert (problem is None) == agree
+    assert problem is None or "\nnext step = " in problem
 
 
 # -- the gathered plan ---------------------------------------------------------------------------

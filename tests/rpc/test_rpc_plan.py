@@ -267,16 +267,23 @@ def test_from_options_reads_real_tensorpipe_options() -> None:
     assert TopologyPlan.from_options(3, options, device_count={"cuda": 2}).names == ["worker3"]
 
 
-def test_from_options_defaults_to_this_machines_device_count_and_takes_any_options_object() -> None:
+def test_from_options_defaults_to_this_machines_device_count_and_takes_any_backends_options() -> None:
     import torch
+    import torch.distributed.rpc as rpc
 
-    plan = TopologyPlan.from_options("w", object())
+    plan = TopologyPlan.from_options("w", rpc.RpcBackendOptions())  # a backend's options without device maps
     assert plan.workers == (WorkerPlan("w", torch.cuda.device_count()),)
+
+
+def rpc_options() -> object:
+    import torch.distributed.rpc as rpc
+
+    return rpc.TensorPipeRpcBackendOptions()
 
 
 def test_from_options_refuses_a_name_that_is_neither_name_nor_rank() -> None:
     with pytest.raises(TypeError, match="name_or_rank must be a worker name"):
-        TopologyPlan.from_options(1.5, object(), device_count=0)  # type: ignore[arg-type]
+        TopologyPlan.from_options(1.5, rpc_options(), device_count=0)  # type: ignore[arg-type]
 
 
 def test_combining_every_ranks_plan_gives_the_jobs_static_plan_and_its_verdict() -> None:
@@ -295,19 +302,19 @@ def test_combining_every_ranks_plan_gives_the_jobs_static_plan_and_its_verdict()
 
 
 def test_from_job_without_a_job_says_how_to_start_one(monkeypatch: pytest.MonkeyPatch) -> None:
-    from inspector.rpc import RpcError, _job
+    from inspector.rpc import RpcError, _job_state
 
-    monkeypatch.setattr(_job, "_last_plan", [])
+    monkeypatch.setattr(_job_state, "_last_plan", [])
     with pytest.raises(RpcError, match="No RPC job in this process") as caught:
         TopologyPlan.from_job()
     assert "next step = start the job with inspector.rpc.init_rpc" in str(caught.value)
 
 
 def test_from_job_returns_the_plan_the_last_guarded_start_gathered(monkeypatch: pytest.MonkeyPatch) -> None:
-    from inspector.rpc import _job
+    from inspector.rpc import _job_state
 
     plan = TopologyPlan.ring(3, 1)
-    monkeypatch.setattr(_job, "_last_plan", [plan])
+    monkeypatch.setattr(_job_state, "_last_plan", [plan])
     assert TopologyPlan.from_job() is plan
 
 

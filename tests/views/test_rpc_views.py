@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from matplotlib.colors import to_hex
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import to_hex, to_rgba
 from matplotlib.figure import Figure
-from matplotlib.patches import FancyArrowPatch
+from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from inspector.rpc import (
     BackendInfo,
@@ -18,15 +19,20 @@ from inspector.rpc import (
     predict_init_error,
 )
 from inspector.views._rpc_graph import EDGE_LABEL, NODE
+from inspector.views._rpc_grid import MAPPED, REFUSED, device_grid
 from inspector.views.rpc import (
     PROBLEM_COLOUR,
     backends_table,
     bandwidth_figure,
     bandwidth_table,
+    current_state,
     derived_table,
+    device_grid_figure,
+    device_level,
     highlighted_maps,
     init_error_text,
     maps_table,
+    page,
     problems_table,
     rtt_heatmap,
     rtt_table,
@@ -146,9 +152,93 @@ def test_rtt_heatmap_and_table_from_a_hand_made_matrix_flag_the_tail() -> None:
     assert values[0, 1] == pytest.approx(300.0) and values[1, 0] == pytest.approx(250.0)
     words = texts(fig)
     assert "300\np99 400" in words and "250\np99 2500 !" in words
-    assert "1 pair(s) with p99 >= 5x median (red)" in fig.axes[0].get_title()
-    flagged = next(t for t in fig.axes[0].texts if t.get_text().endswith("!"))
-    assert to_hex(flagged.get_color()) == PROBLEM_COLOUR
+    assert "1 pair(s) with p99 >= 5x median (red frame, !)" in fig.axes[0].get_title()
+    (frame,) = [p for p in fig.axes[0].patches if isinstance(p, Rectangle)]  # the tail's cell is framed in red
+    assert to_hex(frame.get_edgecolor()) == PROBLEM_COLOUR and frame.get_xy() == pytest.approx((-0.46, 0.54))
+
+
+def test_every_mark_on_the_rtt_heatmap_reads_on_its_cell() -> None:
+    """Black on light cells, white on dark ones: a "!" is never red on dark purple."""
+    rtt = RttMatrix(("a", "b"), (latency("a", "a", 100, 1000), latency("a", "b", 900, 950),
+                                 latency("b", "a", 100, 120), latency("b", "b", 905, 9000)))  # fmt: skip
+    fig = rtt_heatmap(rtt)
+    image = fig.axes[0].images[0]
+    for text in fig.axes[0].texts:
+        x, y = text.get_position()
+        r, g, b, _ = image.cmap(image.norm(image.get_array()[int(y), int(x)]))
+        ink = np.array(to_rgba(text.get_color())[:3])
+        luminance = lambda c: 0.2126 * c[0] + 0.7152 * c[1] + 0.0722 * c[2]
+        assert abs(luminance(ink) - luminance((r, g, b))) > 0.4, text.get_text()
+
+
+def test_the_rtt_heatmaps_title_and_frame_fit_inside_the_image() -> None:
+    rtt = RttMatrix(("worker0", "worker1"), tuple(latency(a, b, 300, 4000 if a == b else 310)
+                                                  for a in ("worker0", "worker1") for b in ("worker0", "worker1")))
+    fig = rtt_heatmap(rtt)
+    inside_the_image(fig)
+
+
+def inside_the_image(fig: Figure, margin_px: float = 3.0) -> None:
+    """Every title, label and tick of ``fig`` lies within the image, ``margin_px`` from its edges."""
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    width, height = fig.bbox.width, fig.bbox.height
+    for ax in fig.axes:
+        box = ax.get_tightbbox(renderer)
+        assert box.x0 >= margin_px and box.y0 >= margin_px, (box, fig)
+        assert box.x1 <= width - margin_px and box.y1 <= height - margin_px, (box, width, height)
+
+
+# -- the device grid of a GPU mesh ---------------------------------------------------------------
+def short_node_mesh() -> TopologyPlan:
+    mesh = TopologyPlan.full_mesh(4, 8)
+    return TopologyPlan.build(mesh.names, {"worker0": 8, "worker1": 8, "worker2": 4, "worker3": 8}, mesh.device_maps)
+
+
+def test_a_gpu_mesh_is_drawn_as_one_gpu_grid_per_worker_pair_with_the_bad_pairs_marked() -> None:
+    plan = short_node_mesh()
+    cells, rows, columns = device_grid(plan, plan.check())
+    assert len(rows) == len(columns) == 32  # worker2's cuda:4..7 are named by maps, so they have a row too
+    assert rows[:9] == [("worker0", f"cuda:{i}") for i in range(8)] + [("worker1", "cuda:0")]
+    assert (cells == MAPPED).sum() + (cells == REFUSED).sum() == plan.pair_count == 96
+    refused = {(rows[i], columns[j]) for i, j in zip(*np.nonzero(cells == REFUSED), strict=True)}
+    assert len(refused) == 24  # cuda:4..7 into worker2 from three callers, and out of it to three
+    assert (("worker0", "cuda:5"), ("worker2", "cuda:5")) in refused
+    assert (("worker0", "cuda:3"), ("worker2", "cuda:3")) not in refused
+    assert not cells[:8, :8].any()  # no worker maps to itself: its own block is empty
+    fig = device_grid_figure(plan, plan.check())
+    assert "24 refused pair(s) in red: INVALID_SOURCE_INDEX, INVALID_TARGET_INDEX" in fig.axes[0].get_title()
+    red_ticks = [t.get_text() for t in fig.axes[0].get_xticklabels() if to_hex(t.get_color()) == PROBLEM_COLOUR]
+    assert red_ticks == ["4", "5", "6", "7"]  # the devices worker2 does not have
+    inside_the_image(fig)
+
+
+def test_a_map_to_a_worker_outside_the_group_gets_its_own_red_block() -> None:
+    plan = TopologyPlan.build(2, 2, {"worker0": {"ghost": {"cuda:0": "cuda:1"}, "worker1": {"cpu": "cpu"}}})
+    cells, rows, columns = device_grid(plan, plan.check())
+    assert columns[-1] == ("ghost", "cuda:1") and cells[rows.index(("worker0", "cuda:0")), -1] == REFUSED
+    (grid,) = device_grid_figure(plan, plan.check()).axes
+    names = [t.get_text() for ax in grid.child_axes for t in ax.get_xticklabels()]  # the workers' names
+    assert "ghost (not in group)" in names
+
+
+def test_small_plans_keep_the_worker_graph_and_meshes_get_the_grid() -> None:
+    assert not device_level(TopologyPlan.ring(5, 2)) and not device_level(TopologyPlan.parameter_server(3, 1))
+    assert device_level(TopologyPlan.full_mesh(4, 8)) and device_level(TopologyPlan.full_mesh(16, 2))
+    assert "device-map graph" in page(current_state()).to_html()
+    assert "device grid" in page(current_state(TopologyPlan.full_mesh(4, 8))).to_html()
+
+
+def test_a_large_mesh_labels_its_blocks_by_worker_without_overlapping_names() -> None:
+    plan = TopologyPlan.full_mesh(16, 2)
+    fig = device_grid_figure(plan, plan.check())
+    renderer = FigureCanvasAgg(fig).get_renderer()
+    fig.draw(renderer)
+    for ax in [*fig.axes, *fig.axes[0].child_axes]:
+        for ticks in (ax.get_xticklabels(), ax.get_yticklabels()):
+            boxes = [t.get_window_extent(renderer) for t in ticks if t.get_text()]
+            assert not any(a.overlaps(b) for k, a in enumerate(boxes) for b in boxes[k + 1:])
+    inside_the_image(fig)
 
 
 def test_pair_latency_percentiles_come_from_the_samples() -> None:

@@ -20,7 +20,10 @@ with PyTorch's checks (``sdp_utils``) ported as clauses in PyTorch's words.
 
 from __future__ import annotations
 
-from inspector.dispatch.torch_sdpa.facts import BACKENDS, FAMILY, SdpaCall, facts_from_axes
+from inspector.dispatch.torch_sdpa.compare import compare
+from inspector.dispatch.torch_sdpa.comparison import BackendRun, SdpaComparison, Timing
+from inspector.dispatch.torch_sdpa.described import facts_from_axes
+from inspector.dispatch.torch_sdpa.facts import SdpaCall
 from inspector.dispatch.torch_sdpa.family import (
     context_from_call,
     ensure_registered,
@@ -28,26 +31,38 @@ from inspector.dispatch.torch_sdpa.family import (
     trace_call,
     trace_context,
 )
+from inspector.dispatch.torch_sdpa.gpus import PRESETS, GpuProfile, gpu_profile, this_gpu
+from inspector.dispatch.torch_sdpa.grid import what_if_grid
+from inspector.dispatch.torch_sdpa.names import BACKENDS, FAMILY
 from inspector.dispatch.torch_sdpa.prediction import predict
 from inspector.dispatch.torch_sdpa.watch import WatchedCall, WatchedCalls, WatchGroup, WatchTable, last_watch, watch
 
 __all__ = [
     "BACKENDS",
+    "BackendRun",
     "FAMILY",
+    "GpuProfile",
+    "PRESETS",
     "SdpaCall",
+    "SdpaComparison",
+    "Timing",
     "WatchGroup",
     "WatchTable",
     "WatchedCall",
     "WatchedCalls",
+    "compare",
     "context_from_call",
     "ensure_registered",
     "facts_from_axes",
+    "gpu_profile",
     "last_watch",
     "predict",
     "register",
+    "this_gpu",
     "trace_call",
     "trace_context",
     "watch",
+    "what_if_grid",
 ]
 
 register()

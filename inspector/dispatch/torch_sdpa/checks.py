@@ -206,7 +206,8 @@ def tensor_dtype_check(name: str, allowed: tuple[Any, ...] | Callable[[SdpaCall]
         return "Expected query, key and value to all be of dtype: {" + ", ".join(
             SCALAR_NAMES.get(d, format_value(d)) for d in allowed_for(f)) + "}."
 
-    shown = "one of {" + ", ".join(format_value(d) for d in allowed) + "}" if not callable(allowed) else "see message"
+    shown = ("one of {" + ", ".join(format_value(d) for d in allowed) + "}" if not callable(allowed)
+             else "of a dtype this device supports")
     test: Any = ok
     if fixed is not None:
         test = "(@.dtypes[0] == @.dtypes[1] == @.dtypes[2] and @.dtypes[0] in {0})"

@@ -1,14 +1,16 @@
-"""``predict``: the backend PyTorch will run, answered quickly for the common dense CPU call.
+"""``predict``: the backend PyTorch will run for a call, as cheaply as PyTorch's own check.
 
-NOTE [ The quick CPU path ]
-Reading tensor metadata from Python costs more than PyTorch's whole C++ check, so building the
-full ``SdpaCall`` facts for every ``predict`` costs several times ``torch._fused_sdp_choice``.
-For plain dense CPU tensors ``predict`` answers straight from the few attributes the CPU flash
-checks read (``cpu_rules.FLASH_CLAUSES``, the same checks in the same meaning). Whenever a call
-leaves that common ground (nested or subclassed tensors, other or mixed devices, masks that are
-not 2-D or 4-D or that require grad, zero-sized dimensions) it asks the ported rules
-(``predict_by_rules``). Tests hold the two to the same answer on every generated call, and both
-to PyTorch's own choice.
+NOTE [ Asking PyTorch first ]
+For plain tensors (``torch.Tensor`` itself, on any device PyTorch's dispatcher serves) the
+exact answer is PyTorch's own C++ check, ``torch._fused_sdp_choice``: the same
+``select_sdp_backend`` ``F.scaled_dot_product_attention`` runs, under the same flags. A Python
+port cannot match its cost: reading q, k and v's metadata from Python alone (classes,
+devices, shapes, dtypes, contiguity) costs more than the whole C++ check, so no cache key
+built from that metadata can be cheaper either. ``predict`` therefore asks PyTorch for real
+tensors and answers from the ported rules (``tables.predict_by_rules``) where PyTorch cannot
+be asked: another GPU (``gpu=``), tensor subclasses (whose ``__torch_dispatch__`` PyTorch's
+check would run), and calls PyTorch's check itself raises on. The differential tests hold the
+rules to PyTorch's choice on generated calls, so the two answers are the same wherever both exist.
 """
 
 from __future__ import annotations
@@ -19,85 +21,69 @@ import torch
 from torch import Tensor
 from torch.nn.attention import SDPBackend
 
-from inspector.dispatch.torch_sdpa.checks import FLOATING
-from inspector.dispatch.torch_sdpa.family import predict_by_rules
+from inspector.dispatch.torch_sdpa.tables import predict_by_rules
 
-_flash_enabled = torch._C._get_flash_sdp_enabled
-_math_enabled = torch._C._get_math_sdp_enabled
-_FLOATING = frozenset(FLOATING)
-_FLASH, _MATH, _ERROR = SDPBackend.FLASH_ATTENTION, SDPBackend.MATH, SDPBackend.ERROR
+_choice = torch._fused_sdp_choice
+_BY_VALUE = {int(member.value): member for member in SDPBackend.__members__.values()}
+_ERROR = SDPBackend.ERROR
+# How PyTorch says that no allowed backend can run the call (CPU and CUDA dispatch).
+NO_KERNEL = ("No available kernel", "No viable backend")
 
 
-def _mask_fits(mask: Any, q: Any, k: Any) -> bool | None:
-    """``check_attn_mask_shape`` for a dense mask; ``None`` when the rules must decide."""
-    if mask.__class__ is not Tensor or mask.requires_grad:
+def pytorch_choice(
+    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
+    scale: float | None = None, enable_gqa: bool = False,
+) -> SDPBackend | None:
+    """PyTorch's own answer (``ERROR`` where it refuses), or ``None`` where it cannot be asked."""
+    if query.__class__ is not Tensor or key.__class__ is not Tensor or value.__class__ is not Tensor or (
+        attn_mask is not None and attn_mask.__class__ is not Tensor
+    ):
         return None
-    shape = mask.shape
-    rank = len(shape)
-    if rank != 2 and rank != 4:
+    try:
+        if scale is None and not enable_gqa:
+            return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal)]
+        return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
+                                 enable_gqa=enable_gqa)]
+    except RuntimeError as exc:
+        text = str(exc)
+        return _ERROR if NO_KERNEL[0] in text or NO_KERNEL[1] in text else None
+    except Exception:  # PyTorch's check itself fails (a 1-D mask, a bad argument): the rules say what happens
         return None
-    if shape[-2] not in (1, q[2]) or shape[-1] not in (1, k[2]):
-        return False
-    return rank == 2 or (shape[0] in (1, q[0]) and shape[1] in (1, q[1]))
 
 
 def predict(
     query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
-    scale: float | None = None, enable_gqa: bool = False,
+    scale: float | None = None, enable_gqa: bool = False, *, gpu: Any = None,
 ) -> SDPBackend:
     """The backend PyTorch will run for exactly this call under the flags in force now.
 
     ``SDPBackend.ERROR`` where PyTorch would refuse the call ("No available kernel"), e.g. when
-    an ``sdpa_kernel`` block allows only backends that cannot serve it.
+    an ``sdpa_kernel`` block allows only backends that cannot serve it. ``gpu`` (a preset such
+    as ``"h100"``, a compute capability such as ``(9, 0)``, or a ``GpuProfile``) answers for the
+    same call on that GPU, by PyTorch's rules (see NOTE [ Asking PyTorch first ]).
 
     >>> q = torch.randn(2, 8, 128, 64)
     >>> predict(q, q, q)
     <SDPBackend.FLASH_ATTENTION: 1>
     >>> predict(q, q, q, dropout_p=0.1)
     <SDPBackend.MATH: 0>
+    >>> predict(q, q, q, gpu="t4")
+    <SDPBackend.EFFICIENT_ATTENTION: 2>
     """
-    if query.__class__ is not Tensor or key.__class__ is not Tensor or value.__class__ is not Tensor \
-            or not (query.is_cpu and key.is_cpu and value.is_cpu):
-        return predict_by_rules(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-    try:
-        q, k, v = query.shape, key.shape, value.shape
-    except RuntimeError:  # strided nested tensors have no sizes
-        return predict_by_rules(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-    if q == k == v:  # self-attention shapes: batch, heads and head dims agree at once
-        if len(q) != 4:
-            return _math_or_error()  # the 4-D check fails before the mask is read
-        if 0 in q:
-            return predict_by_rules(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-        flash, wide = True, q[3] > 1
-    else:
-        if len(q) != 4 or len(k) != 4 or len(v) != 4:
-            return _math_or_error()
-        if 0 in q or 0 in k or 0 in v:
-            return predict_by_rules(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-        flash = q[0] == k[0] == v[0] and q[3] == k[3] == v[3] and (
-            (k[1] == v[1] and q[1] % k[1] == 0) if enable_gqa else q[1] == k[1] == v[1]
-        )
-        wide = q[3] > 1 and k[3] > 1 and v[3] > 1
-    flash = flash and _flash_enabled() and not dropout_p > 0.0
-    if flash and attn_mask is not None:
-        fits = _mask_fits(attn_mask, q, k)
-        if fits is None:
-            return predict_by_rules(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-        flash = fits
-    if flash:
-        dtype = query.dtype
-        if dtype is key.dtype and dtype is value.dtype and dtype in _FLOATING:
-            # ``check_last_dim_stride_equals_1_dense``: a contiguous tensor with no empty dimension
-            # and a last one longer than 1 has stride 1 there (``is_contiguous`` ignores the strides
-            # of size-1 dimensions), so the strides are read only when that shortcut cannot tell.
-            if wide and query.is_contiguous() and key.is_contiguous() and value.is_contiguous():
-                return _FLASH
-            if query.stride()[-1] == 1 and key.stride()[-1] == 1 and value.stride()[-1] == 1:
-                return _FLASH
-    if attn_mask is not None and attn_mask.dim() < 2:  # PyTorch's dispatch itself may raise: the rules know
-        return predict_by_rules(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
-    return _math_or_error()
-
-
-def _math_or_error() -> SDPBackend:
-    return _MATH if _math_enabled() else _ERROR
+    if gpu is None and query.__class__ is Tensor and key.__class__ is Tensor and value.__class__ is Tensor and (
+        attn_mask is None or attn_mask.__class__ is Tensor
+    ):  # ``pytorch_choice``, inlined: this is the hot path
+        try:  # the fewest arguments PyTorch must parse for the call
+            if scale is None and not enable_gqa:
+                if attn_mask is None and not dropout_p and not is_causal:
+                    return _BY_VALUE[_choice(query, key, value)]
+                return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal)]
+            return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
+                                     enable_gqa=enable_gqa)]
+        except RuntimeError as exc:
+            text = str(exc)
+            if NO_KERNEL[0] in text or NO_KERNEL[1] in text:
+                return _ERROR
+        except Exception:  # see ``pytorch_choice``
+            pass
+    return predict_by_rules(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, gpu=gpu)

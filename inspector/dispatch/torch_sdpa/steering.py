@@ -23,31 +23,15 @@ import warnings
 from dataclasses import dataclass
 from typing import Any
 
-import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from inspector.dispatch.overrides import get_override
 from inspector.dispatch.records import ImplRecord
 from inspector.dispatch.torch_sdpa import interception
-from inspector.dispatch.torch_sdpa.facts import BACKENDS, FAMILY, FLAG_READERS, context_of, facts_from_call
-
-_SETTERS = {
-    "flash_attention": torch.backends.cuda.enable_flash_sdp,
-    "efficient_attention": torch.backends.cuda.enable_mem_efficient_sdp,
-    "cudnn_attention": torch.backends.cuda.enable_cudnn_sdp,
-    "math": torch.backends.cuda.enable_math_sdp,
-    "overrideable": getattr(torch._C, "_set_sdp_use_overrideable", lambda on: None),
-}
-
-
-def current_flags() -> dict[str, bool]:
-    """PyTorch's SDPA enable flags now, by backend name."""
-    return {name: bool(read()) for name, read in FLAG_READERS.items()}
-
-
-def restore_flags(flags: dict[str, bool]) -> None:
-    for name, on in flags.items():
-        _SETTERS[name](on)
+from inspector.dispatch.torch_sdpa.facts import context_of, facts_from_call
+from inspector.dispatch.torch_sdpa.flags import allow_only, current_flags, restore_flags
+from inspector.dispatch.torch_sdpa.names import BACKENDS, FAMILY
+from inspector.dispatch.torch_sdpa.tables import decide_call
 
 
 def _member(handle: Any) -> SDPBackend | None:
@@ -66,8 +50,7 @@ def _member(handle: Any) -> SDPBackend | None:
 
 
 def _allow(backends: tuple[SDPBackend, ...]) -> None:
-    names = {member.name.lower() for member in backends}
-    restore_flags({name: name in names for name in BACKENDS})
+    allow_only({member.name.lower() for member in backends})
 
 
 def check_selection(call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
@@ -77,8 +60,6 @@ def check_selection(call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) ->
     names the selected backend's real failing checks and the backends that could serve the call.
     """
     if get_override(FAMILY) is not None:
-        from inspector.dispatch.torch_sdpa.family import decide_call
-
         try:
             facts = facts_from_call(*args, **kwargs)
         except Exception:  # arguments PyTorch itself refuses: let it say so in its own words

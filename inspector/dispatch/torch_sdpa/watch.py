@@ -1,170 +1,90 @@
-"""``watch()``: which SDPA backend PyTorch actually ran for each call in a block, and why.
+"""``watch()``: which SDPA backend PyTorch actually ran for each call in a block, cheap enough to leave on.
 
     with torch_sdpa.watch() as calls:
         model(x)
-    calls.table()        # grouped by (backend, dtype, shapes), with counts
+    calls.table()        # grouped by backend, module, dtype and shapes, with counts and next steps
 
-Each call is recorded with its shapes, dtype, flags, the backend PyTorch chose (asked of
-PyTorch itself, ``torch._fused_sdp_choice``, where it can answer; the inspector's prediction is
-kept beside it and a disagreement is flagged) and why each faster backend was rejected (the
-inspector's trace, in PyTorch's words). The call itself runs unchanged, inside a
-``torch.profiler.record_function("torch_sdpa:<backend>")`` range so the choice shows in profiler
-traces. Only calls made by the thread that entered the block are recorded.
+Each call is counted under its call signature (shapes, strides, dtypes, devices, mask, options,
+grad mode and the enable flags): the first call of a signature asks PyTorch itself which
+backend it runs (``torch._fused_sdp_choice``; the ported rules where PyTorch cannot answer),
+every later one is a dictionary lookup and a count (NOTE [ Bounded watching ]). The call itself
+runs unchanged; while a profiler records, inside a ``torch.profiler.record_function(
+"torch_sdpa:<backend>")`` range, so the choice shows in its trace. Only calls made by the thread
+that entered the block are recorded.
 """
 
 from __future__ import annotations
 
-import html
+import sys
 import threading
-from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import torch
-from torch.nn.attention import SDPBackend
 from torch.overrides import TorchFunctionMode
 
-from inspector.dispatch.context import format_value
 from inspector.dispatch.torch_sdpa import interception
-from inspector.dispatch.torch_sdpa.facts import FACTS, context_of, facts_from_call
-from inspector.dispatch.trace import MATCH, Trace
+from inspector.dispatch.torch_sdpa.facts import facts_from_call
+from inspector.dispatch.torch_sdpa.flags import READERS
+from inspector.dispatch.torch_sdpa.modules import ModulePaths
+from inspector.dispatch.torch_sdpa.names import CUDNN, EFFICIENT, FLASH, MATH, OVERRIDEABLE
+from inspector.dispatch.torch_sdpa.prediction import pytorch_choice
+from inspector.dispatch.torch_sdpa.tables import choose
+from inspector.dispatch.torch_sdpa.watch_records import (
+    MAX_GROUPS,
+    NATIVE,
+    UNKNOWN,
+    Decision,
+    Group,
+    WatchedCall,
+    WatchedCalls,
+    WatchGroup,
+    WatchTable,
+    coarse_key,
+)
 
-NATIVE = "native fast path"
+__all__ = ["WatchGroup", "WatchTable", "WatchedCall", "WatchedCalls", "last_watch", "watch"]
+
+MAX_SIGNATURES = 4096
 _last: list[WatchedCalls] = []
+_get_ident = threading.get_ident
+_grad_enabled = torch.is_grad_enabled
+_profiler_on = torch._C._autograd._profiler_enabled
+_flash, _efficient, _cudnn, _math, _overrideable = (READERS[n] for n in (FLASH, EFFICIENT, CUDNN, MATH, OVERRIDEABLE))
+_order = torch._C._get_sdp_priority_order
 
 
-@dataclass(frozen=True)
-class WatchedCall:
-    """One SDPA call seen by ``watch()`` (no tensors are kept)."""
-
-    index: int
-    backend: str
-    predicted: str
-    answered_by: str  # "pytorch" (its own choice function) or "inspector" (the ported rules)
-    shapes: tuple[tuple[int, ...], ...]
-    dtype: str
-    device: str
-    enabled: tuple[str, ...]
-    dropout_p: float
-    is_causal: bool
-    mask: tuple[int, ...] | None
-    enable_gqa: bool
-    requires_grad: bool
-    rejected: tuple[tuple[str, str], ...]  # (faster backend, why PyTorch passed it over)
-    trace: Trace | None
-    note: str = ""
-
-    def __str__(self) -> str:
-        shapes = " ".join(f"{name}{tuple(shape)}" for name, shape in zip("qkv", self.shapes, strict=False))
-        return f"#{self.index} {self.backend} {self.dtype} {self.device} {shapes}".rstrip()
-
-    def __repr__(self) -> str:
-        return f"<WatchedCall {self}>"
+def signature(
+    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
+    scale: float | None = None, enable_gqa: bool = False,
+) -> tuple[Any, ...]:
+    """Everything PyTorch's choice reads for one call, as a hashable key (straight-line: it runs
+    on every watched call). Raises for calls it cannot read (nested tensors, bad arguments)."""
+    device = query.device
+    mask = None if attn_mask is None else (
+        attn_mask.__class__, attn_mask.device, attn_mask.shape, attn_mask.dtype, attn_mask.stride(),
+        attn_mask.requires_grad,
+    )
+    found: tuple[Any, ...] = (
+        query.__class__, key.__class__, value.__class__, device, key.device, value.device,
+        query.shape, key.shape, value.shape, query.stride(), key.stride(), value.stride(),
+        query.dtype, key.dtype, value.dtype, query.requires_grad, key.requires_grad, value.requires_grad,
+        _grad_enabled(), mask, dropout_p, is_causal, enable_gqa,
+        _flash(), _efficient(), _cudnn(), _math(), _overrideable(),
+    )
+    if device.type != "cpu":  # CUDA also reads alignment, determinism and the priority order
+        found += (query.storage_offset(), key.storage_offset(), value.storage_offset(),
+                  torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+                  tuple(_order()))
+    return found
 
 
-@dataclass(frozen=True)
-class WatchGroup:
-    """Calls that ran the same backend with the same dtype and shapes."""
-
-    backend: str
-    dtype: str
-    shapes: str
-    count: int
-    rejected: str
-
-
-def _pytorch_choice(args: tuple[Any, ...], kwargs: dict[str, Any]) -> str | None:
-    """PyTorch's own answer, or ``None`` where it cannot give one (other devices, subclasses)."""
-    try:
-        return SDPBackend(torch._fused_sdp_choice(*args, **kwargs)).name.lower()
-    except RuntimeError as exc:
-        return "error" if "kernel" in str(exc) or "backend" in str(exc) else None
-    except Exception:
-        return None
-
-
-def _rejected(trace: Trace) -> tuple[tuple[str, str], ...]:
-    """The rows tried before the chosen one, each with its reason."""
-    reasons = []
-    for row in trace.rows:
-        if row.name == trace.chosen:
-            break
-        if row.verdict == MATCH:
-            continue
-        why = "; ".join(str(c) for c in row.failing) or row.verdict
-        reasons.append((row.name, why if row.available else f"not available here ({why})"))
-    return tuple(reasons)
-
-
-class WatchedCalls:
-    """The calls a ``watch()`` block saw, in order; ``table()`` groups them."""
-
-    def __init__(self) -> None:
-        self.calls: list[WatchedCall] = []
-
-    def __len__(self) -> int:
-        return len(self.calls)
-
-    def __iter__(self) -> Iterator[WatchedCall]:
-        return iter(self.calls)
-
-    def __getitem__(self, index: int) -> WatchedCall:
-        return self.calls[index]
-
-    def backends(self) -> Counter[str]:
-        """How many calls ran each backend."""
-        return Counter(call.backend for call in self.calls)
-
-    def table(self) -> WatchTable:
-        """Calls grouped by (backend, dtype, shapes) with counts, most frequent first."""
-        counts: Counter[tuple[str, str, str]] = Counter()
-        rejected: dict[tuple[str, str, str], str] = {}
-        for call in self.calls:
-            shapes = " ".join(f"{name}{tuple(shape)}" for name, shape in zip("qkv", call.shapes, strict=False))
-            key = (call.backend, call.dtype, shapes)
-            counts[key] += 1
-            rejected.setdefault(key, "; ".join(f"{name}: {why}" for name, why in call.rejected))
-        groups = [WatchGroup(b, d, s, n, rejected[(b, d, s)]) for (b, d, s), n in counts.most_common()]
-        return WatchTable(tuple(groups))
-
-    def __repr__(self) -> str:
-        summary = ", ".join(f"{name} x{count}" for name, count in self.backends().most_common())
-        return f"<WatchedCalls: {len(self.calls)} SDPA call(s){': ' + summary if summary else ''}>"
-
-    def _repr_html_(self) -> str:
-        return self.table()._repr_html_()
-
-
-@dataclass(frozen=True)
-class WatchTable:
-    """``WatchedCalls.table()``: one row per (backend, dtype, shapes)."""
-
-    groups: tuple[WatchGroup, ...]
-
-    def __repr__(self) -> str:
-        lines = [f"{g.count:>5} x {g.backend:<20} {g.dtype:<9} {g.shapes}" for g in self.groups[:10]]
-        more = len(self.groups) - 10
-        return "\n".join(lines + ([f"... {more} more"] if more > 0 else [])) or "(no SDPA calls)"
-
-    def _repr_html_(self) -> str:
-        head = "<tr><th>backend</th><th>dtype</th><th>shapes</th><th>calls</th><th>faster backends rejected</th></tr>"
-        rows = "".join(
-            f"<tr><td><b>{html.escape(g.backend)}</b></td><td>{html.escape(g.dtype)}</td>"
-            f"<td><code>{html.escape(g.shapes)}</code></td><td>{g.count}</td>"
-            f"<td style='text-align:left'>{html.escape(g.rejected) or '—'}</td></tr>"
-            for g in self.groups
-        )
-        return f"<table class='inspector-watch'>{head}{rows}</table>" if rows else "<p>No SDPA calls were made.</p>"
-
-    def to_frame(self) -> Any:
-        """The table as a pandas ``DataFrame`` (needs pandas: ``pip install dispatch-inspector[ui]``)."""
-        try:
-            import pandas as pd
-        except ImportError as exc:
-            raise ImportError("WatchTable.to_frame needs pandas: pip install 'dispatch-inspector[ui]'") from exc
-        columns = ["backend", "dtype", "shapes", "count", "rejected"]
-        return pd.DataFrame([g.__dict__ for g in self.groups], columns=columns)
+def _decide(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Decision:
+    """PyTorch's choice for a call seen for the first time (the ported rules where it cannot say)."""
+    facts = facts_from_call(*args, **kwargs)
+    pytorch = pytorch_choice(*args, **kwargs)
+    if pytorch is not None:
+        return Decision(pytorch.name.lower(), "pytorch", facts)
+    return Decision(choose(facts).name.lower(), "inspector", facts)
 
 
 class _PreboundCalls(TorchFunctionMode):
@@ -177,7 +97,7 @@ class _PreboundCalls(TorchFunctionMode):
 
     def __torch_function__(self, func: Any, types: Any, args: Any = (), kwargs: Any = None) -> Any:
         kwargs = kwargs or {}
-        if func is interception.ORIGINAL_SDPA and not interception.inside_wrapper():
+        if func is interception.BUILTIN_SDPA and not interception.inside_wrapper():
             return self.around(func, tuple(args), dict(kwargs))
         return func(*args, **kwargs)
 
@@ -185,31 +105,36 @@ class _PreboundCalls(TorchFunctionMode):
 class watch:  # lower-case: used like a function, ``with watch() as calls:``
     """Record every ``F.scaled_dot_product_attention`` call made inside the block (results unchanged).
 
-    ``prebound=True`` also records calls made through a reference to the function taken before
-    the block (``from torch.nn.functional import scaled_dot_product_attention``), through a
-    ``TorchFunctionMode``; while a torch function mode is active, ``nn.TransformerEncoderLayer``
-    and ``nn.MultiheadAttention`` skip their native fast paths and run their Python code (the
-    same results, through the SDPA calls this records).
+    Every call is counted; the first ``keep`` calls are also kept in full (``calls[i]``), so a
+    watched training run or a long ``generate()`` uses bounded memory. ``prebound=True`` also
+    records calls made through a reference to the function taken before the block (``from
+    torch.nn.functional import scaled_dot_product_attention``), through a ``TorchFunctionMode``;
+    while a torch function mode is active, ``nn.TransformerEncoderLayer`` and
+    ``nn.MultiheadAttention`` skip their native fast paths and run their Python code (the same
+    results, through the SDPA calls this records).
     """
 
-    def __init__(self, *, limit: int = 100_000, prebound: bool = False) -> None:
-        if not isinstance(limit, int) or limit <= 0:
-            raise ValueError(f"watch(limit=...) must be a positive int, got {limit!r}")
-        self.limit = limit
+    def __init__(self, *, keep: int = 1000, prebound: bool = False) -> None:
+        if isinstance(keep, bool) or not isinstance(keep, int) or keep < 0:
+            raise ValueError(f"watch(keep=...) is how many calls to keep in full: a whole number >= 0, got {keep!r}")
+        self.keep = keep
         self.prebound = bool(prebound)
-        self.calls = WatchedCalls()
+        self.calls = WatchedCalls(keep)
         self._thread = 0
         self._mode: _PreboundCalls | None = None
-        self.dropped = 0
+        self._slots: dict[tuple[Any, ...], Decision] = {}
+        self._paths = ModulePaths()
 
     def __enter__(self) -> WatchedCalls:
-        self._thread = threading.get_ident()
+        self._thread = _get_ident()
         interception.add(self._around, self._native)
         if self.prebound:
+            interception.track_depth(True)
             self._mode = _PreboundCalls(self._around)
             try:
                 self._mode.__enter__()
             except BaseException:
+                interception.track_depth(False)
                 interception.remove(self._around, self._native)
                 raise
         return self.calls
@@ -219,57 +144,96 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
             if self._mode is not None:
                 self._mode.__exit__(None, None, None)
                 self._mode = None
+                interception.track_depth(False)
         finally:
             interception.remove(self._around, self._native)
+            self._slots.clear()
             _last[:] = [self.calls]
 
-
-    def _native(self, name: str) -> None:
-        if threading.get_ident() != self._thread or len(self.calls) >= self.limit:
-            return
-        self.calls.calls.append(WatchedCall(
-            len(self.calls), NATIVE, NATIVE, "pytorch", (), "", "", (), 0.0, False, None, False, False, (), None,
-            note=f"torch.{name}: a native fused path that picks its kernel in C++; its SDPA choice is not visible",
-        ))
-
+    # -- the hot path -------------------------------------------------------------------------
     def _around(self, call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-        if threading.get_ident() != self._thread:
-            return call(*args, **kwargs)
-        if len(self.calls) >= self.limit:
-            self.dropped += 1
+        if _get_ident() != self._thread:
             return call(*args, **kwargs)
         try:
-            record = self._record(args, kwargs)
+            key = signature(*args, **kwargs)
+        except Exception:  # a call no signature can describe: decided on its own, every time
+            return self._unkeyed(call, args, kwargs)
+        decision = self._slots.get(key)
+        if decision is None:
+            decision = self._first_seen(key, args, kwargs)
+        return self._count(decision, call, args, kwargs)
+
+    def _count(self, decision: Decision, call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        group = decision.group
+        calls = self.calls
+        group.count += 1  # type: ignore[union-attr]
+        index = calls.seen
+        calls.seen = index + 1
+        if index < self.keep:
+            module = self._paths.caller(sys._getframe(1))
+            group.note_module(module)  # type: ignore[union-attr]
+            calls.calls.append(WatchedCall(index, decision, module))
+        if _profiler_on():
+            with torch.profiler.record_function(f"torch_sdpa:{decision.backend}"):
+                return call(*args, **kwargs)
+        return call(*args, **kwargs)
+
+    def _first_seen(self, key: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Decision:
+        if len(self._slots) >= MAX_SIGNATURES:
+            self._slots.clear()
+        decision = self._grouped(_decide(args, kwargs))
+        self._slots[key] = decision
+        return decision
+
+    def _unkeyed(self, call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        try:
+            decision = _decide(args, kwargs)
         except Exception as exc:  # a call the inspector cannot read: PyTorch answers it, in its own words
-            result = call(*args, **kwargs)
-            self.calls.calls.append(WatchedCall(
-                len(self.calls), "unknown", "unknown", "inspector", (), "", "", (), 0.0, False, None, False, False,
-                (), None, note=f"the inspector could not read this call ({type(exc).__name__}: {exc})",
-            ))
+            result = call(*args, **kwargs)  # a call PyTorch refuses raises here, and nothing is recorded
+            note = f"the inspector could not read this call ({type(exc).__name__}: {exc})"
+            self._count(self._grouped(Decision(UNKNOWN, "inspector", None, note)), _returns(result), (), {})
             return result
-        with torch.profiler.record_function(f"torch_sdpa:{record.backend}"):
-            return call(*args, **kwargs)
+        return self._count(self._grouped(decision), call, args, kwargs)
 
-    def _record(self, args: tuple[Any, ...], kwargs: dict[str, Any]) -> WatchedCall:
-        from inspector.dispatch.torch_sdpa.family import trace_context
+    def _grouped(self, decision: Decision) -> Decision:
+        """``decision`` counted in its group (a new group when none matches)."""
+        groups = self.calls._groups
+        key = coarse_key(decision)
+        group = groups.get(key)
+        if group is None and len(groups) >= MAX_GROUPS:
+            key = ("other",)
+            group = groups.get(key)
+            if group is None:
+                other = Decision("other", "inspector", None, f"more than {MAX_GROUPS} kinds of call; counted here")
+                group = groups[key] = Group(other, self.calls.seen)
+        if group is None:
+            group = groups[key] = Group(decision, self.calls.seen)
+            group.note_module(self._paths.caller())
+        group.saw(decision, "")
+        decision.group = group
+        return decision
 
-        ctx = context_of(facts_from_call(*args, **kwargs))
-        facts = ctx.extra[FACTS]
-        trace = trace_context(ctx)
-        predicted = trace.chosen or "error"
-        pytorch = _pytorch_choice(args, kwargs)
-        backend = pytorch if pytorch is not None else predicted
-        note = ""
-        if pytorch is not None and pytorch != predicted:
-            note = f"the inspector's rules predicted {predicted}; PyTorch chose {pytorch}"
-        record = WatchedCall(
-            len(self.calls), backend, predicted, "pytorch" if pytorch is not None else "inspector",
-            tuple(tuple(int(d) for d in s) for s in facts.shapes), format_value(facts.dtypes[0]), facts.device,
-            tuple(sorted(facts.enabled)), facts.dropout_p, facts.is_causal, facts.mask_shape, facts.enable_gqa,
-            facts.requires_grad, _rejected(trace), trace, note,
-        )
-        self.calls.calls.append(record)
-        return record
+    def _native(self, name: str) -> None:
+        if _get_ident() != self._thread:
+            return
+        groups = self.calls._groups
+        key = (NATIVE, name)
+        group = groups.get(key)
+        if group is None:
+            note = f"torch.{name}: a native fused path that picks its kernel in C++; its SDPA choice is not visible"
+            decision = Decision(NATIVE, "pytorch", None, note, name)
+            group = groups[key] = decision.group = Group(decision, self.calls.seen)
+        group.count += 1
+        index = self.calls.seen
+        self.calls.seen = index + 1
+        if index < self.keep:
+            module = self._paths.caller(sys._getframe(1))
+            group.note_module(module)
+            self.calls.calls.append(WatchedCall(index, group.decision, module))
+
+
+def _returns(result: Any) -> Any:
+    return lambda: result
 
 
 def last_watch() -> WatchedCalls | None:

@@ -13,11 +13,15 @@ from inspector._free_names import may_register_backend
 from inspector.backends import BackendRegistry, default_registry
 from inspector.examples.data_backends import npz, storage, synthetic
 from inspector.examples.data_backends.npz import write_example_episodes
+from inspector.examples.data_backends.samples import example_configs
 from inspector.examples.data_backends.storage import write_example_storage
 
 ORIGIN_BACKENDS = "inspector.examples.data_backends"
 
-__all__ = ["OPTIONAL", "install", "npz", "storage", "synthetic", "write_example_episodes", "write_example_storage"]
+__all__ = [
+    "OPTIONAL", "example_configs", "install", "npz", "storage", "synthetic", "write_example_episodes",
+    "write_example_storage",
+]  # fmt: skip
 
 # Optional backends: name -> (module, the install command that fixes a failed import).
 OPTIONAL: dict[str, tuple[str, str]] = {"hdf5": ("inspector.examples.data_backends.hdf5", "pip install h5py")}

@@ -14,8 +14,9 @@ import torch
 
 from inspector.dispatch import CallContext
 from inspector.dispatch.torch_sdpa import cuda_rules
-from inspector.dispatch.torch_sdpa.facts import BACKENDS, FACTS, CudaFacts, context_of, facts_from_axes
-from inspector.dispatch.torch_sdpa.family import SPECS
+from inspector.dispatch.torch_sdpa.described import facts_from_axes
+from inspector.dispatch.torch_sdpa.facts import BACKENDS, FACTS, CudaFacts, context_of
+from inspector.dispatch.torch_sdpa.tables import SPECS
 
 A100, H100, T4, P100, RTX4090 = (8, 0), (9, 0), (7, 5), (6, 0), (8, 9)
 CUDNN_9_8 = 90800

@@ -12,7 +12,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from inspector.dispatch import ExplicitSelectionError, op_backend, torch_sdpa
 from inspector.dispatch.torch_sdpa import interception
-from inspector.dispatch.torch_sdpa.steering import TORCH_STEER, current_flags
+from inspector.dispatch.torch_sdpa.flags import current_flags
+from inspector.dispatch.torch_sdpa.steering import TORCH_STEER
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 Q = torch.randn(2, 4, 16, 32)

@@ -11,9 +11,13 @@ from inspector.dispatch import CallContext, explain, families, resolve, rows, to
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 
-def test_importing_registers_pytorchs_backends_in_cpu_order() -> None:
+def test_importing_registers_pytorchs_backends_in_pytorchs_default_order() -> None:
     assert "torch_sdpa" in families()
-    assert [r.name for r in rows("torch_sdpa")][:2] == ["flash_attention", "math"]
+    # PyTorch's default CUDA order; a CPU call runs flash, then math, all the same (see the next test)
+    assert [r.name for r in rows("torch_sdpa")] == ["flash_attention", "efficient_attention", "math",
+                                                     "cudnn_attention", "overrideable"]
+    q = torch.randn(2, 8, 16, 64)
+    assert [r.name for r in torch_sdpa.trace_call(q, q, q).rows][:2] == ["flash_attention", "math"]
     assert {r.name for r in rows("torch_sdpa")} == set(torch_sdpa.BACKENDS)
     assert all(isinstance(r.obj, SDPBackend) for r in rows("torch_sdpa"))
 
@@ -65,8 +69,9 @@ def test_explain_gives_reasons_for_skipped_rows_and_lower_priority_matches() -> 
     q = torch.randn(2, 8, 16, 64)
     text = torch_sdpa.trace_call(q, q, q).explain()
     assert "  math: matches, lower priority than flash_attention" in text
-    assert "  efficient_attention: SKIP unavailable (not on this machine; would also reject: PyTorch's CPU " \
-           "dispatch has no efficient_attention kernel" in text
+    assert "  efficient_attention: reject (PyTorch's CPU dispatch has no efficient_attention kernel" in text
+    assert "  overrideable: SKIP unavailable (not on this machine; would also reject: PyTorch's CPU " \
+           "dispatch has no overrideable kernel" in text
     assert text.endswith("=> flash_attention (origin=chain)")
 
 

@@ -1,8 +1,10 @@
-"""``watch()`` records what PyTorch ran in a real model, without changing its results."""
+"""``watch()`` records what PyTorch ran in a real model, without changing its results, in bounded memory."""
 
 from __future__ import annotations
 
+import csv
 import threading
+from pathlib import Path
 
 import pytest
 import torch
@@ -11,6 +13,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from inspector.dispatch import torch_sdpa
 from inspector.dispatch.torch_sdpa import interception
+from inspector.dispatch.torch_sdpa.bench_model import LlamaConfig, LlamaStyle
+from inspector.dispatch.torch_sdpa.watch_records import COLUMNS, NOTHING_SEEN
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -19,6 +23,11 @@ def _layer(dropout: float) -> torch.nn.TransformerEncoderLayer:
     torch.manual_seed(0)
     return torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=dropout,
                                             batch_first=True)
+
+
+def _small_llama() -> LlamaStyle:
+    torch.manual_seed(0)
+    return LlamaStyle(LlamaConfig(vocab=64, dim=64, layers=2, heads=4, kv_heads=2, hidden=96, max_len=64)).eval()
 
 
 def test_watch_records_a_transformer_layers_calls_with_pytorchs_choice() -> None:
@@ -30,6 +39,7 @@ def test_watch_records_a_transformer_layers_calls_with_pytorchs_choice() -> None
     assert call.shapes == ((2, 4, 10, 16),) * 3 and call.dtype == "float32" and call.dropout_p == 0.1
     [(name, why)] = call.rejected
     assert name == "flash_attention" and "non-zero dropout" in why
+    assert call.module == "self_attn"  # the MultiheadAttention inside the layer that was called
 
 
 def test_watch_leaves_results_unchanged() -> None:
@@ -42,12 +52,15 @@ def test_watch_leaves_results_unchanged() -> None:
     assert not interception.installed()
 
 
-def test_watch_says_when_a_native_fast_path_hides_the_choice() -> None:
+def test_watch_names_the_module_that_took_a_native_fast_path() -> None:
     layer, x = _layer(0.0).eval(), torch.randn(2, 10, 64)
     with torch.inference_mode(), torch_sdpa.watch() as calls:
         layer(x)
     [call] = calls.calls
     assert call.backend == "native fast path" and "_transformer_encoder_layer_fwd" in call.note
+    assert call.module == "TransformerEncoderLayer"
+    [group] = calls.table().groups
+    assert group.module == "TransformerEncoderLayer" and group.count == 1
 
 
 def test_watch_table_groups_by_backend_dtype_and_shapes() -> None:
@@ -61,8 +74,100 @@ def test_watch_table_groups_by_backend_dtype_and_shapes() -> None:
     assert "non-zero dropout" in table.groups[1].rejected
     assert "<table" in table._repr_html_() and "flash_attention" in repr(table)
     frame = table.to_frame()
-    assert list(frame["count"]) == [3, 1]
-    assert repr(calls) == "<WatchedCalls: 4 SDPA call(s): flash_attention x3, math x1>"
+    assert list(frame["count"]) == [3, 1] and list(frame.columns) == COLUMNS
+    assert repr(calls) == "<WatchedCalls: 4 SDPA call(s) seen (all kept): flash_attention x3, math x1>"
+
+
+def test_the_table_has_the_options_and_flags_as_columns_and_a_next_step() -> None:
+    q = torch.randn(1, 2, 8, 16, requires_grad=True)
+    mask = torch.zeros(8, 8)
+    with torch_sdpa.watch() as calls, sdpa_kernel([SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]):
+        F.scaled_dot_product_attention(q, q, q, dropout_p=0.25, attn_mask=mask)
+    [group] = calls.table().groups
+    assert (group.backend, group.dropout_p, group.causal, group.grad) == ("math", 0.25, False, True)
+    assert group.mask == "(8, 8) float32" and group.enabled == "flash_attention, math"
+    assert group.next_step == "to get flash_attention here: set dropout_p=0 (the module's eval(), or attention " \
+                              "dropout 0)"
+
+
+def test_a_next_step_for_grouped_query_heads_names_enable_gqa() -> None:
+    q, kv = torch.randn(1, 8, 16, 32), torch.randn(1, 1, 16, 32)  # one key/value head, broadcast by math
+    with torch_sdpa.watch() as calls:
+        F.scaled_dot_product_attention(q, kv, kv)
+    [group] = calls.table().groups
+    assert group.backend == "math" and "pass enable_gqa=True" in group.next_step
+
+
+def test_a_llama_style_model_is_one_group_per_kind_of_call_with_module_paths() -> None:
+    model, ids = _small_llama(), torch.randint(0, 64, (1, 12))
+    with torch.no_grad(), torch_sdpa.watch() as calls:
+        caches = model.new_caches()
+        model(ids, caches)  # prefill: causal, 12 tokens
+        for _step in range(5):  # decode: one token against a growing cache
+            model(ids[:, :1], caches)
+    groups = calls.table().groups
+    assert calls.seen == 2 * 6 and len(groups) == 2
+    prefill, decode = sorted(groups, key=lambda g: g.causal is False)
+    assert prefill.causal and prefill.count == 2 and prefill.module == "model.layers.{0..1}.self_attn"
+    assert not decode.causal and decode.count == 10
+    assert "k(1, 2, 13..17, 16)" in decode.shapes  # the cache's length as a range, in one group
+    assert all(g.backend == "flash_attention" and g.answered_by == "pytorch" for g in groups)
+    assert calls[0].module == "model.layers.0.self_attn" and calls[1].module == "model.layers.1.self_attn"
+
+
+def test_counts_go_on_past_the_calls_kept_in_full() -> None:
+    q = torch.randn(1, 2, 8, 16)
+    with torch_sdpa.watch(keep=2) as calls:
+        for _ in range(5):
+            F.scaled_dot_product_attention(q, q, q)
+    assert len(calls) == 2 and calls.seen == 5 and calls.dropped == 3
+    assert calls.backends() == {"flash_attention": 5}
+    assert repr(calls) == "<WatchedCalls: 5 SDPA call(s) seen (first 2 kept): flash_attention x5>"
+    table = calls.table()
+    assert (table.seen, table.kept, table.groups[0].count) == (5, 2, 5)
+    assert "5 SDPA call(s) seen" in repr(table) and "5 SDPA call(s) seen, the first 2 kept" in table._repr_html_()
+    assert torch_sdpa.last_watch() is calls
+    with pytest.raises(ValueError, match="whole number >= 0"):
+        torch_sdpa.watch(keep=-1)
+
+
+def test_native_fast_path_calls_past_the_limit_are_counted() -> None:
+    layer, x = _layer(0.0).eval(), torch.randn(2, 10, 64)
+    with torch.inference_mode(), torch_sdpa.watch(keep=1) as calls:
+        for _ in range(4):
+            layer(x)
+    assert (len(calls), calls.seen) == (1, 4) and calls.table().groups[0].count == 4
+
+
+def test_nothing_seen_says_why_and_what_to_do() -> None:
+    mha = torch.nn.MultiheadAttention(32, 4, batch_first=True)
+    x = torch.randn(2, 8, 32)
+    with torch_sdpa.watch() as calls:
+        mha(x, x, x, need_weights=True)  # computes the weights itself: no SDPA call
+    assert calls.seen == 0 and "need_weights=True" in repr(calls.table()) and "prebound=True" in NOTHING_SEEN
+    assert "no SDPA call seen" in repr(calls) and "need_weights=True" in calls._repr_html_()
+
+
+def test_to_csv_writes_every_group(tmp_path: Path) -> None:
+    q = torch.randn(1, 2, 8, 16)
+    with torch_sdpa.watch() as calls:
+        F.scaled_dot_product_attention(q, q, q)
+        F.scaled_dot_product_attention(q, q, q, dropout_p=0.5)
+    path = calls.to_csv(tmp_path / "watch.csv")
+    with open(path, newline="") as file:
+        rows = list(csv.DictReader(file))
+    assert [r["backend"] for r in rows] == ["flash_attention", "math"] and list(rows[0]) == COLUMNS
+    assert rows[1]["dropout_p"] == "0.5" and rows[0]["count"] == "1"
+
+
+def test_repeated_calls_share_one_group_and_the_signature_cache_ends_with_the_block() -> None:
+    watcher = torch_sdpa.watch(keep=10)
+    q = torch.randn(1, 1, 2, 4)
+    with watcher as calls:
+        key_call = (q, q, q)
+        for _ in range(50):
+            F.scaled_dot_product_attention(*key_call)
+    assert len(watcher._slots) == 0 and len(calls._groups) == 1 and len(calls.calls) == 10
 
 
 def test_watch_emits_profiler_ranges_named_after_the_backend() -> None:
@@ -86,18 +191,19 @@ def test_watch_ignores_other_threads() -> None:
         thread.start()
         thread.join(30)
         F.scaled_dot_product_attention(q, q, q)
-    assert len(calls) == 1
+    assert len(calls) == 1 and calls.seen == 1
 
 
-def test_watch_limit_bounds_memory() -> None:
+def test_a_disagreement_between_pytorch_and_the_rules_is_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
+    from inspector.dispatch.torch_sdpa import watch_records
+
     q = torch.randn(1, 2, 8, 16)
-    watcher = torch_sdpa.watch(limit=2)
-    with watcher as calls:
-        for _ in range(5):
-            F.scaled_dot_product_attention(q, q, q)
-    assert len(calls) == 2 and watcher.dropped == 3
-    with pytest.raises(ValueError, match="positive int"):
-        torch_sdpa.watch(limit=0)
+    with torch_sdpa.watch() as calls:
+        F.scaled_dot_product_attention(q, q, q)
+    decision = calls[0]._decision
+    decision._predicted = "math"  # as if the ported rules said otherwise
+    assert calls.table().groups[0].note == "the inspector's rules predicted math; PyTorch chose flash_attention"
+    assert watch_records.Decision("x", "inspector", None).full_note() == ""
 
 
 def test_prebound_references_are_seen_only_when_asked_and_never_twice() -> None:

@@ -1,0 +1,177 @@
+"""``watch()`` against the bare call, measured in one run: per call, in a Llama-style model, and in memory.
+
+* Per call: one small SDPA call (q/k/v (2, 4, 64, 32), causal, CPU) bare and watched, once its
+  signature was seen (target: at most 5 µs more). Beside it, the watch's own cost per call with
+  PyTorch's kernel replaced by a function that does nothing, which is the same figure without
+  the kernel's noise.
+* A Llama-style decoder in pure PyTorch (``bench_model``: grouped-query heads, causal prefill, a
+  one-token decode step against a 64-token KV cache, and a training step: forward, loss,
+  backward), watched against bare (target: at most 1.05x each).
+* Memory: the resident set's growth over 1,000,000 watched calls (target: a few MiB).
+
+Bare and watched runs take turns in rounds, so a busy machine slows both alike; each figure
+is the median of the rounds, with their range.
+"""
+
+from __future__ import annotations
+
+import os
+import statistics
+import time
+from collections.abc import Callable
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+
+from inspector._bench import Measurement, Progress
+from inspector.dispatch.torch_sdpa.bench_model import LlamaStyle
+from inspector.dispatch.torch_sdpa.watch import watch
+
+PER_CALL_TARGET_US = 5.0
+MODEL_TARGET = 1.05
+MEMORY_TARGET_MIB = 4.0
+MEMORY_CALLS = 1_000_000
+
+
+def _seconds(fn: Callable[[], object], number: int) -> float:
+    start = time.perf_counter()
+    for _ in range(number):
+        fn()
+    return (time.perf_counter() - start) / number
+
+
+def _rounds(fn: Callable[[], object], number: int, rounds: int, warm: int) -> tuple[list[float], list[float]]:
+    """Seconds per call of ``fn`` bare and inside a ``watch()`` block, in alternating rounds (best of 3 each)."""
+    bare, watched = [], []
+    for _ in range(rounds):
+        bare.append(min(_seconds(fn, number) for _ in range(3)))
+        with watch():
+            for _ in range(warm):  # past the calls kept in full: the steady state
+                fn()
+            watched.append(min(_seconds(fn, number) for _ in range(3)))
+    return bare, watched
+
+
+def _median_spread(values: list[float]) -> tuple[float, tuple[float, float]]:
+    return statistics.median(values), (min(values), max(values))
+
+
+def per_call(rounds: int = 9) -> list[Measurement]:
+    """The watch's cost per call over the bare call (real kernel, and around a function that does nothing)."""
+    q, k, v = (torch.randn(2, 4, 64, 32) for _ in range(3))
+
+    def call() -> None:
+        F.scaled_dot_product_attention(q, k, v, is_causal=True)  # the attribute is looked up per call, as models do
+
+    bare, watched = _rounds(call, 300, rounds, 1100)
+    diffs = [(w - b) * 1e6 for b, w in zip(bare, watched, strict=True)]
+    diff, spread = _median_spread(diffs)
+    base, base_spread = _median_spread([b * 1e6 for b in bare])
+    figures = [Measurement(
+        "dispatch", "watch() per call over the bare call (q/k/v (2, 4, 64, 32), causal, CPU)", diff, "µs",
+        "the bare call", base, None, "", f"<= {PER_CALL_TARGET_US:g} µs", diff <= PER_CALL_TARGET_US, spread,
+        base_spread,
+    )]
+    original = F.scaled_dot_product_attention
+    F.scaled_dot_product_attention = _nothing  # type: ignore[assignment]
+    try:
+        bare, watched = _rounds(call, 2000, rounds, 1100)
+    finally:
+        F.scaled_dot_product_attention = original
+    own = [(w - b) * 1e6 for b, w in zip(bare, watched, strict=True)]
+    value, spread = _median_spread(own)
+    figures.append(Measurement("dispatch", "watch()'s own cost per call (around a kernel that does nothing)", value,
+                               "µs", target=f"<= {PER_CALL_TARGET_US:g} µs", ok=value <= PER_CALL_TARGET_US,
+                               spread=spread))
+    return figures
+
+
+def _nothing(*args: Any, **kwargs: Any) -> None:
+    return None
+
+
+def model(rounds: int = 9) -> list[Measurement]:
+    """A Llama-style decoder's forward, decode step and training step, watched against bare."""
+    torch.manual_seed(0)
+    net = LlamaStyle()
+    ids = torch.randint(0, net.config.vocab, (2, 64))
+    net.eval()
+    with torch.no_grad():
+        prefilled = net.new_caches()
+        net(ids[:1], prefilled)
+
+    def forward() -> None:
+        with torch.no_grad():
+            net(ids)
+
+    def decode() -> None:  # one token at position 64, against the same 64-token cache every time
+        with torch.no_grad():
+            net(ids[:1, :1], [list(cache) for cache in prefilled])
+
+    optimizer = torch.optim.SGD(net.parameters(), lr=1e-4)
+
+    def train_step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        logits = net(ids[:, :-1])
+        torch.nn.functional.cross_entropy(logits.reshape(-1, logits.shape[-1]), ids[:, 1:].reshape(-1)).backward()
+        optimizer.step()
+
+    figures = []
+    for name, fn, number in (("forward (2 x 64 tokens)", forward, 5), ("one-token decode step, 64-token KV cache",
+                                                                       decode, 20),
+                             ("training step (forward, loss, backward, SGD)", train_step, 3)):
+        bare, watched = _rounds(fn, number, rounds, 3)
+        ratios = [w / b for b, w in zip(bare, watched, strict=True)]
+        ratio, spread = _median_spread(ratios)
+        base = statistics.median(bare) * 1e3
+        figures.append(Measurement(
+            "dispatch", f"Llama-style decoder (4 layers, GQA 8/2 heads), {name}: watched", base * ratio, "ms",
+            "bare", base, ratio, "the bare run (median of rounds)", f"<= {MODEL_TARGET:g}x", ratio <= MODEL_TARGET,
+            (spread[0] * base, spread[1] * base),
+        ))
+    return figures
+
+
+def _resident_mib() -> float:
+    try:
+        with open("/proc/self/statm") as file:
+            pages = int(file.read().split()[1])
+        return pages * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except (OSError, ValueError):  # not Linux: the peak is the best there is
+        import resource
+
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
+def memory(calls: int = MEMORY_CALLS) -> list[Measurement]:
+    """How much the process grows over ``calls`` watched SDPA calls (one signature: counts, not records)."""
+    q = torch.randn(1, 1, 4, 8)
+    with watch():
+        for _ in range(2000):  # the calls kept in full, and the allocator's first pages
+            F.scaled_dot_product_attention(q, q, q)
+        before = _resident_mib()
+        for _ in range(calls):
+            F.scaled_dot_product_attention(q, q, q)
+        grown = _resident_mib() - before
+    return [Measurement("dispatch", f"watch() memory growth over {calls:,} calls", grown, "MiB",
+                        target=f"<= {MEMORY_TARGET_MIB:g} MiB", ok=grown <= MEMORY_TARGET_MIB)]
+
+
+def measure(rounds: int = 9, progress: Progress | None = None, calls: int = MEMORY_CALLS) -> list[Measurement]:
+    """Every ``watch()`` figure (see the module's docstring), on one thread as the other dispatch figures."""
+    steps = (("per call", lambda: per_call(rounds)), ("Llama-style model", lambda: model(rounds)),
+             (f"memory over {calls:,} calls", lambda: memory(calls)))
+    figures: list[Measurement] = []
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        for done, (what, step) in enumerate(steps):
+            if progress is not None:
+                progress(done, len(steps), f"torch_sdpa.watch: {what}")
+            figures += step()
+    finally:
+        torch.set_num_threads(threads)
+    if progress is not None:
+        progress(len(steps), len(steps), "torch_sdpa.watch: done")
+    return figures
