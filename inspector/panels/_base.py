@@ -48,6 +48,11 @@ pre.inspector-error-details, .jp-OutputArea-output pre.inspector-error-details,
 .inspector-stale > :not(.inspector-stale-note) { opacity: 0.4; }
 .inspector-stale-note { color: #d62728; font-size: 0.9em; }
 .inspector-row-refusal { color: #d62728; font-size: 0.85em; margin-left: 6px; }
+/* An HTML line takes the widgets' row height (28 px) as its line height: a note that wraps stays
+   single-spaced. */
+.inspector-panel .widget-html-content .inspector-row-refusal, .inspector-panel .inspector-error-box,
+.inspector-panel .inspector-status .widget-html-content, .inspector-panel .inspector-stale-note .widget-html-content
+{ line-height: 1.35; }
 .inspector-dispatch-panel .inspector-decision-table caption { display: none; }
 </style>
 """
