@@ -20,9 +20,18 @@ def cell(value: Any) -> str:
     return html.escape("" if value is None else str(value))
 
 
-def html_table(head: Sequence[str], rows: Iterable[Sequence[Any]], caption: str = "") -> str:
-    """An HTML table (values through ``cell``; the caption escaped)."""
+def html_table(
+    head: Sequence[str],
+    rows: Iterable[Sequence[Any]],
+    caption: str = "",
+    *,
+    css_class: str = "inspector-table",
+    markup: bool = False,
+) -> str:
+    """An HTML table: the head and caption escaped, the values through ``cell`` (or, with ``markup``,
+    cells the caller built and escaped itself: a trace's marked rows)."""
+    show = str if markup else cell
     header = "".join(f"<th>{html.escape(h)}</th>" for h in head)
-    body = "".join("<tr>" + "".join(f"<td>{cell(v)}</td>" for v in row) + "</tr>" for row in rows)
+    body = "".join("<tr>" + "".join(f"<td>{show(v)}</td>" for v in row) + "</tr>" for row in rows)
     top = f"<caption>{html.escape(caption)}</caption>" if caption else ""
-    return f"<table class='inspector-table'>{top}<thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
+    return f"<table class='{css_class}'>{top}<thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"

@@ -7,8 +7,9 @@ tables (``inspector.views.dispatch``) are built from the same ``Trace`` records.
 from __future__ import annotations
 
 import html
-from collections.abc import Iterable
 from typing import TYPE_CHECKING
+
+from inspector._display import html_table
 
 if TYPE_CHECKING:
     from inspector.dispatch.records import Resolution
@@ -19,13 +20,6 @@ STYLE = (
     ".inspector-trace .chosen{font-weight:bold}</style>"
 )
 MARKS = {"MATCH": "✓", "reject": "✗"}
-
-
-def table(head: Iterable[str], rows: Iterable[Iterable[str]], css_class: str = "inspector-trace") -> str:
-    """An HTML table from already-escaped cells."""
-    header = "".join(f"<th>{cell}</th>" for cell in head)
-    body = "".join("<tr>" + "".join(f"<td>{cell}</td>" for cell in row) + "</tr>" for row in rows)
-    return f"<table class='{css_class}'><thead><tr>{header}</tr></thead><tbody>{body}</tbody></table>"
 
 
 def trace_html(trace: Trace) -> str:
@@ -45,7 +39,8 @@ def trace_html(trace: Trace) -> str:
     context = html.escape(trace.context.describe())
     return (
         f"{STYLE}<div><b>{html.escape(trace.family)}</b> <code>{context}</code>"
-        f"{table(('row', 'priority', 'verdict', 'why'), rows)}<div>⇒ {outcome}</div></div>"
+        f"{html_table(('row', 'priority', 'verdict', 'why'), rows, css_class='inspector-trace', markup=True)}"
+        f"<div>⇒ {outcome}</div></div>"
     )
 
 

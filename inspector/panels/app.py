@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import html
 import importlib
-import importlib.util
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +28,6 @@ class TabSpec:
 TABS: tuple[TabSpec, ...] = tuple(TabSpec(p.title, p.panel_module, p.panel_class, p.name) for p in PARTS)
 
 
-def available_tabs() -> tuple[TabSpec, ...]:
-    """The tabs whose panel module is installed in this build."""
-    return tuple(spec for spec in TABS if importlib.util.find_spec(spec.module) is not None)
-
-
 class Inspector:
     """Tabs over every engine part; ``panels`` holds the ones built so far.
 
@@ -43,7 +37,7 @@ class Inspector:
     """
 
     def __init__(self, tabs: tuple[TabSpec, ...] | None = None, *, demos: bool | None = None) -> None:
-        self.tabs = tabs if tabs is not None else available_tabs()
+        self.tabs = tabs if tabs is not None else TABS
         from inspector._user_modules import import_user_modules
 
         user_notes = import_user_modules()

@@ -1,22 +1,11 @@
-"""The public facade: complete, sorted the way ruff sorts it, and free of UI imports."""
+"""The backends facade beyond what tests/test_facades.py checks of every facade: UI-free with the demo
+backends, and no entry point read at import."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
-
-import inspector.backends as backends
-
-
-def test_all_lists_every_public_name_exactly_once():
-    public = {n for n in dir(backends) if not n.startswith("_") and n != "annotations"}
-    assert set(backends.__all__) == public
-    assert len(backends.__all__) == len(set(backends.__all__))
-
-
-def test_all_is_sorted():
-    assert backends.__all__ == sorted(backends.__all__)
 
 
 def test_engine_and_demo_backends_import_no_ui_library():

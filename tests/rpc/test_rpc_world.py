@@ -6,11 +6,11 @@ import subprocess
 import sys
 import textwrap
 import threading
-import time
 from pathlib import Path
 
 import psutil
 import pytest
+from waiting import WAIT_S, wait_until
 
 from inspector.rpc import LocalWorld, LocalWorldError, TopologyPlan, _processes, _world, predict_init_error
 
@@ -203,16 +203,19 @@ def test_close_is_bounded_while_another_thread_is_inside_one_long_rpc_batch(
         except LocalWorldError as exc:
             errors.append(exc)
 
-    measurer = threading.Thread(target=measure)
-    measurer.start()
-    while world._lock.acquire(blocking=False):  # until the measurement holds the world
-        world._lock.release()
-        time.sleep(0.01)
+    asked, ask = threading.Event(), world._ask
+
+    def asking(*args: object) -> object:  # called while the measurement holds the world
+        asked.set()
+        return ask(*args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(world, "_ask", asking)
     busy = psutil.Process(world.workers[0].pid)
     before = busy.cpu_times().user
-    deadline = time.monotonic() + 60
-    while busy.cpu_times().user < before + 0.2 and time.monotonic() < deadline:  # its batch runs on the worker
-        time.sleep(0.05)
+    measurer = threading.Thread(target=measure)
+    measurer.start()
+    assert asked.wait(WAIT_S), "the measurement never sent its batch"
+    wait_until(lambda: busy.cpu_times().user >= before + 0.2, what="worker0 running its batch")
     closer = threading.Thread(target=world.close)
     closer.start()
     closer.join(60)
