@@ -6,6 +6,7 @@ Each loader keeps the colour its name has in every loader figure (``views._palet
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -25,6 +26,13 @@ def profile_table(profiles: LoaderProfile | Iterable[LoaderProfile]) -> pd.DataF
     return pd.DataFrame.from_records([p.summary() for p in _profiles(profiles)])
 
 
+def _value_label(ax: Any, row: int, value: float, longest: float) -> None:
+    """A bar's MiB/s at its end: inside a long bar (in white), after a short one, so none crosses the frame."""
+    inside = value >= 0.5 * longest
+    ax.text(value, row, f"{value:,.0f} " if inside else f" {value:,.0f}", va="center", fontsize=8,
+            ha="right" if inside else "left", color="white" if inside else NEUTRAL_INK)
+
+
 def profile_figure(profiles: LoaderProfile | Iterable[LoaderProfile]) -> Figure:
     """Left: milliseconds per batch, batch by batch, a line per loader. Right: MiB/s of each loader."""
     found = _profiles(profiles)
@@ -36,13 +44,13 @@ def profile_figure(profiles: LoaderProfile | Iterable[LoaderProfile]) -> Figure:
         colour = method_colour(name)
         left.plot(np.arange(1, len(ms) + 1), ms, marker=".", linewidth=1, color=colour, label=name)
         right.barh(i, profile.mb_per_s, color=colour)
-        right.text(profile.mb_per_s, i, f" {profile.mb_per_s:,.0f}", va="center", color=NEUTRAL_INK, fontsize=8)
+        _value_label(right, i, profile.mb_per_s, max(p.mb_per_s for p in found))
     left.set_xlabel("batch")
     left.set_ylabel("ms per batch")
     left.set_yscale("log")
     left.set_title("time between batches (after warm-up)")
     right.set_yticks(range(len(found)), [p.label or p.name for p in found])
-    right.set_xlabel("MiB/s of tensors and arrays")
+    right.set_xlabel("MiB/s of tensors and arrays", loc="right")  # ends with the frame: never past the edge
     right.invert_yaxis()
     for ax in (left, right):
         style_axes(ax)
