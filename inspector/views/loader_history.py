@@ -104,13 +104,13 @@ def overlay_figure(first: Mapping[str, Any], second: Mapping[str, Any], names: S
 def history_blocks(history: Sequence[Mapping[str, Any]], skipped: str = "", overlay: Sequence[str] = ()) -> list[Any]:
     """The Past runs section: MiB/s of every method per run, each run's targets, two runs overlaid, where each ran."""
     from inspector.views._tables import styled
-    from inspector.views.loader import shown
     from inspector.views.page import figure, note, table
 
     if not history:
         blocks: list[Any] = [note("No past runs yet: each Run is kept (also from `inspector bench loader`).")]
         return blocks + ([note(skipped)] if skipped else [])
-    blocks = [table(styled(shown(history_table(history))), "MiB/s of every method, baselines included, by run")]
+    frame = history_table(history).rename(columns={"size_mb": "size MiB"})
+    blocks = [table(styled(frame), "MiB/s of every method, baselines included, by run")]
     targets = history_targets(history)
     if not targets.empty:
         blocks.append(table(styled(targets), "Targets by run (ours / baseline)"))

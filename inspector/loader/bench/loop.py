@@ -59,7 +59,7 @@ class LoopProfiler:
         return self._steps(loader)
 
     def _steps(self, loader: Iterable[Any]) -> Generator[Any, None, None]:
-        from inspector.loader.bench.profile import batch_nbytes
+        from inspector.loader.bench.profile_record import batch_nbytes
 
         self.name = self.name or type(loader).__name__
         self.workers = int(getattr(loader, "num_workers", 0) or 0)
@@ -115,7 +115,7 @@ class LoopProfiler:
 
     def result(self, *, h2d: Any = None, has_step: bool = True) -> Any:
         """The ``LoaderProfile`` of the steps timed so far (its verdict needs at least one)."""
-        from inspector.loader.bench.profile import LoaderProfile
+        from inspector.loader.bench.profile_record import LoaderProfile
         from inspector.loader.bench.stage_split import split_stages
 
         waits, computes = tuple(self._waits), tuple(self._computes)
