@@ -182,14 +182,25 @@ UNTITLED_JS = """root => [...root.querySelectorAll('input, select, textarea, but
               + `"${(e.closest('.jupyter-widgets') || e).textContent.replace(/\\s+/g, ' ').trim().slice(0, 50)}"`)"""
 
 
+# Rows of controls wider than the room they have: their right end (or left end) is cut off or scrolled away.
+OVERFLOWING_JS = """root => [...root.querySelectorAll('.widget-hbox, .widget-vbox, .widget-box')]
+    .filter(e => e.offsetParent !== null && e.clientWidth > 0 && e.scrollWidth > e.clientWidth + 1
+                 && !e.closest('.inspector-table'))
+    .filter(e => ![...e.querySelectorAll('.widget-hbox, .widget-vbox, .widget-box')]
+                 .some(c => c.offsetParent !== null && c.scrollWidth > c.clientWidth + 1))
+    .map(e => `${e.scrollWidth} > ${e.clientWidth} px: "${e.textContent.replace(/\\s+/g, ' ').trim().slice(0, 60)}"`)"""
+
+
 def layout_problems(page: Any) -> dict[str, list[str]]:
     """What reads badly in the visible part of the Inspector now: words split across lines in headers and
-    traces, controls without a tooltip in the page, labels cut short, ``title="null"``."""
+    traces, controls without a tooltip in the page, labels cut short, rows of controls wider than their room,
+    ``title="null"``."""
     app = page.locator(".inspector-app").first
     return {
         "split words": list(app.evaluate(SPLIT_WORDS_JS)),
         "no tooltip": list(app.evaluate(UNTITLED_JS)),
         "cut labels": truncated_texts(app),
+        "overflowing rows": list(app.evaluate(OVERFLOWING_JS)),
         "title=null": list(app.evaluate("root => [...root.querySelectorAll('[title=\"null\"]')].map(e => e.outerHTML"
                                         ".slice(0, 80))")),
     }
