@@ -3,7 +3,8 @@ an 800 px window.
 
 At each width, in every tab, with its tables and trace on show: no table header and no trace token is split
 inside a word, every control has a tooltip in the page (its DOM ``title``, not the Python attribute), no
-label is cut short, no row of controls is wider than its room and no element carries ``title="null"``. And an error is said once, where the user acted.
+label is cut short, no row of controls is wider than its room and no element carries ``title="null"``. And
+an error is said once, where the user acted.
 """
 
 from __future__ import annotations
