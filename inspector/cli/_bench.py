@@ -29,7 +29,9 @@ def add_parser(verbs: Any) -> None:
     bench.add_argument("--repeats", type=int, help="loader: repeats per cell (default 3)")
     bench.add_argument("--device", default=None, help="loader: deliver to this device, e.g. cuda")
     bench.add_argument("--compare", nargs="?", type=int, const=5, default=None, metavar="N",
-                       help="loader: print the last N runs (default 5) side by side instead of running")  # fmt: skip
+                       help="loader: print the last N runs (default 5) side by side, baselines and targets included, "
+                            "instead of running (with --plot: the last two overlaid in one chart)")  # fmt: skip
+    bench.add_argument("--label", default=None, help="loader: a label kept with this run, shown by --compare")
 
 
 def _numbers(text: str, kind: type, what: str) -> list[Any]:
@@ -43,7 +45,8 @@ def _numbers(text: str, kind: type, what: str) -> list[Any]:
 
 
 # The loader's own options, with their defaults: other parts refuse them rather than ignore them.
-LOADER_DEFAULTS = {"sizes": "1,16,64", "workers": "2", "layouts": "steps,columnar", "repeats": 3, "device": None}
+LOADER_DEFAULTS = {"sizes": "1,16,64", "workers": "2", "layouts": "steps,columnar", "repeats": 3, "device": None,
+                   "label": None}
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -113,6 +116,7 @@ def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[An
     from inspector.loader import CudaUnavailableError
     from inspector.loader.bench import check_sizes, keep_run, machine_load, small_load_latency
     from inspector.loader.bench import run as run_loader
+    from inspector.loader.bench.history import check_label
     from inspector.loader.bench.targets import latency_target, throughput_targets
     from inspector.loader.pool.cuda import resolve_device
 
@@ -133,6 +137,11 @@ def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[An
         raise UsageError(Message(headline, next_step="drop --device").one_line()) from None
     except ValueError as exc:
         raise UsageError(f"--device {args.device!r}: {exc}") from None
+    label = args.label or ""
+    try:
+        check_label(label)
+    except ValueError as exc:
+        raise UsageError(f"--label {label!r}: {exc}") from None
     settings = {"sizes_mb": sizes, "workers": workers, "layouts": layouts, "repeats": args.repeats,
                 "device": args.device or "cpu"}  # fmt: skip
     measured: list[Any] = []  # as each row arrives, so Ctrl-C keeps what was measured (the panel's Cancel does too)
@@ -144,12 +153,12 @@ def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[An
     except ValueError as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
     except KeyboardInterrupt:
-        _warn(keep_run("loader", measured, cancelled=True, settings=settings))
+        _warn(keep_run("loader", measured, cancelled=True, settings=settings, label=label))
         raise
     measurements = [*throughput_targets(bench_rows), latency_target(latency)]
 
     def keep() -> str | None:
-        return keep_run("loader", bench_rows, measurements, settings=settings)
+        return keep_run("loader", bench_rows, measurements, settings=settings, label=label)
 
     return [row.as_dict() for row in bench_rows], measurements, machine_load().note(), keep
 
@@ -159,7 +168,10 @@ def _compare(args: argparse.Namespace) -> int:
         raise UsageError(f"--compare: only the loader benchmark keeps a history, not {args.part!r}")
     if args.compare < 1:
         raise UsageError(f"--compare needs a positive number of runs, got {args.compare}")
+    if args.plot is not None:
+        check_output_path(args.plot, "--plot", "compare.png")
     from inspector.loader.bench import HistoryFileError, history_path, read_history, side_by_side
+    from inspector.loader.bench.history import run_name
 
     try:
         runs = read_history("loader", last=args.compare)
@@ -173,20 +185,61 @@ def _compare(args: argparse.Namespace) -> int:
         return 0
     for i, entry in enumerate(runs):
         env = entry.get("environment", {})
-        flag = " (cancelled)" if entry.get("cancelled") else ""
-        print(f"#{i + 1} {entry.get('time')}{flag}: commit {env.get('commit')}, torch {env.get('torch')}, "
+        print(f"{run_name(i, entry)} (id {entry.get('id')}): commit {env.get('commit')}, torch {env.get('torch')}, "
               f"{env.get('cpu')} x{env.get('cores')}, gpu {env.get('gpu')}, "
-              f"load {env.get('load_average')}")  # fmt: skip
-    table = side_by_side(runs, ("layout", "size_mb", "workers", "method"), "mb_s")
-    names = [k for k in (table[0] if table else {}) if k.startswith("#")]
-    print(f"\n{'layout':<9} {'MiB':>6} {'w':>2} {'method':<11}" + "".join(f" {n.split()[0]:>9}" for n in names))
-    for record in table:
-        cells = "".join(f" {record[n]:>9,.0f}" if record[n] is not None else f" {'-':>9}" for n in names)
-        print(f"{record['layout']:<9} {record['size_mb']:>6g} {record['workers']:>2} {record['method']:<11}{cells}")
-    print("\nMiB/s (median of each run's timed repeats); each run is one column, oldest first")
+              f"load {_load(env.get('load_average'))}")  # fmt: skip
+    _print_rows(side_by_side(runs, ("layout", "size_mb", "workers", "method"), "mb_s"))
+    _print_targets(runs)
     if runs.note():
         print(runs.note())
+    if args.plot is not None:
+        _plot_overlay(args.plot, runs)
     return 0
+
+
+def _load(value: Any) -> str:
+    return f"{value:.1f}" if isinstance(value, int | float) else str(value)
+
+
+def _print_rows(table: list[dict[str, Any]]) -> None:
+    from inspector.loader.bench import METHOD_LABELS
+
+    names = [k for k in (table[0] if table else {}) if k.startswith("#")]
+    print(f"\n{'layout':<9} {'MiB':>6} {'w':>2} {'method':<24}" + "".join(f" {n.split()[0]:>9}" for n in names))
+    order = {m: i for i, m in enumerate(METHOD_LABELS)}
+    for record in sorted(table, key=lambda r: (r["layout"], r["size_mb"], order.get(r["method"], 99), r["workers"])):
+        cells = "".join(f" {record[n]:>9,.0f}" if record[n] is not None else f" {'-':>9}" for n in names)
+        label = METHOD_LABELS.get(record["method"], record["method"])
+        print(f"{record['layout']:<9} {record['size_mb']:>6g} {record['workers']:>2} {label:<24}{cells}")
+    print("\nMiB/s (median of each run's timed repeats), every method with its baselines; a column per run, oldest "
+          "first")
+
+
+def _print_targets(runs: list[dict[str, Any]]) -> None:
+    from inspector.loader.bench.history import targets_side_by_side
+
+    table = targets_side_by_side(runs)
+    if not table:
+        return
+    print("\ntargets (ours / baseline, measured in the same run):")
+    for record in table:
+        cells = "; ".join(f"{n.split()[0]} {v}" for n, v in record.items() if n != "measurement" and v)
+        print(f"  {record['measurement']}: {cells}")
+
+
+def _plot_overlay(path: str, runs: list[dict[str, Any]]) -> None:
+    from inspector._files import atomic_write
+    from inspector.loader.bench.history import run_name
+    from inspector.views._figures import figure_to_png
+    from inspector.views.loader_history import overlay_figure, overlay_pair
+
+    pair = overlay_pair(runs)
+    if pair is None:
+        raise UsageError("--plot with --compare needs two kept runs with rows; run `inspector bench loader` again")
+    names = [run_name(i, run) for i, run in enumerate(runs) if run in pair]
+    png = figure_to_png(overlay_figure(*pair, names=names))
+    atomic_write(path, lambda file: file.write(png), mode=0o644)
+    print(f"\nwrote {path}: {names[0]} and {names[1]} overlaid")
 
 
 def _figure(part: str, rows: list[dict[str, Any]]) -> Any:

@@ -33,6 +33,7 @@ __all__ = [
     "LoaderProfile",
     "LoaderShutdownError",
     "LoaderStatus",
+    "LoopProfiler",
     "STAGES",
     "STAGE_LABELS",
     "SharedMemoryError",
@@ -41,6 +42,7 @@ __all__ = [
     "StorageInfo",
     "StorageLoader",
     "StorageNotFoundError",
+    "SweepResult",
     "UnsupportedPayloadError",
     "WorkerDiedError",
     "WorkerSpawnError",
@@ -50,6 +52,7 @@ __all__ = [
     "describe_storage",
     "loader_statuses",
     "profile_loader",
+    "sweep_loader",
 ]
 
 _HOMES = {
@@ -75,6 +78,9 @@ _HOMES = {
     "StorageLoader": "_loaders",
     "LoaderProfile": "bench.profile",
     "profile_loader": "bench.profile",
+    "LoopProfiler": "bench.loop",
+    "SweepResult": "bench.sweep",
+    "sweep_loader": "bench.sweep",
     "STAGES": "pool.records",
     "STAGE_LABELS": "pool.records",
     "LoadTiming": "pool.records",
@@ -103,7 +109,9 @@ if TYPE_CHECKING:
     )
     from inspector.loader._lifecycle import loader_statuses
     from inspector.loader._loaders import FileStorageLoader, StorageLoader
+    from inspector.loader.bench.loop import LoopProfiler
     from inspector.loader.bench.profile import LoaderProfile, profile_loader
+    from inspector.loader.bench.sweep import SweepResult, sweep_loader
     from inspector.loader.pool.records import STAGE_LABELS, STAGES, LoaderStatus, LoadTiming, WorkerStatus
     from inspector.loader.storage.describe import LeafInfo, StorageInfo, describe_storage
     from inspector.loader.storage.handles import FileStorage, Storage

@@ -30,7 +30,8 @@ from inspector.dispatch import (
 )
 from inspector.dispatch.registry import is_steered
 from inspector.dispatch.selection import steered_hint
-from inspector.dispatch.torch_sdpa import ensure_registered
+from inspector.dispatch.torch_sdpa import FAMILY as TORCH_SDPA
+from inspector.dispatch.torch_sdpa import ensure_registered, what_if_grid
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel, busy
 from inspector.panels._guard import ErrorLine, StaleMark
 from inspector.panels._render import RawHTML
@@ -41,11 +42,14 @@ from inspector.views.dispatch import (
     DispatchSection,
     DispatchState,
     comparison_table,
+    default_context,
     trace_or_failure,
     watch_table,
     what_if_key,
 )
+from inspector.views.dispatch_axes import FamilyAxes, family_axes
 from inspector.views.page import FIGURE, Page
+from inspector.views.sdpa_tables import sdpa_comparison_table
 
 AUTO = "auto"
 PROFILE_OPTIONS = {"none": None, "reference": "reference"}
@@ -64,6 +68,7 @@ class DispatchPanel(Panel[DispatchState]):
                                        layout=widgets.Layout(width="220px"),
                                        tooltip="The op family whose decision table is shown")  # fmt: skip
         self.editor = ContextEditor(self.guard(self.refresh))
+        self.editor.set_axes(self._axes(self.family.value))
         self.toggles = {name: self._toggle(name) for name in names}
         self.refusals = {name: widgets.HTML(layout=widgets.Layout(width="auto", flex="1 1 auto")) for name in names}
         self.snippet = widgets.HTML()
@@ -105,10 +110,12 @@ class DispatchPanel(Panel[DispatchState]):
         details = Sections(zip(("Trace", "Plan (all families)", "What-if grid", "Run and compare", "What ran"), [
             self.trace_html,
             self.plan_out,
-            self._action_box("Draw what-if grid", "th", "Heatmap of the winning row over dtype x head_dim x mask "
-                             "x grad, under the toggles", self.draw_what_if, self.what_if_out),
+            self._action_box("Draw what-if grid", "th", "Heatmap of the winning row as the axes that change it vary "
+                             "(torch_sdpa: GPU x dtype x variations of the call), under the toggles",
+                             self.draw_what_if, self.what_if_out),
             self._action_box("Run and compare rows", "play", "Run every capable row on random inputs of this "
-                             "context and compare it with the reference", self.run_and_compare, self.compare_out),
+                             "context and compare it with the reference (torch_sdpa: every backend, timed)",
+                             self.run_and_compare, self.compare_out),
             self._action_box("Show what ran", "history", "The calls of the last `with torch_sdpa.watch():` block, "
                              "and decisions of any running record_decisions()", self.show_what_ran, self.ran_out),
         ], strict=True))  # fmt: skip
@@ -116,7 +123,7 @@ class DispatchPanel(Panel[DispatchState]):
         self.put(self.compare_out, RawHTML("<i>No comparison yet: press <b>Run and compare rows</b>.</i>"))
         self.put(self.ran_out, RawHTML("<i>Nothing shown yet: press <b>Show what ran</b>.</i>"))
         self.results = StaleMark(self.table_out, details.widget)
-        self.family.observe(self.guard(lambda _c: self.refresh()), names="value")
+        self.family.observe(self.guard(lambda _c: self._family_changed()), names="value")
         toggle_rows = [widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="100px")), toggle,
                                      self.refusals[name]]) for name, toggle in self.toggles.items()]  # fmt: skip
         self.widget = widgets.VBox([
@@ -140,10 +147,24 @@ class DispatchPanel(Panel[DispatchState]):
         self._plan: tuple[Trace, ...] = ()
         self._what_if: tuple[str, tuple[Any, ...]] | None = None
         self._runs: tuple[Any, ...] | None = None
+        self._sdpa_runs: Any = None
         self._what_ran: Any = None
         self._decisions: tuple[Any, ...] | None = None
         if context is not None:
             self.editor.load(context)
+        self.refresh()
+
+    @staticmethod
+    def _axes(family: str) -> FamilyAxes:
+        return family_axes(family, dict(default_context(family).extra))
+
+    def _family_changed(self) -> None:
+        """Shape the editor for the family's own axes, then redraw."""
+        self.editor._holding = True
+        try:
+            self.editor.set_axes(self._axes(self.family.value))
+        finally:
+            self.editor._holding = False
         self.refresh()
 
     def _action_box(self, label: str, icon: str, tooltip: str, action: Any, out: widgets.Output) -> widgets.VBox:
@@ -242,6 +263,19 @@ class DispatchPanel(Panel[DispatchState]):
         self.results.clear()
         with self.selection():
             self._plan = tuple(trace_or_failure(name, ctx._replace(family=name)) for name in self.toggles)
+        # A family that refuses the context as a whole (an axis it does not know) is said once, under the
+        # fields where the context was typed: not again beside its toggles, in the status line or the trace.
+        refusing = [t for t in self._plan if not t.rows and t.error]
+        if refusing:
+            self.editor.errors.show_text("; ".join(
+                (t.error or "").splitlines()[0] if t.family == self.family.value
+                else f"{t.family}: {(t.error or '').splitlines()[0]}" for t in refusing))  # fmt: skip
+        if any(t.family == self.family.value for t in refusing):
+            self._mark_toggles()
+            self.results.mark(f"the decision below is for the last context {self.family.value} could use; fix the "
+                              "context above")  # fmt: skip
+            self.set_status(f"{self.family.value}: the context cannot be used (see above)")
+            return
         self._render()
         self._mark_toggles()
         self.env_problems.value = env_problems_html(env_problems(self._env_applied, self._plan))
@@ -255,8 +289,6 @@ class DispatchPanel(Panel[DispatchState]):
             self.set_status(f"{t.family}: {t.chosen} (origin={t.origin})")
         else:
             self.set_status(f"{t.family}: ERROR: {(t.error or '').splitlines()[0]}")
-            if not t.rows:  # the family refused the context itself (an axis it does not know)
-                self.editor.errors.show_text((t.error or "").splitlines()[0])
 
     def _mark_toggles(self) -> None:
         """Mark, on each toggle, the rows that cannot serve the context, with the refusal beside it."""
@@ -268,14 +300,16 @@ class DispatchPanel(Panel[DispatchState]):
             if list(toggle.tooltips) != tips:
                 toggle.tooltips = tips
             selected = None if toggle.value == AUTO else toggle.value
-            self.refusals[item.family].value = refusal_html(item, selected)
+            whole = not item.rows and item.error  # the family refused the context: said under the fields
+            self.refusals[item.family].value = "" if whole else refusal_html(item, selected)
 
     def state(self) -> DispatchState:
         """What this panel shows now, as the page's state (the report takes it as it is)."""
         family = self.family.value
         what_if_cells = {family: self._what_if[1]} if self._what_if and self._what_if[0] == family else {}
+        sdpa_runs = self._sdpa_runs if family == TORCH_SDPA else None
         return DispatchState(family, self.context, dict(self.selected), self._plan, what_if_cells,
-                             self._runs, self._what_ran, self._decisions)
+                             self._runs if sdpa_runs is None else None, self._what_ran, self._decisions, sdpa_runs)
 
     def _render(self) -> Page:
         """Show the page of one state (built once); only the sections whose inputs changed redraw."""
@@ -317,7 +351,12 @@ class DispatchPanel(Panel[DispatchState]):
         return self.last_what_ran
 
     def draw_what_if(self, **sweep: Any) -> Any:
-        """Heatmap of the winning row over dtype × head_dim × mask × grad (or the axes given)."""
+        """Heatmap of the winning row over dtype × head_dim × mask × grad (or the axes given); for
+        ``torch_sdpa``, over devices and GPUs × dtype × variations of the call (``what_if_grid``)."""
+        if self.family.value == TORCH_SDPA and not sweep:
+            with self.selection():
+                cells = what_if_grid(self.context)
+            return self._show_what_if(cells)
         sweep = sweep or {
             "dtype": list(DTYPES.values()),
             "head_dim": sorted({64, 128, 256, 512, self.editor.head_dim.value}),
@@ -326,13 +365,33 @@ class DispatchPanel(Panel[DispatchState]):
         }
         with self.selection():
             cells = what_if(self.family.value, self.context, **sweep)
+        return self._show_what_if(cells)
+
+    def _show_what_if(self, cells: Any) -> Any:
         self._what_if = (self.family.value, cells)
         blocks = self._render().section(what_if_key(self.family.value)).blocks
         self.last_what_if = next((block.value for block in blocks if block.kind == FIGURE), None)  # one line: agreed
         return cells
 
-    def run_and_compare(self) -> pd.DataFrame:
-        """Run every capable row on random inputs of the current context against the reference."""
+    def run_and_compare(self, budget_s: float = 0.3) -> pd.DataFrame:
+        """Run every capable row on random inputs of the current context against the reference; for
+        ``torch_sdpa``, time every backend that can serve the call here (``torch_sdpa.compare``)."""
+        if self.family.value == TORCH_SDPA:
+            return self._compare_sdpa(budget_s)
         self._runs = tuple(run_rows(self.family.value, self.context, repeats=3))
         self._render()
         return comparison_table(self._runs)
+
+    def _compare_sdpa(self, budget_s: float) -> pd.DataFrame:
+        import torch
+
+        from inspector.dispatch.torch_sdpa import compare
+        from inspector.dispatch.torch_sdpa.described import complete
+        from inspector.dispatch.torch_sdpa.inputs import tensors_for
+
+        ctx = complete(self.context)
+        call, options = tensors_for(ctx.extra["sdpa"])  # a GPU this machine lacks: ValueError, shown by the button
+        with torch.set_grad_enabled(ctx.grad_enabled):
+            self._sdpa_runs = compare(*call, **options, budget_s=budget_s)
+        self._render()
+        return sdpa_comparison_table(self._sdpa_runs)

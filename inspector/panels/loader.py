@@ -1,12 +1,15 @@
-"""LoaderPanel: benchmark the shared-memory loader, profile your own loader, and watch the workers.
+"""LoaderPanel: benchmark the shared-memory loader, profile and tune your own loader, and watch the workers.
 
-Pick sizes, worker counts, layouts, methods, device and repeats, then Run: ``bench.run`` goes on a
-background job (progress bar with a count and the time left, Cancel), and the charts and the
-results table redraw as each result arrives; the targets show PASS or MISS, a busy machine is
-said so, and past runs can be compared side by side. "Your loader" profiles a ``DataLoader`` (any
-iterable) passed to ``profile(...)`` and the inspector's loader on the same bytes. The worker
-table shows every loader alive in this kernel: which workers are alive and busy, and how many
-shared-memory segments are held.
+Pick sizes, worker counts, layouts, methods, device and repeats (and a label), then Run:
+``bench.run`` goes on a background job (progress bar with the time left, Cancel), and the charts
+and the results table redraw as each result arrives; a target shows PASS or MISS only once its
+baseline is final, a busy machine is said so, "By workers" appears when several worker counts
+ran, and past runs can be compared side by side, two of them overlaid in one chart, and labelled.
+"Your loader": ``profile(loader, step=your_step)`` gives the verdict (waits and compute per step,
+stage by stage for a DataLoader) and, where its batches can be saved, what the inspector's loader
+delivers for them (I/O only); ``show_profile(profiler.result())`` shows a ``LoopProfiler`` from
+your own loop; ``sweep(make_loader, num_workers=[...], ...)`` tunes it on a background job with
+progress and Cancel. The worker table shows every loader alive in this kernel.
 """
 
 from __future__ import annotations
@@ -24,16 +27,21 @@ from inspector.loader import LoaderProfile, loader_statuses
 from inspector.loader.bench import (
     METHOD_LABELS,
     METHODS,
+    WORKERLESS,
     BenchRow,
-    profile_inspector_loader,
-    profile_loader,
+    SweepResult,
+    check_sizes,
+    label_run,
     read_history,
     run,
 )
+from inspector.loader.bench.history import run_name
+from inspector.loader.bench.time_left import bench_plan
 from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, error_html
 from inspector.panels._render import RawHTML
+from inspector.panels.loader_yours import YourLoader
 from inspector.views.loader import LoaderSection, LoaderState
 
 SIZE_CHOICES = (0.25, 1, 4, 16, 64, 256)
@@ -50,7 +58,7 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-class LoaderPanel(Panel[LoaderState]):
+class LoaderPanel(YourLoader, Panel[LoaderState]):
     """Loader throughput by size and by worker count, where the time goes, and live worker status."""
 
     part = "loader"
@@ -68,6 +76,9 @@ class LoaderPanel(Panel[LoaderState]):
         self.profiles: list[LoaderProfile] = []
         self._history: tuple[Any, ...] | None = None
         self._history_note = ""
+        self._planned: tuple[Any, ...] = ()
+        self._overlay: tuple[str, ...] = ()
+        self.sweep_result: SweepResult | None = None
         self._statuses: tuple[Any, ...] = ()
         self.last_error: BaseException | None = None
         self._rows_lock = threading.Lock()
@@ -93,6 +104,8 @@ class LoaderPanel(Panel[LoaderState]):
                                        tooltip="Where each batch is delivered")
         self.repeats = widgets.IntSlider(value=repeats, min=1, max=5, description="repeats", layout=wide,
                                          tooltip="Timed repeats per cell (the median is shown)")
+        self.label = widgets.Text(value="", description="label", placeholder="e.g. before my change", layout=wide,
+                                  tooltip="A label kept with this run in the history (plain text)")
         self.run_button = widgets.Button(description="Run", icon="play", button_style="primary",
                                          layout=widgets.Layout(width="auto"),
                                          tooltip="Run the benchmark with these choices (worker start-up is excluded)")
@@ -108,6 +121,27 @@ class LoaderPanel(Panel[LoaderState]):
         history = widgets.Button(description="Show history", icon="history", layout=widgets.Layout(width="auto"),
                                  tooltip="The last five benchmark runs side by side (kept under your cache)")
         history.on_click(self.guard(lambda _b: self.show_history()))
+        self.overlay_first = widgets.Dropdown(options=[], description="overlay", layout=wide,
+                                              tooltip="The first of two past runs to draw in one chart (solid)")
+        self.overlay_second = widgets.Dropdown(options=[], description="with", layout=wide,
+                                               tooltip="The second past run to draw in the same chart (dashed)")
+        for choice in (self.overlay_first, self.overlay_second):
+            choice.observe(self.guard(lambda _change: self._overlay_changed()), names="value")
+        self.run_label = widgets.Text(value="", description="new label", layout=wide,
+                                      tooltip="A label for the first run picked above (plain text)")
+        label_button = widgets.Button(description="Label run", icon="tag", layout=widgets.Layout(width="auto"),
+                                      tooltip="Keep this label with the first run picked above")
+        self.history_errors = ErrorLine("history")
+        label_button.on_click(self.guard_into(self.history_errors, lambda _b: self.label_run(
+            self.overlay_first.value, self.run_label.value)))
+        self.history_box = widgets.VBox([
+            widgets.HBox([self.overlay_first, self.overlay_second, self.run_label, label_button]),
+            self.history_errors.widget,
+        ])  # fmt: skip
+        self.history_box.layout.display = "none"  # until a history is shown
+        self.sweep_job = BackgroundJob("Sweep")
+        self.sweep_html = widgets.HTML()
+        self.sweep_out = widgets.Output()
         self.profile_job = BackgroundJob("Profile")
         self.profile_html = widgets.HTML()
         self.profile_out = widgets.Output()
@@ -119,13 +153,13 @@ class LoaderPanel(Panel[LoaderState]):
         # The choices, the Run button and their error line share one box.
         self.run_box = widgets.VBox([
             widgets.HBox([widgets.VBox([self.sizes, self.workers]), widgets.VBox([self.layouts, self.device,
-                          self.repeats]), self.methods]),
+                          self.repeats, self.label]), self.methods]),
             widgets.HBox([self.run_button, self.job.widget]),
             self.run_errors.widget,
         ])  # fmt: skip
         self.run_box.add_class("inspector-loader-run")
-        charts = widgets.Tab(children=[self.chart_out, self.workers_chart_out, self.stage_out])
-        charts.titles = ("By size", "By workers", "Stages")
+        self.charts = charts = widgets.Tab(children=[self.chart_out, self.stage_out])
+        charts.titles = ("By size", "Stages")  # "By workers" joins when several worker counts run
         self.widget = widgets.VBox([
             widgets.HTML(PANEL_CSS + "<b>Shared-memory loader</b>: throughput against the usual alternatives"),
             self.status,
@@ -136,13 +170,19 @@ class LoaderPanel(Panel[LoaderState]):
             self.targets_out,
             self.table_out,
             widgets.HBox([widgets.HTML("<b>Past runs</b>"), history]),
+            self.history_box,
             self.history_out,
-            widgets.HTML("<b>Your loader</b>: <code>panel.profile(your_dataloader)</code> (or "
-                         "<code>inspector.show(loader=...)</code>) times it and the inspector's loader on the same "
-                         "bytes"),
+            widgets.HTML("<b>Your loader</b>: <code>panel.profile(your_dataloader, step=your_step)</code> (or "
+                         "<code>inspector.show(loader=...)</code>) says whether your loop waits for data, and shows "
+                         "what the inspector's loader delivers for your saved batches (I/O only)"),
             self.profile_job.widget,
             self.profile_html,
             self.profile_out,
+            widgets.HTML("<b>Tuning</b>: <code>panel.sweep(make_loader, num_workers=[0, 2, 4])</code> times each "
+                         "setting your function builds and recommends one"),
+            self.sweep_job.widget,
+            self.sweep_html,
+            self.sweep_out,
             widgets.HBox([widgets.HTML("<b>Loaders in this kernel</b>"), refresh]),
             self.status_out,
         ])  # fmt: skip
@@ -167,7 +207,7 @@ class LoaderPanel(Panel[LoaderState]):
         """Start a benchmark with the widgets' choices (or the ones given here) on a background job."""
         # refused before touching the results the running job is still filling
         self.ensure_idle(self.job, "A benchmark is already running.", "Run again")
-        settings = {
+        settings: dict[str, Any] = {
             "sizes_mb": tuple(sorted(sizes_mb if sizes_mb is not None else self.sizes.value)),
             "workers": tuple(sorted(workers if workers is not None else self.workers.value)),
             "layouts": tuple(layouts if layouts is not None else self.layouts.value),
@@ -178,8 +218,13 @@ class LoaderPanel(Panel[LoaderState]):
         for name in ("sizes_mb", "workers", "layouts", "methods"):
             if not settings[name]:
                 raise ValueError(f"Pick at least one of {name.replace('_mb', '')} before running.")
+        settings["label"] = self.label.value.strip()
+        planned_methods = [*settings["methods"], *(["h2d"] if settings["device"] else [])]
+        planned = tuple(bench_plan(settings["layouts"], check_sizes(settings["sizes_mb"]), settings["workers"],
+                                   planned_methods, WORKERLESS))  # fmt: skip
         with self._rows_lock:
             self.rows = []
+            self._planned = planned
         self.last_error = None
         self.run_html.value = ""
         self._render_results()
@@ -189,8 +234,11 @@ class LoaderPanel(Panel[LoaderState]):
             watcher = threading.Thread(target=self._watch_status, args=(cancelled,), daemon=True)
             watcher.start()
             try:  # a cancel raises BenchCancelled (a Cancelled): what it measured stays in self.rows and the history
-                return run(progress=report, on_row=self._on_row, cancel=cancelled, **settings)  # type: ignore[arg-type]
+                return run(progress=report, on_row=self._on_row, cancel=cancelled, **settings)
             finally:
+                with self._rows_lock:
+                    self._planned = ()  # the run is over: every target shown is final (or will not be)
+                self._render_results()
                 self._refresh_or_show()
 
         def done(rows: list[BenchRow]) -> None:
@@ -233,10 +281,13 @@ class LoaderPanel(Panel[LoaderState]):
         """What this panel shows now, as the page's state."""
         with self._rows_lock:
             rows = tuple(self.rows)
-        return LoaderState(rows, tuple(self.profiles), self._history, self._statuses, self._history_note)
+            planned = self._planned
+        return LoaderState(rows, tuple(self.profiles), self._history, self._statuses, self._history_note, planned,
+                           self._overlay, self.sweep_result)  # fmt: skip
 
     def _render_results(self) -> None:
         current = self.page(self.state())
+        self._show_workers_tab(LoaderSection.BY_WORKERS in current)
         for key, out in (
             (LoaderSection.BY_SIZE, self.chart_out),
             (LoaderSection.BY_WORKERS, self.workers_chart_out),
@@ -251,42 +302,52 @@ class LoaderPanel(Panel[LoaderState]):
             else:
                 self.put(out, RawHTML(NO_RESULT_YET))  # nothing measured yet: a note, not an empty chart
 
+    def _show_workers_tab(self, wanted: bool) -> None:
+        """Show the "By workers" tab only when the benchmark ran several worker counts."""
+        has = self.workers_chart_out in self.charts.children
+        if wanted == has:
+            return
+        selected = self.charts.selected_index
+        if wanted:
+            self.charts.children = (self.chart_out, self.workers_chart_out, self.stage_out)
+            self.charts.titles = ("By size", "By workers", "Stages")
+        else:
+            self.charts.children = (self.chart_out, self.stage_out)
+            self.charts.titles = ("By size", "Stages")
+        self.charts.selected_index = 0 if selected is None else min(selected, len(self.charts.children) - 1)
+
     # -- past runs -------------------------------------------------------------------------------
     def show_history(self, last: int = 5) -> None:
         """Show the last ``last`` benchmark runs (from the history under your cache) side by side."""
         kept = read_history("loader", last=last)
         self._history, self._history_note = tuple(kept), kept.note()
+        options = [(run_name(i, r), r["id"]) for i, r in enumerate(kept)]
+        with_rows = [r["id"] for r in kept if r["rows"]]
+        self._overlay = tuple(with_rows[-2:])
+        ids = [run_id for _, run_id in options]
+        for choice, value in zip((self.overlay_first, self.overlay_second), [*self._overlay, None, None], strict=False):
+            choice.options = options
+            choice.value = value if value in ids else None
+        self.history_box.layout.display = "" if len(options) > 1 else "none"
         self.show(self.history_out, self.page(self.state()), LoaderSection.HISTORY)
 
-    # -- your loader ----------------------------------------------------------------------------
-    def profile(self, loader: object, *, batches: int = 30, warmup: int = 2, compare: bool = True,
-                wait: bool = False) -> None:  # fmt: skip
-        """Profile ``loader`` (a DataLoader or any iterable) on a background job, then the inspector's loader
-        on the same bytes (``compare``); the table and chart show both."""
-        self.ensure_idle(self.profile_job, "A profile is already running.", "profile again")
-        if not hasattr(loader, "__iter__"):
-            raise TypeError(f"profile() needs an iterable such as a DataLoader, got {type(loader).__name__}")
-        self.profiles = []
-        self.profile_html.value = ""
-
-        def job(report: Progress, cancelled: threading.Event) -> list[LoaderProfile]:
-            found = [profile_loader(loader, batches=batches, warmup=warmup, cancel=cancelled, progress=report)]
-            self._show_profiles(found)
-            if compare:
-                found.append(profile_inspector_loader(loader, batches=batches, warmup=warmup, cancel=cancelled,
-                                                      progress=report))  # fmt: skip
-            return found
-
-        def failed(exc: BaseException) -> None:
-            self.profile_html.value = "profiling was cancelled" if isinstance(exc, Cancelled) else error_html(exc)
-
-        self.start_job(self.profile_job, job, self._show_profiles, failed, wait=wait)
-
-    def _show_profiles(self, profiles: list[LoaderProfile]) -> None:
-        self.profiles = list(profiles)
-        if not profiles:
+    def _overlay_changed(self) -> None:
+        chosen = (self.overlay_first.value, self.overlay_second.value)
+        if None in chosen or chosen == self._overlay or self._history is None:
             return
-        self.show(self.profile_out, self.page(self.state()), LoaderSection.PROFILES)
+        self._overlay = chosen
+        self.show(self.history_out, self.page(self.state()), LoaderSection.HISTORY)
+
+    def label_run(self, run_id: str, label: str) -> None:
+        """Keep ``label`` with the past run ``run_id`` (one of the runs shown), then show the history again."""
+        if not run_id:
+            raise ValueError("Show the history and pick a run first, then label it.")
+        label_run(run_id, label.strip())
+        self.run_label.value = ""
+        overlay = self._overlay
+        self.show_history()
+        self._overlay = overlay
+        self.show(self.history_out, self.page(self.state()), LoaderSection.HISTORY)
 
     def refresh_status(self) -> None:
         """Redraw the table of live loaders and their workers."""

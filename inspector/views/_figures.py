@@ -7,7 +7,10 @@ bar open) or, without scrolling, 600 px of height. ``new_figure`` clamps every f
 box, so a view may ask for what its content needs and still never overflows; a view with many
 lines of content (a tall what-if grid) shrinks its row height and font to fit instead.
 Keys (legends) sit above the data, outside every axes (``key_above``), where they are read first
-and never cover a point.
+and never cover a point, and always fit the figure's width: a key too wide for its figure takes
+fewer columns, and labels too long for one column wrap (a key wider than its figure was cut off
+by the figure's edge: "memcpy (ce"). ``figure_to_png`` writes where each key entry landed into
+the PNG (``KEYS_METADATA``), so a browser test can check every entry is inside the figure shown.
 """
 
 from __future__ import annotations
@@ -15,6 +18,11 @@ from __future__ import annotations
 import base64
 import html
 import io
+import itertools
+import json
+import struct
+import textwrap
+import zlib
 from collections.abc import Sequence
 from typing import Any
 
@@ -63,9 +71,33 @@ def key_above(fig: Figure, handles: Sequence[Any], labels: Sequence[str] | None 
     if not handles:
         return None
     labels = list(labels) if labels is not None else [h.get_label() for h in handles]
-    legend = fig.legend(handles, labels, loc="outside upper center", ncols=max(1, min(columns, len(handles))),
-                        fontsize=7, frameon=False, labelcolor=NEUTRAL_INK)  # fmt: skip
-    return legend
+    room = fig.bbox.width * KEY_ROOM
+    renderer = _renderer(fig)
+    wrap = 0
+    for ncols in itertools.chain(range(max(1, min(columns, len(handles))), 0, -1), itertools.repeat(1, 4)):
+        shown = [textwrap.fill(label, wrap) if wrap else label for label in labels]
+        legend = fig.legend(handles, shown, loc="outside upper center", ncols=ncols, fontsize=7, frameon=False,
+                            labelcolor=NEUTRAL_INK)  # fmt: skip
+        width = legend.get_window_extent(renderer).width
+        if width <= room:
+            return legend
+        legend.remove()
+        if ncols == 1:  # one column and still too wide: wrap the labels, narrower each time
+            longest = max(len(label) for label in labels)
+            wrap = max(8, int((wrap or longest) * room / width) - 1)
+    return fig.legend(handles, shown, loc="outside upper center", ncols=1, fontsize=7, frameon=False,
+                      labelcolor=NEUTRAL_INK)  # fmt: skip
+
+
+KEY_ROOM = 0.98  # of the figure's width a key may take
+
+
+def _renderer(fig: Figure) -> Any:
+    """A renderer to measure text with (the Agg one a PNG is drawn by)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+
+    canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
+    return canvas.get_renderer()
 
 
 def axes_key_above(fig: Figure, axes: Sequence[Any], columns: int = 4) -> Any:
@@ -77,11 +109,39 @@ def axes_key_above(fig: Figure, axes: Sequence[Any], columns: int = 4) -> Any:
     return key_above(fig, list(seen.values()), list(seen), columns)
 
 
+KEYS_METADATA = "inspector-keys"  # PNG text chunk: JSON [[label, x0, y0, x1, y1], ...] in pixels from the top left
+
+
 def figure_to_png(fig: Figure, dpi: int = DPI) -> bytes:
-    """Render a figure to PNG bytes (transparent background kept)."""
+    """Render a figure to PNG bytes (transparent background kept), with where its key entries landed."""
     buffer = io.BytesIO()
     fig.savefig(buffer, format="png", dpi=dpi, transparent=True)
-    return buffer.getvalue()
+    keys = key_boxes(fig, dpi)  # as laid out by that drawing
+    png = buffer.getvalue()
+    return _with_text(png, KEYS_METADATA, json.dumps(keys)) if keys else png
+
+
+def _with_text(png: bytes, key: str, text: str) -> bytes:
+    """``png`` with a ``tEXt`` chunk ``key: text`` right after its header chunk (33 bytes in)."""
+    data = key.encode("latin-1") + b"\0" + text.encode("latin-1", "replace")
+    chunk = struct.pack(">I", len(data)) + b"tEXt" + data + struct.pack(">I", zlib.crc32(b"tEXt" + data))
+    return png[:33] + chunk + png[33:]
+
+
+def key_boxes(fig: Figure, dpi: int = DPI) -> list[list[Any]]:
+    """Every key entry's text as ``[label, x0, y0, x1, y1]`` in pixels of a PNG at ``dpi`` (y from the top)."""
+    renderer = _renderer(fig)
+    scale = dpi / fig.dpi
+    height = fig.bbox.height * scale
+    found = []
+    for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
+        if legend is None:
+            continue
+        for text in legend.get_texts():
+            box = text.get_window_extent(renderer)
+            found.append([text.get_text(), round(box.x0 * scale, 1), round(height - box.y1 * scale, 1),
+                          round(box.x1 * scale, 1), round(height - box.y0 * scale, 1)])  # fmt: skip
+    return found
 
 
 def figure_to_html(fig: Figure, dpi: int = DPI, alt: str = "figure") -> str:

@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#9467bd", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
 PROBLEM_RED = "#d62728"
 NO_ROW_GREY = "#7f7f7f"
+IO_ONLY_COLOUR = "#17becf"  # the inspector's loader replaying saved batches: I/O only, never the user's loader colour
 
 
 # A loader benchmark's methods (and a profiled loader named after one): ours blue, the ceilings grey/brown.

@@ -29,11 +29,13 @@ from inspector.dispatch import (
     what_if,
 )
 from inspector.dispatch.context import format_value
+from inspector.dispatch.torch_sdpa import SdpaComparison
 from inspector.dispatch.torch_sdpa.watch import WatchTable
 from inspector.views._figures import MAX_HEIGHT_IN, key_above, new_figure, style_axes
 from inspector.views._palette import NO_ROW_GREY, colour_of, row_colours
 from inspector.views._tables import styled
 from inspector.views.page import Block, Page, figure, lazy, note, pre, table, trusted_html
+from inspector.views.sdpa_tables import sdpa_comparison_table, watch_caption, watch_table
 
 DECISION_COLUMNS = ["row", "priority", "available", "faithful", "verdict", "failing", "chosen", "origin"]
 CHOSEN_STYLE = "background-color: rgba(44, 160, 44, 0.25); font-weight: bold"
@@ -283,15 +285,6 @@ def decision_counts_table(counts: Sequence[DecisionCount]) -> pd.DataFrame:
     )
 
 
-def watch_table(table: WatchTable) -> pd.DataFrame:
-    """What a ``torch_sdpa.watch()`` block saw: backend, dtype, shapes, calls, faster backends rejected."""
-    return pd.DataFrame.from_records(
-        [{"backend": g.backend, "dtype": g.dtype, "shapes": g.shapes, "calls": g.count, "rejected": g.rejected}
-         for g in table.groups],
-        columns=["backend", "dtype", "shapes", "calls", "rejected"],
-    )
-
-
 # -- the page -------------------------------------------------------------------------------
 WHAT_IF_SWEEP_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
@@ -329,6 +322,7 @@ class DispatchState:
     comparison: tuple[RowRun, ...] | None = None
     what_ran: WatchTable | None = None
     decisions: tuple[DecisionCount, ...] | None = None
+    sdpa_comparison: SdpaComparison | None = None  # torch_sdpa's "Run and compare": every backend timed
 
     @property
     def trace(self) -> Trace:
@@ -427,7 +421,10 @@ def page(state: DispatchState) -> Page:
     for family, cells in state.what_if.items():
         title = f"What-if grid: {family}"
         sections.append(lazy(what_if_key(family), title, _what_if_blocks(family, cells), (family, cells)))
-    if state.comparison is not None:
+    if state.sdpa_comparison is not None:
+        timed = state.sdpa_comparison
+        sections.append(lazy(DispatchSection.COMPARE, "Run and compare", lambda: _compare_blocks(timed), timed))
+    elif state.comparison is not None:
         runs = state.comparison
         sections.append(lazy(DispatchSection.COMPARE, "Run and compare", lambda: [table(comparison_table(runs))], runs))
     if state.what_ran is not None or state.decisions is not None:
@@ -447,10 +444,19 @@ def _what_if_blocks(family: str, cells: tuple[WhatIfCell, ...]) -> Any:
     return lambda: what_if_blocks(family, cells)
 
 
+def _compare_blocks(comparison: SdpaComparison) -> list[Block]:
+    notes = [note(text) for text in (comparison.summary(), *comparison.notes)]
+    return [*notes, table(sdpa_comparison_table(comparison), f"torch_sdpa.compare: {comparison.call}")]
+
+
 def _what_ran_blocks(state: DispatchState) -> list[Block]:
     blocks = []
     if state.what_ran is not None:
-        blocks.append(table(watch_table(state.what_ran), "Last torch_sdpa.watch() block"))
+        ran = state.what_ran
+        if ran.groups:
+            blocks.append(table(watch_table(ran), f"Last torch_sdpa.watch() block: {watch_caption(ran)}"))
+        else:
+            blocks.append(note(ran.why_nothing))
     if state.decisions is not None:
         blocks.append(table(decision_counts_table(state.decisions), "record_decisions()"))
     return blocks

@@ -21,11 +21,12 @@ import pandas as pd
 from matplotlib.figure import Figure
 
 from inspector.loader import STAGE_LABELS, STAGES, LoaderProfile, LoaderStatus, LoadTiming, StorageInfo
-from inspector.loader.bench import METHOD_LABELS, MachineLoad, side_by_side
+from inspector.loader.bench import METHOD_LABELS, MachineLoad
 from inspector.views._figures import axes_key_above, new_figure, style_axes
 from inspector.views._palette import METHOD_COLOURS, method_colour  # noqa: F401 (re-exported)
 from inspector.views._tables import styled
-from inspector.views.loader_profile import profile_figure, profile_table
+from inspector.views.loader_history import history_environments, history_table  # noqa: F401 (re-exported)
+from inspector.views.loader_profile import profile_figure, profile_table  # noqa: F401 (re-exported)
 from inspector.views.page import Block, Page, figure, lazy, note, table
 
 BASELINES = ("sync", "mp_queue", "dataloader")
@@ -262,43 +263,28 @@ def machine_note(rows: Iterable[Any]) -> str:
     return busiest.note() if busiest is not None else ""
 
 
-def targets_table(measurements: Iterable[Any]) -> pd.DataFrame:
-    """One row per target: the figure, its baseline, the ratio, the target and PASS or MISS."""
+def targets_table(measurements: Iterable[Any], waiting: Mapping[str, str] | None = None) -> pd.DataFrame:
+    """One row per target: the figure, its baseline, the ratio, the target and PASS or MISS.
+
+    A target named in ``waiting`` (its baseline not final yet, mid-run) shows what it waits for
+    instead of a verdict that could still flip.
+    """
     columns = ["measurement", "value", "unit", "baseline", "baseline_value", "ratio", "target", "verdict"]
+    waiting = waiting or {}
     records = [
         {"measurement": m.name, "value": m.value, "unit": m.unit, "baseline": m.baseline,
          "baseline_value": m.baseline_value, "ratio": m.ratio, "target": m.target,
-         "verdict": ("PASS" if m.ok else "MISS") if m.target else ""}
+         "verdict": waiting.get(m.name) or (("PASS" if m.ok else "MISS") if m.target else "")}
         for m in measurements
     ]  # fmt: skip
-    return pd.DataFrame.from_records(records, columns=columns)
-
-
-def history_table(runs: Sequence[Mapping[str, Any]], method: str | None = "ours") -> pd.DataFrame:
-    """Past runs side by side: one row per (layout, size, workers, method), MiB/s of each run in its own column."""
-    frame = pd.DataFrame.from_records(side_by_side(runs, ("layout", "size_mb", "workers", "method"), "mb_s"))
-    if frame.empty:
-        return pd.DataFrame(columns=["layout", "size_mb", "workers", "method"])
-    if method is not None:
-        frame = frame[frame["method"] == method]
-    return frame.sort_values(["layout", "size_mb", "workers", "method"], ignore_index=True)
-
-
-def history_environments(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
-    """Where each past run ran: time, commit, torch, numpy, CPU, GPU, load average, cancelled."""
-    columns = ["run", "time", "commit", "torch", "numpy", "cpu", "cores", "gpu", "load_average", "cancelled"]
-    records = []
-    for i, run in enumerate(runs):
-        env = run.get("environment", {})
-        records.append({"run": f"#{i + 1}", "time": run.get("time"), "cancelled": run.get("cancelled", False),
-                        **{k: env.get(k) for k in columns[2:-1]}})  # fmt: skip
     return pd.DataFrame.from_records(records, columns=columns)
 
 
 # -- the page -------------------------------------------------------------------------------
 # Column headers as a reader sees them: the unit written out (MiB, MiB/s), not the field name.
 SHOWN_NAMES = {"size_mb": "size MiB", "mb_s": "MiB/s", "mb_s_min": "min MiB/s", "mb_s_max": "max MiB/s",
-               "ours_mb_s": "ours MiB/s", "segment_mib": "segment MiB"}  # fmt: skip
+               "ours_mb_s": "ours MiB/s", "segment_mib": "segment MiB", "share_of_memcpy": "share of memcpy, same size",
+               "share_of_dram_memcpy": "share of memcpy, largest size"}  # fmt: skip
 
 
 def shown(frame: pd.DataFrame) -> pd.DataFrame:
@@ -320,18 +306,27 @@ class LoaderSection(StrEnum):
     RESULTS = "results"
     HISTORY = "history"
     PROFILES = "profiles"
+    SWEEP = "sweep"
     LOADERS = "loaders"
 
 
 @dataclass(frozen=True)
 class LoaderState:
-    """What the Loader page shows: benchmark rows, your loader's profiles, past runs and live loaders."""
+    """What the Loader page shows: benchmark rows, your loader's profiles and sweep, past runs and live loaders.
+
+    ``planned`` holds the cells of a run still going (``time_left.Cell``): targets whose baselines
+    are among the cells left wait for them instead of showing a verdict. ``overlay`` names two
+    kept runs (their ids) to draw in one chart; by default the last two.
+    """
 
     rows: tuple[Any, ...] = ()
     profiles: tuple[LoaderProfile, ...] = ()
     history: tuple[Mapping[str, Any], ...] | None = None
     statuses: tuple[LoaderStatus, ...] = ()
     history_note: str = ""  # what the history's reader skipped, said beside the past runs
+    planned: tuple[Any, ...] = ()
+    overlay: tuple[str, ...] = ()
+    sweep: Any = None  # a SweepResult
 
     @cached_property
     def bench(self) -> pd.DataFrame:
@@ -342,6 +337,13 @@ class LoaderState:
     def machine_note(self) -> str:
         """The busy-machine note of the rows ("" on a quiet machine)."""
         return machine_note(self.rows)
+
+    @cached_property
+    def worker_counts(self) -> tuple[int, ...]:
+        """The worker counts the benchmark ran (planned included), methods without workers left out."""
+        cells = [(_get(r, "method"), _get(r, "workers")) for r in self.rows]
+        cells += [(c.method, c.workers) for c in self.planned]
+        return tuple(sorted({w for method, w in cells if method not in ("sync", "memcpy", "h2d")}))
 
 
 def current_state() -> LoaderState:
@@ -358,30 +360,41 @@ NO_BENCHMARK = (
     "`inspector bench loader --out results.csv`, then "
     "`inspector report report.html --loader-results results.csv`."
 )
+SHARES_EXPLAINED = (
+    "Two shares of memcpy: \"same size\" is ours against one thread copying the same bytes in this run (at 1 MiB "
+    "and below that copy runs from the CPU cache, so the share reads low); \"largest size\" is ours against the "
+    "memcpy of the largest size measured, which runs from memory: what the machine sustains, and what the "
+    "throughput targets use. Shares above 1 are possible: two workers read in parallel, memcpy is one thread."
+)
 
 
 def page(state: LoaderState) -> Page:
-    """The Loader page: charts and targets of the benchmark, your loader, past runs, live loaders."""
+    """The Loader page: charts and targets of the benchmark, past runs, your loader and its sweep, live loaders."""
+    from inspector.views.loader_history import history_blocks
+    from inspector.views.loader_profile import profile_blocks, sweep_blocks
+
     rows = state.rows
     sections = []
     if rows:
-        sections += [
-            lazy(LoaderSection.BY_SIZE, "Throughput by size", lambda: _by_size_blocks(state), rows),
-            lazy(LoaderSection.BY_WORKERS, "Throughput by workers", lambda: _by_workers_blocks(state), rows),
-            lazy(LoaderSection.STAGES, "Where one load's time goes", lambda: _stage_blocks(state), rows),
-        ]
+        sections.append(lazy(LoaderSection.BY_SIZE, "Throughput by size", lambda: _by_size_blocks(state), rows))
+        if len(state.worker_counts) > 1:  # one worker count: the chart would be a column of dots
+            sections.append(lazy(LoaderSection.BY_WORKERS, "Throughput by workers",
+                                 lambda: _by_workers_blocks(state), rows))  # fmt: skip
+        sections.append(lazy(LoaderSection.STAGES, "Where one load's time goes", lambda: _stage_blocks(state), rows))
         if state.machine_note or any(_get(r, "method") == "memcpy" for r in rows):
-            sections.append(lazy(LoaderSection.TARGETS, "Targets", lambda: _target_blocks(state), rows))
+            sections.append(lazy(LoaderSection.TARGETS, "Targets", lambda: _target_blocks(state),
+                                 (rows, state.planned)))  # fmt: skip
         sections.append(lazy(LoaderSection.RESULTS, "Results", lambda: _result_blocks(state), rows))
     else:
         sections.append(lazy(LoaderSection.RESULTS, "Benchmark", lambda: [note(NO_BENCHMARK)], rows))
-    history, profiles, statuses = state.history, state.profiles, state.statuses
+    history, profiles, statuses, sweep = state.history, state.profiles, state.statuses, state.sweep
     if history is not None:
-        skipped = state.history_note
-        sections.append(lazy(LoaderSection.HISTORY, "Past runs", lambda: _history_blocks(history, skipped),
-                             (history, skipped)))
+        inputs = (history, state.history_note, state.overlay)
+        sections.append(lazy(LoaderSection.HISTORY, "Past runs", lambda: history_blocks(*inputs), inputs))
     if profiles:
-        sections.append(lazy(LoaderSection.PROFILES, "Your loader", lambda: _profile_blocks(profiles), profiles))
+        sections.append(lazy(LoaderSection.PROFILES, "Your loader", lambda: profile_blocks(profiles), profiles))
+    if sweep is not None:
+        sections.append(lazy(LoaderSection.SWEEP, "Tuning your loader", lambda: sweep_blocks(sweep), sweep))
     if statuses:
         title = "Loaders in this kernel"
         sections.append(lazy(LoaderSection.LOADERS, title, lambda: _loader_blocks(statuses), statuses))
@@ -401,34 +414,29 @@ def _stage_blocks(state: LoaderState) -> list[Block]:
 
 
 def _target_blocks(state: LoaderState) -> list[Block]:
-    from inspector.loader.bench.targets import throughput_targets
+    from inspector.loader.bench.targets import throughput_targets, waiting_targets
 
     checks = [note(state.machine_note)] if state.machine_note else []
     if any(_get(r, "method") == "memcpy" for r in state.rows):
-        checks.append(table(styled(targets_table(throughput_targets(list(state.rows))))))
+        rows = list(state.rows)
+        waiting = waiting_targets(rows, state.planned)
+        checks.append(table(styled(targets_table(throughput_targets(rows), waiting))))
+        if waiting:
+            checks.append(note(f"{len(waiting)} targets wait for baselines this run has not measured yet: their "
+                               "verdicts appear when those are final."))  # fmt: skip
     return checks
 
 
 def _result_blocks(state: LoaderState) -> list[Block]:
     return [
         table(styled(shown(ratio_table(state.bench))), "Ratios to each baseline"),
+        note(SHARES_EXPLAINED),
         table(styled(shown(state.bench[RESULT_COLUMNS])), "Every cell"),
     ]
 
 
-def _profile_blocks(profiles: tuple[LoaderProfile, ...]) -> list[Block]:
-    return [table(styled(profile_table(profiles))), figure(profile_figure(profiles), "your loader's profile")]
-
-
 def _loader_blocks(statuses: tuple[LoaderStatus, ...]) -> list[Block]:
     return [table(styled(shown(loaders_table(statuses)))), table(styled(workers_table(statuses)))]
-
-
-def _history_blocks(history: tuple[Mapping[str, Any], ...], skipped: str = "") -> list[Block]:
-    blocks: list[Block] = [note("No past runs yet: each Run is kept (also from `inspector bench loader`).")]
-    if history:
-        blocks = [table(styled(shown(history_table(history)))), table(styled(history_environments(history)))]
-    return blocks + ([note(skipped)] if skipped else [])
 
 
 def _get(row: Any, key: str) -> Any:

@@ -96,11 +96,16 @@ def test_tour_runs_and_the_attention_toggle_changes_the_decision(page, lab, tmp_
 
     # Two successive what-if grids with different winners: a row keeps its colour in both.
     first = what_if_key(page, draw=False)  # the grid just drawn
+    toggle.get_by_role("button", name="sdpa", exact=True).click()
+    status.filter(has_text="attention: sdpa (origin=context)").wait_for()
+    second = what_if_key(page, without="math")  # sdpa where it can serve the cell, an error where it cannot
+    assert set(first) == {"sdpa", "math"} and set(second) == {"sdpa", "no row (error)"}
+    assert first["sdpa"] == second["sdpa"] and first["sdpa"] != first["math"]
+    # a grid whose cells all agree is one line, not a heatmap
     toggle.get_by_role("button", name="math", exact=True).click()
     status.filter(has_text="attention: math (origin=context)").wait_for()
-    second = what_if_key(page, without="sdpa")
-    assert set(first) == {"sdpa", "math"} and set(second) == {"math"}
-    assert first["math"] == second["math"] and first["sdpa"] != first["math"]
+    page.locator(PANEL).get_by_role("button", name=re.compile("what-if", re.I)).click()
+    page.locator(f"{PANEL} .inspector-note", has_text="combinations").filter(has_text="runs math").wait_for()
     toggle.get_by_role("button", name="auto", exact=True).click()
     status.filter(has_text="attention: sdpa (origin=chain)").wait_for()
 

@@ -213,3 +213,43 @@ def test_the_report_says_which_lines_of_a_history_it_skipped(tmp_path: Path) -> 
     assert cli.main(["report", str(tmp_path / "r.html"), "--loader-results", str(history)]) == 0
     html = (tmp_path / "r.html").read_text()
     assert "1 line of the history could not be read and was skipped (line 2: not UTF-8 text" in html
+
+
+def test_compare_shows_every_run_with_its_label_baselines_and_targets_and_overlays_two(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from inspector import cli
+    from inspector._bench import Measurement
+
+    monkeypatch.setenv("INSPECTOR_CACHE_DIR", str(tmp_path))
+    rows = [ROW, BenchRow("steps", 1, 2, "cpu", "dataloader", 10.0, 9.0, 11.0, 3, 8, 4, 0),
+            BenchRow("steps", 1, 1, "cpu", "memcpy", 9000.0, 8000.0, 9500.0, 3, 1, 4, 0)]  # fmt: skip
+    target = Measurement("loader", "steps 1 MiB vs DataLoader", 100.0, "MiB/s", "torch DataLoader", 10.0, 10.0,
+                         "DataLoader", ">= 10x", True)  # fmt: skip
+    record_run("loader", rows, [target], label="before")
+    record_run("loader", rows, [target], label="after")
+    plot = tmp_path / "compare.png"
+    assert cli.main(["bench", "loader", "--compare", "--plot", str(plot)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("#1 ") and " before (id " in out and " after (id " in out
+    assert "torch DataLoader" in out and "memcpy (ceiling)" in out  # the baselines' rows
+    assert "steps 1 MiB vs DataLoader: #1 100 / 10 MiB/s PASS; #2 100 / 10 MiB/s PASS" in out
+    assert plot.read_bytes().startswith(b"\x89PNG") and "overlaid" in out
+
+
+def test_a_label_that_is_not_plain_text_is_refused_before_anything_runs(tmp_path: Path) -> None:
+    env = {**os.environ, "INSPECTOR_CACHE_DIR": str(tmp_path)}
+    result = subprocess.run([sys.executable, "-m", "inspector", "bench", "loader", "--label", "<b>x</b>"],
+                            capture_output=True, text=True, timeout=PROCESS_WAIT_S, env=env)  # fmt: skip
+    assert result.returncode == 2 and "--label" in result.stderr and "plain text" in result.stderr
+    assert result.stdout == "" and not (tmp_path / "bench-history.jsonl").exists()
+
+
+def test_a_finished_run_is_kept_with_its_targets_their_baselines_and_its_label(tmp_path: Path) -> None:
+    run(sizes_mb=(0.25,), workers=(1,), methods=("ours", "sync", "memcpy"), repeats=1, label="my change",
+        directory=str(tmp_path))  # fmt: skip
+    (kept,) = read_history("loader", last=1)
+    assert kept["label"] == "my change" and {r["method"] for r in kept["rows"]} == {"ours", "sync", "memcpy"}
+    names = {m["name"]: m for m in kept["measurements"]}
+    share = names["steps 0.25 MiB throughput"]
+    assert share["baseline_value"] is not None and share["baseline"].startswith("memcpy")

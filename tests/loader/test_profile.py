@@ -43,6 +43,7 @@ def test_a_dataloader_with_workers_is_profiled_batch_by_batch() -> None:
     assert "<table>" in html and "batches/s" in html and "pandas" not in html
     frame = profile.to_frame()
     assert list(frame.columns) == ["batch", "seconds", "bytes", "mb_per_s"] and len(frame) == 10
+    assert profile.verdict is None and profile.verdict_text() == ""  # no step: nothing to weigh the waits against
     if torch.cuda.is_available():
         assert profile.h2d is not None and profile.h2d.nbytes > 0
     else:
@@ -99,7 +100,7 @@ def test_the_inspector_loader_is_profiled_on_the_same_bytes() -> None:
     source = DataLoader(Episodes(), batch_size=16, num_workers=0)
     theirs = profile_loader(source, batches=4)
     ours = profile_inspector_loader(source, batches=4, sample=3, workers=1)
-    assert ours.label == "inspector loader (same bytes)" and ours.batches == 4
+    assert ours.label == "inspector loader, I/O only: your dataset's work excluded" and ours.batches == 4
     assert ours.batch_bytes == theirs.batch_bytes
 
 

@@ -78,9 +78,12 @@ def test_a_context_the_family_refuses_is_explained_beside_the_editor(panel: Disp
     panel.family.value = "torch_sdpa"
     panel.editor.extra.value = "window=8"  # PyTorch's attention has no 'window' axis
     assert "no axis &#x27;window&#x27;" in panel.editor.errors.widget.value
-    assert panel.status.value.startswith("torch_sdpa: ERROR")
+    # said once, there: the status points at it, the toggles' refusal and the trace do not repeat it
+    assert panel.status.value == "torch_sdpa: the context cannot be used (see above)"
+    assert panel.refusals["torch_sdpa"].value == "" and "window" not in panel.trace_html.value
+    assert panel.results.stale
     panel.editor.extra.value = "kv_len=16"
-    assert panel.editor.errors.widget.value == ""
+    assert panel.editor.errors.widget.value == "" and not panel.results.stale
 
 
 def test_rows_that_cannot_serve_the_context_are_marked_on_their_toggle(panel: DispatchPanel) -> None:
@@ -269,3 +272,99 @@ def test_an_extra_axis_for_one_family_does_not_break_the_plan_of_another(panel: 
     assert panel.errors.widget.value == ""
     assert panel.last_trace is not None and panel.last_trace.family == "attention"
     assert "torch_sdpa" in html_of(panel.plan_out) and "no axis 'window'" in html_of(panel.plan_out)
+
+
+def test_the_editor_is_built_from_each_familys_own_axes(panel: DispatchPanel) -> None:
+    editor = panel.editor
+    assert list(editor.fields) == ["kv_len"] and editor.fields["kv_len"].value == "128"  # attention reads kv_len
+    assert editor.has_cache.layout.display == "none" and editor.fwd.layout.display == ""  # no row reads the cache
+    panel.family.value = "torch_sdpa"
+    assert list(editor.fields) == ["batch", "heads", "kv_heads", "seq_len", "kv_len", "dropout_p", "enable_gqa",
+                                   "mask_dtype", "mask_shape"]
+    assert editor.fwd.layout.display == "none" and editor.causal.layout.display == ""
+    editor.fields["dropout_p"].value = 0.25
+    assert panel.status.value == "torch_sdpa: math (origin=chain)" and panel.context.extra == {"dropout_p": 0.25}
+    editor.fields["dropout_p"].value = 0.0
+    editor.fields["heads"].value, editor.fields["kv_heads"].value = 8, "2"
+    assert panel.status.value.startswith("torch_sdpa: math")  # grouped-query heads without enable_gqa
+    editor.fields["enable_gqa"].value = True
+    assert panel.status.value == "torch_sdpa: flash_attention (origin=chain)"
+    editor.fields["kv_heads"].value = "two"
+    assert "kv_heads=&#x27;two&#x27;: give a whole number" in editor.errors.widget.value
+
+
+def test_a_users_family_that_reads_its_own_axis_gets_a_field_for_it() -> None:
+    from inspector.dispatch import ImplRecord, Spec, axis, register_family
+
+    register_family("layernorm", [
+        ImplRecord("layernorm", "narrow", lambda x: x, Spec.dtype_in(torch.float32) & axis("last_dim").le(64),
+                   priority=0),
+        ImplRecord("layernorm", "plain", lambda x: x, Spec.always(), priority=1),
+    ], "plain")
+    panel = DispatchPanel(family="layernorm")
+    assert list(panel.editor.fields) == ["last_dim"] and panel.editor.fields["last_dim"].value == ""
+    assert panel.status.value == "layernorm: plain (origin=chain)"  # no last_dim: narrow cannot tell
+    panel.editor.fields["last_dim"].value = "16"
+    assert panel.status.value == "layernorm: narrow (origin=chain)" and panel.context.extra == {"last_dim": 16}
+    assert panel.editor.head_dim.layout.display == "none"  # no row of layernorm reads head_dim
+
+
+def test_device_cuda_plans_torch_sdpa_on_a_gpu_picked_beside_it() -> None:
+    panel = DispatchPanel(family="torch_sdpa")
+    editor = panel.editor
+    assert editor.gpu_box.layout.display == "none"
+    editor.dtype.value = "float16"
+    editor.device.value = "cuda"
+    assert editor.gpu_box.layout.display == ""
+    editor.gpu.value = "t4"
+    assert panel.status.value == "torch_sdpa: efficient_attention (origin=chain)"
+    assert "PyTorch&#x27;s rules for T4 (sm 7.5" in editor.gpu_label.value and "not measured here" in \
+        editor.gpu_label.value
+    assert "not measured here" in panel.trace_html.value
+    editor.dtype.value, editor.gpu.value = "bfloat16", "h100"
+    assert panel.status.value == "torch_sdpa: cudnn_attention (origin=chain)"
+    editor.cudnn.value = "9.8.0"
+    assert panel.status.value == "torch_sdpa: flash_attention (origin=chain)"
+    assert panel.context.extra == {"gpu": "h100", "cudnn": "9.8.0"}
+    panel.family.value = "attention"  # other families have no GPU picker
+    assert editor.gpu_box.layout.display == "none" and "gpu" not in panel.context.extra
+
+
+def test_run_and_compare_times_every_torch_sdpa_backend_here() -> None:
+    panel = DispatchPanel(family="torch_sdpa")
+    panel.editor.fields["seq_len"].value = 16
+    frame = panel.run_and_compare(budget_s=0.02)
+    ran = frame[frame["status"] == "ran"]
+    assert list(ran["backend"]) == ["flash_attention", "math"] and bool(frame.loc[0, "pick"])
+    shown = html_of(panel.compare_out)
+    assert "PyTorch picks flash_attention" in shown and "cannot serve" in shown
+    panel.editor.device.value = "cuda"  # a GPU this machine does not have cannot be timed here
+    with pytest.raises(ValueError, match="does not have that GPU"):
+        panel.run_and_compare()
+
+
+def test_the_what_if_grid_of_torch_sdpa_varies_the_gpu_and_the_call() -> None:
+    panel = DispatchPanel(family="torch_sdpa")
+    cells = panel.draw_what_if()
+    assert {c.value("device") for c in cells} >= {"cpu", "T4", "A100", "H100"}
+    assert "dropout 0.1" in {c.value("call") for c in cells}
+    assert isinstance(panel.last_what_if, Figure)
+
+
+def test_what_ran_says_how_many_calls_were_seen_and_why_none_were() -> None:
+    import torch.nn.functional as F
+
+    from inspector.dispatch import torch_sdpa
+
+    panel = DispatchPanel(family="torch_sdpa")
+    q = torch.randn(1, 2, 8, 16)
+    with torch_sdpa.watch(keep=2):
+        for _ in range(5):
+            F.scaled_dot_product_attention(q, q, q)
+    frame = panel.show_what_ran()
+    assert frame is not None and list(frame["calls"]) == [5] and frame.attrs["seen"] == 5
+    assert "5 SDPA call(s) seen, the first 2 kept in full" in html_of(panel.ran_out)
+    with torch_sdpa.watch():
+        pass
+    panel.show_what_ran()
+    assert "No SDPA call was seen in the block" in html_of(panel.ran_out)

@@ -141,6 +141,9 @@ def test_a_new_result_builds_the_frame_of_results_once(calls: Callable[..., Coun
         leaves=3,
         corrupt=0,
     )
+    from inspector.loader.bench.time_left import Cell
+
+    panel._planned = (Cell("steps", 1.0, 1, "ours"), Cell("steps", 1.0, 2, "ours"))  # two worker counts: both charts
     panel._on_row(row)
     # the two figures and both result tables read one frame of the rows, made once
     assert counter == {"_bench_frame": 1, "throughput_by_size_figure": 1, "throughput_by_workers_figure": 1}

@@ -69,7 +69,7 @@ def test_a_run_fills_the_charts_and_the_table_as_results_arrive() -> None:
     assert panel.job.progress.value == panel.job.progress.max and panel.job.label.value == "done"
     assert "3 results" in panel.status.value
     static = panel.static_html()
-    assert "<img" in static and "share_of_dram_memcpy" in static
+    assert "<img" in static and "share of memcpy, largest size" in static
 
 
 def test_cancel_stops_the_run_and_says_so() -> None:
@@ -186,11 +186,11 @@ def test_your_dataloader_is_profiled_and_compared_with_the_inspector_loader_on_t
     panel.profile(small_dataloader(), batches=6, wait=True)
     assert panel.profile_job.label.value == "done", panel.profile_html.value
     names = [p.label or p.name for p in panel.profiles]
-    assert names == ["DataLoader", "inspector loader (same bytes)"]
+    assert names == ["DataLoader", "inspector loader, I/O only: your dataset's work excluded"]
     assert all(p.batches == 6 and p.mb_per_s > 0 for p in panel.profiles)
     assert panel.profiles[0].batch_bytes == panel.profiles[1].batch_bytes  # the same bytes, batch for batch
     shown = html_of(panel.profile_out)
-    assert "inspector loader (same bytes)" in shown and "mb_per_s" in shown
+    assert "inspector loader, I/O only: your dataset" in shown and "mb_per_s" in shown
     assert "your loader" in panel.static_html().lower()
 
 

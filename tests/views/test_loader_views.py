@@ -9,6 +9,7 @@ from matplotlib.figure import Figure
 
 from inspector.loader import LoaderStatus, LoadTiming, WorkerStatus
 from inspector.loader.bench import BenchRow
+from inspector.loader.bench.profile import OURS_LABEL
 from inspector.views import loader as views
 from inspector.views._figures import figure_to_png
 
@@ -128,14 +129,16 @@ def profile(label: str, seconds: tuple[float, ...], nbytes: int, busy: bool = Fa
 
 def test_profile_views_show_both_loaders_side_by_side() -> None:
     mine = profile("your DataLoader", (0.010, 0.012, 0.011), 2**20)
-    ours = profile("inspector loader (same bytes)", (0.001, 0.001, 0.002), 2**20)
+    ours = profile(OURS_LABEL, (0.001, 0.001, 0.002), 2**20)
     table = views.profile_table([mine, ours])
-    assert list(table["loader"]) == ["your DataLoader", "inspector loader (same bytes)"]
+    assert list(table["loader"]) == ["your DataLoader", OURS_LABEL]
     assert table.iloc[0]["batches"] == 3 and table.iloc[0]["batch_ms_median"] == pytest.approx(11.0)
     assert table.iloc[1]["mb_per_s"] == pytest.approx(3 / 0.004)
     fig = views.profile_figure([mine, ours])
     assert isinstance(fig, Figure) and figure_to_png(fig).startswith(b"\x89PNG")
-    assert [t.get_text() for t in fig.axes[1].get_yticklabels()] == ["your DataLoader", "inspector loader (same bytes)"]
+    assert [t.get_text() for t in fig.axes[1].get_yticklabels()] == ["your DataLoader", "I/O only"]
+    bars = fig.axes[1].patches
+    assert bars[0].get_facecolor() != bars[1].get_facecolor() and bars[1].get_hatch() == "//"  # its own colour
     assert isinstance(views.profile_figure([]), Figure)
 
 

@@ -20,6 +20,7 @@ from inspector.loader.bench.history import (
 )
 from inspector.loader.bench.history_file import HistoryFileError, KeptRuns
 from inspector.loader.bench.latency import LatencyResult, small_load_latency
+from inspector.loader.bench.loop import LoopProfiler
 from inspector.loader.bench.measure import measure
 from inspector.loader.bench.ours import measure_startup, per_leaf_cost_us
 from inspector.loader.bench.profile import LoaderProfile, profile_inspector_loader, profile_loader
@@ -33,6 +34,7 @@ from inspector.loader.bench.rows import (
     Startup,
 )
 from inspector.loader.bench.stats import MachineLoad, Spread, machine_load
+from inspector.loader.bench.sweep import SweepCancelled, SweepResult, SweepSetting, sweep_loader
 from inspector.loader.bench.throughput import check_sizes, last_run, loads_per_repeat, run
 from inspector.loader.bench.versus import VersusSync, versus_sync
 
@@ -44,11 +46,15 @@ __all__ = [
     "KeptRuns",
     "LatencyResult",
     "LoaderProfile",
+    "LoopProfiler",
     "METHODS",
     "METHOD_LABELS",
     "MachineLoad",
     "Spread",
     "Startup",
+    "SweepCancelled",
+    "SweepResult",
+    "SweepSetting",
     "VersusSync",
     "WORKERLESS",
     "check_sizes",
@@ -68,5 +74,6 @@ __all__ = [
     "run",
     "side_by_side",
     "small_load_latency",
+    "sweep_loader",
     "versus_sync",
 ]

@@ -64,7 +64,7 @@ def record_run(
     A history path that exists and is not a regular file (a FIFO, a device, a folder) is refused
     with ``HistoryFileError``, never opened for writing; other failures raise ``OSError``.
     """
-    _check_label(label)
+    check_label(label)
     entry = {
         "id": run_id or new_run_id(),
         "time": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
@@ -98,7 +98,7 @@ def keep_run(part: str, rows: Iterable[Any], measurements: Iterable[Any] = (), *
 
 def label_run(run_id: str, label: str, path: Path | None = None) -> None:
     """Give the kept run ``run_id`` a label (shown with it everywhere); ``KeyError`` naming the ids kept."""
-    _check_label(label)
+    check_label(label)
     target = path or history_path()
     ids = [run["id"] for run in read_history(last=0, path=target)]
     if run_id not in ids:
@@ -137,13 +137,33 @@ def side_by_side(runs: Sequence[Mapping[str, Any]], key: Sequence[str], value: s
     return list(table.values())
 
 
+def targets_side_by_side(runs: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """One record per target seen in any run: ``measurement``, then each run's ``'ours / baseline unit PASS'``
+    under its name (``run_name``), empty where the run did not measure it; pure data, for tables."""
+    names = [run_name(i, run) for i, run in enumerate(runs)]
+    table: dict[str, dict[str, Any]] = {}
+    for name, run in zip(names, runs, strict=True):
+        for m in run.get("measurements", []):
+            record = table.setdefault(m["name"], {"measurement": m["name"], **dict.fromkeys(names, "")})
+            value = _short(m["value"])
+            if m.get("baseline_value") is not None:
+                value += f" / {_short(m['baseline_value'])}"
+            verdict = (" PASS" if m.get("ok") else " MISS") if m.get("target") else ""
+            record[name] = f"{value} {m['unit']}{verdict}"
+    return list(table.values())
+
+
+def _short(value: float) -> str:
+    return f"{value:,.0f}" if abs(value) >= 100 else f"{value:.3g}"
+
+
 def run_name(index: int, run: Mapping[str, Any]) -> str:
     """``'#2 2026-11-30T10:02 baseline'``: a run's place (from 1), start time, label, and whether it was cancelled."""
     label = f" {run['label']}" if run.get("label") else ""
     return f"#{index + 1} {str(run.get('time', ''))[:16]}{label}" + (" (cancelled)" if run.get("cancelled") else "")
 
 
-def _check_label(label: str) -> None:
+def check_label(label: str) -> None:
     if not isinstance(label, str) or not is_plain(label):
         raise ValueError(f"a run's label is short plain text (at most 200 characters, no markup or quotes), "
                          f"got {label!r}")  # fmt: skip

@@ -7,18 +7,16 @@ is the figure; the spread says how far to trust it), a per-run time cap so a slo
 seconds rather than minutes (fewer repeats, marked ``capped``), and the machine's load average
 sampled before the run: when it exceeds the cores left free (``os.cpu_count() - 1``: one core
 for the run itself), every table says "busy machine" next to the figures. Long runs report a
-count and an estimate of the time left; a cancelled run keeps what it measured.
+count and an estimate of the time left (NOTE [ Time left ] in ``time_left``); a cancelled run
+keeps what it measured.
 """
 
 from __future__ import annotations
 
 import os
 import statistics
-import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
-
-from inspector._bench import Progress
 
 
 @dataclass(frozen=True)
@@ -74,22 +72,3 @@ def machine_load() -> MachineLoad:
     except OSError:  # not available on this platform
         load = 0.0
     return MachineLoad(load, os.cpu_count() or 1)
-
-
-def with_eta(progress: Progress | None, total: int) -> Callable[[int, str], None]:
-    """``report(done, message)`` that calls ``progress(done, total, message)`` with a count and the time left."""
-    started = time.perf_counter()
-
-    def report(done: int, message: str) -> None:
-        if progress is None:
-            return
-        if 0 < done < total:
-            left = (time.perf_counter() - started) / done * (total - done)
-            message = f"{message} ({done}/{total}, about {_duration(left)} left)"
-        progress(done, total, message)
-
-    return report
-
-
-def _duration(seconds: float) -> str:
-    return f"{seconds:.0f} s" if seconds < 120 else f"{seconds / 60:.0f} min"

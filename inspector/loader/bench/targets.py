@@ -85,3 +85,41 @@ def latency_target(result: Any) -> Measurement:
                        "multiprocessing pipe round trip", result.pipe_us.median, result.ratio, "pipe round trip",
                        "<= 3x", result.ratio <= 3.0, (result.loader_us.min, result.loader_us.max),
                        (result.pipe_us.min, result.pipe_us.max))
+
+
+def waiting_targets(rows: Sequence[Any], planned: Sequence[Any]) -> dict[str, str]:
+    """The targets of ``throughput_targets(rows)`` whose inputs are not final yet, each with what it waits for.
+
+    ``planned`` holds the run's cells (``time_left.Cell``); a target is final once every planned cell
+    it reads has been measured: its own layout and size for ours and the baseline it compares with,
+    and, for a share of memcpy, the memcpy at the largest size the run will measure.
+    """
+    done = {(r.layout, r.size_mb, r.method) for r in rows}
+    left = {(c.layout, c.size_mb, c.method) for c in planned} - done
+    if not left:
+        return {}
+    label = {"memcpy": "memcpy", "dataloader": "DataLoader", "sync": "the synchronous load", "ours": "ours"}
+    memcpy_sizes = [c.size_mb for c in planned if c.method == "memcpy"]
+    largest = max(memcpy_sizes, default=None)
+
+    def missing(cells: list[tuple[str, float, str]]) -> str:
+        gone = [f"{label.get(m, m)} at {layout} {size:g} MiB" for layout, size, m in cells if (layout, size, m) in left]
+        return "waits for " + ", ".join(gone) if gone else ""
+
+    waiting = {}
+    for (layout, size) in {(r.layout, r.size_mb) for r in rows if r.method == "ours"}:
+        dram = [(c.layout, c.size_mb, "memcpy") for c in planned if c.method == "memcpy" and c.size_mb == largest]
+        checks = {
+            f"{layout} {size:g} MiB throughput": [(layout, size, "ours"), *dram],
+            f"{layout} {size:g} MiB vs DataLoader": [(layout, size, "ours"), (layout, size, "dataloader")],
+            f"{layout} {size:g} MiB vs sync": [(layout, size, "ours"), (layout, size, "sync")],
+            f"{layout} {size:g} MiB vs memcpy": [(layout, size, "ours"), (layout, size, "memcpy")],
+        }
+        for name, cells in checks.items():
+            why = missing(cells)
+            if why:
+                waiting[name] = why
+    ours_left = [cell for cell in left if cell[2] == "ours"]
+    if ours_left:
+        waiting["corrupt deliveries (ours)"] = f"waits for {len(ours_left)} more cells of ours"
+    return waiting

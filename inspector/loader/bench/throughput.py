@@ -41,7 +41,8 @@ from inspector.loader.bench.peers import (
     sync_peer,
 )
 from inspector.loader.bench.rows import METHOD_LABELS, METHODS, WORKERLESS, BenchCancelled, BenchResults, BenchRow
-from inspector.loader.bench.stats import Spread, machine_load, with_eta
+from inspector.loader.bench.stats import Spread, machine_load
+from inspector.loader.bench.time_left import bench_plan, time_left_reporter
 from inspector.loader.pool.cuda import resolve_device
 from inspector.loader.pool.segments import available_memory
 
@@ -91,11 +92,13 @@ def run(
     cancel: threading.Event | None = None,
     directory: str | None = None,
     keep_history: bool = True,
+    label: str = "",
 ) -> BenchResults:
     """Measure every method on every layout, size and worker count; see the module docstring.
 
     Raises ``BenchCancelled`` (with ``.rows``, what was measured) when ``cancel`` is set; that run, or one
     stopped by ``KeyboardInterrupt``, is kept in the history as cancelled, with the rows measured so far.
+    A finished run is kept with its targets (and their baselines) and ``label``.
 
     >>> rows = run(sizes_mb=(1,), workers=(2,), methods=("ours", "sync", "memcpy"))  # doctest: +SKIP
     """
@@ -110,16 +113,10 @@ def run(
     sizes = check_sizes(sizes_mb)
     target = resolve_device(device)
     methods = list(methods) + (["h2d"] if target is not None and "h2d" not in methods else [])
-    plan = [
-        (layout, size, w, method)
-        for layout in layouts
-        for size in sizes
-        for method in methods
-        for w in (workers[:1] if method in WORKERLESS else workers)
-    ]
+    plan = bench_plan(layouts, sizes, workers, methods, WORKERLESS)
     settings = {"sizes_mb": sizes, "workers": list(workers), "device": str(target) if target else "cpu",
                 "repeats": repeats, "layouts": list(layouts), "methods": list(methods)}  # fmt: skip
-    report = with_eta(progress, len(plan))
+    report = time_left_reporter(progress, plan)
     rows: list[BenchRow] = []
     try:
         with tempfile.TemporaryDirectory(prefix="inspector-bench-", dir=directory) as tmp:
@@ -141,11 +138,11 @@ def run(
                         files.remove()
     except (BenchCancelled, KeyboardInterrupt):  # Ctrl-C keeps what was measured, as Cancel does
         if keep_history:
-            _keep(rows, cancelled=True, settings=settings)
+            _keep(rows, cancelled=True, settings=settings, label=label)
         raise
     report(len(rows), "done")
     if keep_history:
-        _keep(rows, settings=settings)
+        _keep(rows, settings=settings, label=label)
     global _last_run
     _last_run = tuple(rows)
     return BenchResults(rows)
@@ -156,7 +153,10 @@ _last_run: tuple[BenchRow, ...] = ()
 
 def _keep(rows: Sequence[BenchRow], **options: Any) -> None:
     """Keep the run in the history as best effort: a history that cannot be written loses no result."""
-    problem = keep_run("loader", rows, **options)
+    from inspector.loader.bench.targets import throughput_targets
+
+    targets = throughput_targets(rows) if any(r.method == "memcpy" for r in rows) else []
+    problem = keep_run("loader", rows, targets, **options)
     if problem:
         warnings.warn(problem, RuntimeWarning, stacklevel=3)
 
