@@ -16,18 +16,31 @@ import stat
 from collections.abc import Sequence
 from typing import Any
 
-from inspector._job_records import KINDS, RecordProblem, check_record
+from inspector._job_records import KINDS, SDPA, RecordProblem, check_record
 
 FORMAT = "inspector.job"
 VERSION = 1
-MAX_PAYLOAD_BYTES = 64 * 1024  # one rank's records; a full SDPA record of 64 groups is about 25 KiB
+MAX_PAYLOAD_BYTES = 64 * 1024  # one rank's records; 64 SDPA groups of a real model take about 20 KiB
 MAX_DEPTH = 8  # envelope, records, a record, its groups, a group, a value: six levels are used
 
 
 def encode(rank: int, world_size: int, records: Sequence[dict[str, Any]]) -> bytes:
-    """This rank's envelope as bytes; ``ValueError`` when it exceeds the bound (a producer's bug)."""
-    data = json.dumps({"format": FORMAT, "version": VERSION, "rank": rank, "world_size": world_size,
-                       "records": list(records)}, allow_nan=False, separators=(",", ":")).encode()  # fmt: skip
+    """This rank's envelope as bytes, within ``MAX_PAYLOAD_BYTES``: while it is over, the SDPA record's
+    least-called group is folded into its counts (``folded_groups``, ``folded_calls``); every other
+    record is small by its schema (NOTE [ Job records ])."""
+    records = [dict(record) for record in records]
+
+    def dumped() -> bytes:
+        return json.dumps({"format": FORMAT, "version": VERSION, "rank": rank, "world_size": world_size,
+                           "records": records}, allow_nan=False, separators=(",", ":")).encode()  # fmt: skip
+
+    data = dumped()
+    sdpa = next((record for record in records if record["kind"] == SDPA), None)
+    while len(data) > MAX_PAYLOAD_BYTES and sdpa is not None and sdpa["groups"]:
+        *sdpa["groups"], last = sdpa["groups"]
+        sdpa["folded_groups"] += 1
+        sdpa["folded_calls"] += last["count"]
+        data = dumped()
     if len(data) > MAX_PAYLOAD_BYTES:
         raise ValueError(f"rank {rank}'s job records take {len(data):,} bytes, more than {MAX_PAYLOAD_BYTES:,}")
     return data
