@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import collections
-import contextlib
 import math
 import numbers
 import os
@@ -12,12 +11,13 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator
 
 from inspector.loader.storage.layout import SUFFIX
 
 _GONE_KEPT = 10_000  # how many deleted paths we remember, to say *why* a load found nothing
-_LONGEST_WAIT_S = 3600.0  # the ttl thread wakes at least this often (a long wait must not overflow)
+_LONGEST_WAIT_S = 1.0  # the ttl thread looks at its stop flag at least this often
+STOP_JOIN_S = 5.0  # how long ``stop`` waits for the ttl thread (it ends within _LONGEST_WAIT_S anyway)
+_POLL_S = 0.005  # how often a save waiting for a close, or a close waiting for saves, looks again
 
 
 def check_ttl(ttl: object) -> float | None:
@@ -40,12 +40,15 @@ class Janitor:
     """Deletes tracked files ``ttl`` seconds after they were saved, on its own thread.
 
     ``track`` only appends under a short lock, so saving never waits for deletions; the
-    thread sleeps until the oldest file is due instead of polling.
+    thread sleeps until the oldest file is due instead of polling. The caller's thread takes only
+    C-level locks here, and never waits on a condition, so a Ctrl-C there can leave nothing held
+    (NOTE [ Interrupts while waiting ] in ``pool.requests``).
     """
 
     def __init__(self, ttl: float | None) -> None:
         self.ttl = ttl
-        self._cv = threading.Condition()
+        self._lock = threading.Lock()
+        self._cv = threading.Condition(self._lock)  # waited on by the ttl thread only
         self._due: collections.deque[tuple[float, str]] = collections.deque()
         self._gone: collections.OrderedDict[str, str] = collections.OrderedDict()
         self._thread: threading.Thread | None = None
@@ -54,40 +57,42 @@ class Janitor:
     def track(self, path: str) -> None:
         if self.ttl is None:
             return
-        with self._cv:
+        with self._lock:
             self._due.append((time.monotonic() + self.ttl, path))
             if self._thread is None:
                 self._stop = False
-                self._thread = threading.Thread(target=self._run, name="inspector-loader-ttl", daemon=True)
-                self._thread.start()
+                thread = threading.Thread(target=self._run, name="inspector-loader-ttl", daemon=True)
+                thread.start()
+                self._thread = thread  # once started: ``stop`` joins only a thread that runs
             self._cv.notify()
 
     def note_gone(self, path: str, reason: str) -> None:
-        with self._cv:
+        with self._lock:
             self._gone[path] = reason
             while len(self._gone) > _GONE_KEPT:
                 self._gone.popitem(last=False)
 
     def why_missing(self, path: str) -> str | None:
-        with self._cv:
+        with self._lock:
             return self._gone.get(path)
 
     def pending(self) -> int:
-        with self._cv:
+        with self._lock:
             return len(self._due)
 
     def stop(self) -> None:
-        with self._cv:
+        with self._lock:
             thread, self._thread = self._thread, None
-            self._stop = True
+            self._stop = True  # every ttl thread of this janitor sees it within _LONGEST_WAIT_S
             self._due.clear()
-            self._cv.notify()
+            self._cv.notify_all()
         if thread is not None and thread is not threading.current_thread():
-            thread.join()
+            thread.join(STOP_JOIN_S)
 
     def after_fork_in_child(self) -> None:
         """The thread did not survive the fork, and the files it tracks are the parent's to delete."""
-        self._cv = threading.Condition()
+        self._lock = threading.Lock()
+        self._cv = threading.Condition(self._lock)
         self._due.clear()
         self._thread = None
 
@@ -117,6 +122,9 @@ class FileArea:
     A private (0700) directory is made on the first save and removed, with its files, by ``close``;
     ``close`` waits for saves in progress, so a save racing a shutdown never leaves a directory
     behind (a save that starts after ``close`` makes a new one, removed at the next ``close``).
+    A save holds a ticket in ``saves`` from ``begin_save`` until it discards it (see
+    ``FileStorageLoader.save``: the discard is the first step of its ``finally``, so no interrupt
+    can keep a ticket after the save has ended).
     Only the process that made a private directory removes it (NOTE [ Loaders across fork ]).
     """
 
@@ -124,56 +132,61 @@ class FileArea:
         self.private = dirname is None
         self._dir = None if dirname is None else os.path.abspath(os.fspath(dirname))
         self.janitor = Janitor(ttl)
-        self._cv = threading.Condition()
-        self._saving = 0
+        self._lock = threading.Lock()
+        self.saves: set[object] = set()
         self._closing = False
 
     @property
     def dirname(self) -> str | None:
         return self._dir
 
-    @contextlib.contextmanager
-    def new_path(self) -> Iterator[str]:
-        """A fresh path to save into; the directory stays until the ``with`` block ends."""
-        with self._cv:
-            while self._closing:
-                self._cv.wait()
-            if self._dir is None:
-                self._dir = tempfile.mkdtemp(prefix="inspector-loader-")  # mode 0700
-            elif not self.private and not os.path.isdir(self._dir):
-                os.makedirs(self._dir, mode=0o700, exist_ok=True)
-            self._saving += 1
-            path = os.path.join(self._dir, uuid.uuid4().hex + SUFFIX)
-        try:
-            yield path
-        finally:
-            with self._cv:
-                self._saving -= 1
-                self._cv.notify_all()
+    def begin_save(self, ticket: object) -> str:
+        """A fresh path to save into; the directory stays until ``ticket`` leaves ``saves``."""
+        while True:
+            with self._lock:
+                if not self._closing:
+                    if self._dir is None:
+                        self._dir = tempfile.mkdtemp(prefix="inspector-loader-")  # mode 0700
+                    elif not self.private and not os.path.isdir(self._dir):
+                        os.makedirs(self._dir, mode=0o700, exist_ok=True)
+                    self.saves.add(ticket)
+                    return os.path.join(self._dir, uuid.uuid4().hex + SUFFIX)
+            time.sleep(_POLL_S)  # a close is removing the directory: the next one is made after it
 
-    def close(self) -> None:
-        """Stop the ttl thread; a private directory goes away with everything in it (after saves in progress)."""
+    def close(self, wait: float | None = None) -> None:
+        """Stop the ttl thread; a private directory goes away with everything in it, after saves in progress (for at
+        most ``wait`` seconds: at interpreter exit, a save that never ends must not keep the process alive)."""
         self.janitor.stop()
-        with self._cv:
-            if not self.private or self._dir is None:
-                return
-            self._closing = True
-            while self._saving:
-                self._cv.wait()
-            directory, self._dir = self._dir, None
+        if not self.private:
+            return
         try:
-            for name in os.listdir(directory) if os.path.isdir(directory) else ():
+            with self._lock:
+                if self._dir is None:
+                    return
+                self._closing = True
+            deadline = None if wait is None else time.monotonic() + wait
+            while self.saves and (deadline is None or time.monotonic() < deadline):
+                time.sleep(_POLL_S)
+            directory = self._dir
+            if directory is None:  # a close on another thread removed it meanwhile
+                return
+            try:
+                names = os.listdir(directory)
+            except OSError:  # gone already (a close on another thread), or never made
+                names = []
+            for name in names:
                 self.janitor.note_gone(os.path.join(directory, name), "removed at shutdown with the private directory")
             shutil.rmtree(directory, ignore_errors=True)
+            with self._lock:  # only once it is gone: an interrupted close leaves it for the next one to remove
+                if self._dir == directory:
+                    self._dir = None
         finally:
-            with self._cv:
-                self._closing = False
-                self._cv.notify_all()
+            self._closing = False  # first: an interrupt must not keep later saves waiting
 
     def after_fork_in_child(self) -> None:
         """See NOTE [ Loaders across fork ]: the parent's private directory is the parent's to remove."""
-        self._cv = threading.Condition()
-        self._saving = 0
+        self._lock = threading.Lock()
+        self.saves = set()
         self._closing = False
         if self.private:
             self._dir = None

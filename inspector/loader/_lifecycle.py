@@ -54,7 +54,7 @@ class Core:
         self.name = f"{kind}-{next(_numbers)}"
         self.timings: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=TIMINGS_KEPT)  # LoadTiming marks
         self.config = PoolConfig(self.name, worker_num, why_missing, self.timings.append)
-        self.closers: list[Callable[[], None]] = []
+        self.closers: list[Callable[[float | None], None]] = []  # each given how long it may wait (None: no bound)
         self.forkers: list[Callable[[], None]] = []  # run in a forked child (NOTE [ Loaders across fork ])
         self._lock = threading.Lock()
         self._pool: WorkerPool | None = None
@@ -91,12 +91,23 @@ class Core:
         return LoaderStatus(self.name, False, self.worker_num, (), 0, 0, 0, 0, 0, 0, 0, 0)
 
     def shutdown(self, timeout: float | None, join_timeout: float | None = None) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
+        """Shut the pool down and tidy the files; interrupted (Ctrl-C), it goes on to the end on a helper thread."""
+        pool = self._pool  # let go of only once it is down: an interrupt must not leave it running and unreachable
+        try:
+            self._finish_shutdown(pool, timeout, join_timeout)
+        except BaseException:
+            threading.Thread(target=self._finish_shutdown, args=(pool, timeout, join_timeout),
+                             name=f"{self.name}-close", daemon=True).start()  # fmt: skip
+            raise
+
+    def _finish_shutdown(self, pool: WorkerPool | None, timeout: float | None, join_timeout: float | None) -> None:
         if pool is not None:
-            pool.shutdown(timeout, join_timeout)
+            pool.shutdown(timeout, join_timeout)  # any number of times, from any thread: each goes on to the end
+            with self._lock:
+                if self._pool is pool:
+                    self._pool = None
         for close in self.closers:
-            close()
+            close(join_timeout)
 
     def close_when_idle(self) -> None:
         """The loader object was dropped: finish what was submitted, then shut down."""

@@ -190,7 +190,11 @@ class FileStorageLoader(StorageLoader):
     def save(self, obj: Any) -> FileStorage:
         """Write ``obj`` to a new file atomically (mode 0600); unsupported values raise first."""
         encoded = encode(obj)
-        with self._area.new_path() as path:
+        area, ticket = self._area, object()
+        try:
+            path = area.begin_save(ticket)
             write_atomic(path, encoded)
-            self._area.janitor.track(path)
+            area.janitor.track(path)
+        finally:
+            area.saves.discard(ticket)  # first, and inline: see FileArea
         return FileStorage(path)

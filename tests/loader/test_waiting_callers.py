@@ -1,17 +1,29 @@
-"""A caller waiting in ``result()`` reads its own reply: timeouts hold, deaths reach it, and interrupts lose nothing."""
+"""Callers waiting for loads: timeouts hold, deaths reach them, and interrupts (Ctrl-C) lose nothing.
+
+An interrupt is raised in the main thread at points where CPython runs signal handlers: the start
+of a Python function, and right after a call into C returns (or, for a call that may block,
+instead of it). The exhaustive tests raise one at each such point in turn, through
+``sys.setprofile`` (deterministic: the n-th event of a round), the stress test from a real
+signal timer. The timer is ``ITIMER_PROF``, never ``SIGALRM``/``ITIMER_REAL``, which
+pytest-timeout's signal method needs; and these tests use its thread method, so a hang fails the
+run instead of stopping it.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
 import signal
+import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from types import FrameType
 from typing import Any
 
 import numpy as np
 import pytest
-from waiting import WAIT_S
+from loader_probes import worker_processes
+from waiting import WAIT_S, wait_until
 
 from inspector.loader import FileStorageLoader, WorkerDiedError
 from inspector.loader.pool.config import DEPTH
@@ -71,40 +83,176 @@ def test_a_caller_waiting_while_its_worker_is_killed_gets_worker_died_error() ->
         assert int(loader.load(storage).result(WAIT_S)["a"].sum()) == 10  # its replacement serves
 
 
-def test_interrupts_striking_while_callers_read_their_replies_lose_no_load() -> None:
-    def interrupt(_signum: int, frame: Any) -> None:  # Ctrl-C, only while a caller reads or handles replies
-        codes = []
-        while frame is not None:
-            codes.append((frame.f_code.co_name, frame.f_code.co_filename))
-            frame = frame.f_back
-        names = {name for name, _ in codes}
-        # not inside the standard library's locks, logging or finalizers (an interrupt there breaks them, not us)
-        stdlib = any(f.endswith(("threading.py", "weakref.py")) or f"{os.sep}logging{os.sep}" in f for _, f in codes)
-        if "receive_for" in names and not stdlib and not names & {"kick", "__del__", "released", "_munmap"}:
+# C functions that may block: a signal that arrives while one waits runs its handler inside it, and what the handler
+# raises comes out of the call before it took effect. Any other C call runs its handlers only once it has returned.
+BLOCKING = frozenset({"acquire", "sleep", "join", "wait", "get", "put", "read", "readinto", "write", "pread", "preadv",
+                      "recv", "recv_into", "recvmsg", "recvmsg_into", "send", "sendall", "sendmsg", "poll", "select",
+                      "open", "waitpid", "wait4", "connect", "accept"})  # fmt: skip
+
+
+class InterruptAt:
+    """A profile function that raises ``KeyboardInterrupt`` at the ``nth`` point of this thread where a signal handler
+    could run (see the module docstring); ``where`` says which, or stays None when the round had fewer."""
+
+    def __init__(self, nth: int) -> None:
+        self.nth, self.seen, self.where = nth, 0, None
+
+    def __call__(self, frame: FrameType, event: str, arg: Any) -> None:
+        if frame.f_code is run_interrupted.__code__ or in_finalizer(frame):
+            return
+        if event == "call" or event == "c_return" or (event == "c_call" and getattr(arg, "__name__", "") in BLOCKING):
+            self.seen += 1
+            if self.seen == self.nth:
+                self.where = f"{event} {getattr(arg, '__name__', '')} in {frame.f_code.co_name} " \
+                             f"({os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno})"  # fmt: skip
+                sys.setprofile(None)
+                raise KeyboardInterrupt
+
+
+def in_finalizer(frame: FrameType | None) -> bool:
+    """Python swallows what a finalizer raises ("Exception ignored in"), an interrupt included: not a point of ours."""
+    while frame is not None:
+        if frame.f_code.co_name == "__del__" or frame.f_code.co_filename.endswith(("weakref.py", "_weakrefset.py")):
+            return True
+        frame = frame.f_back
+    return False
+
+
+def run_interrupted(nth: int, fn: Callable[[], None]) -> InterruptAt:
+    """Run ``fn`` with an interrupt raised at its ``nth`` point (0: none), and swallow that interrupt.
+
+    An interrupt inside ``threading.Condition.wait`` between giving its lock up and taking it back comes out as the
+    ``RuntimeError`` of releasing a lock not held (the standard library's), so that counts as the interrupt too.
+    """
+    injector = InterruptAt(nth)
+    sys.setprofile(injector)
+    try:
+        fn()
+    except KeyboardInterrupt:
+        if injector.where is None:
+            raise
+    except RuntimeError as exc:
+        if injector.where is None or "release" not in str(exc):
+            raise
+    finally:
+        sys.setprofile(None)
+    return injector
+
+
+def every_point(round_trip: Callable[[], None], limit: int = 20_000) -> list[str]:
+    """Run ``round_trip`` once per interruption point, interrupted there, until a round ends with none left over."""
+    where = []
+    for nth in range(1, limit):
+        injector = run_interrupted(nth, round_trip)
+        if injector.where is None:
+            return where
+        where.append(injector.where)
+    raise AssertionError(f"more than {limit} interruption points in one round")
+
+
+def shut_down_within(loader: FileStorageLoader, bound: float) -> bool:
+    """``loader.shutdown()`` on a helper thread; True if it returned within ``bound`` seconds."""
+    thread = threading.Thread(target=loader.shutdown, daemon=True)
+    thread.start()
+    thread.join(bound)
+    return not thread.is_alive()
+
+
+@pytest.mark.timeout(600, method="thread")
+def test_an_interrupt_at_any_point_of_save_load_and_result_loses_no_load(clean_process: None) -> None:
+    loader = FileStorageLoader(worker_num=1, ttl=None)
+    storages, futures = [loader.save({"a": np.arange(100)})], []  # its directory exists: the standard library's
+    loader.start()  # tempfile takes a lock without guarding it on first use, which an interrupt would leave held
+
+    def round_trip() -> None:
+        storage = loader.save({"a": np.arange(100)})
+        storages.append(storage)
+        future = loader.load(storage)
+        futures.append(future)
+        assert int(future.result(WAIT_S)["a"].sum()) == 4950
+
+    points = every_point(round_trip)
+    assert len(points) > 100 and any("result" in p for p in points) and any("submit" in p for p in points)
+    for future in futures:  # every load the caller got a future for is answered, and right
+        assert int(future.result(WAIT_S)["a"].sum()) == 4950
+    for storage in storages:  # every file a save returned is whole
+        assert int(loader.load(storage).result(WAIT_S)["a"].sum()) == 4950
+    status = loader.status()
+    assert (status.pending, status.in_flight, status.loads_failed) == (0, 0, 0)
+    assert shut_down_within(loader, WAIT_S), f"shutdown hangs after interrupts at {len(points)} points"
+
+
+@pytest.mark.timeout(600, method="thread")
+def test_an_interrupt_anywhere_in_start_or_shutdown_leaves_nothing_running(clean_process: None) -> None:
+    directories: list[str | None] = []
+    loaders: list[FileStorageLoader] = []
+
+    def lifetime() -> None:
+        loader = FileStorageLoader(worker_num=1, ttl=None)
+        loaders.append(loader)
+        storage = loader.save({"a": np.arange(3)})
+        directories.append(loader.dirname)
+        loader.start()
+        assert int(loader.load(storage).result(WAIT_S)["a"].sum()) == 3
+        loader.shutdown()
+
+    points = run_interrupted(0, lifetime).seen
+    stride = max(1, points // 60)  # starting workers takes a while: about 60 points, spread over the whole
+    for nth in range(1, points + 1, stride):
+        run_interrupted(nth, lifetime)
+        assert shut_down_within(loaders[-1], WAIT_S)  # again: it finishes what an interrupted one began
+        assert not loaders[-1].running
+    wait_until(lambda: not worker_processes(), what="every worker to exit")
+    names = tuple(f"{loader.name}-" for loader in loaders)
+    wait_until(lambda: not [t for t in threading.enumerate() if t.name.startswith(names)], what="their threads to end")
+    assert not [d for d in directories if d is not None and os.path.exists(d)]
+
+
+@pytest.mark.timeout(600, method="thread")
+def test_interrupts_from_a_signal_timer_while_callers_load_and_wait_lose_no_load(clean_process: None) -> None:
+    armed = False
+    interrupted = 0
+
+    def interrupt(_signum: int, _frame: Any) -> None:  # Ctrl-C, only while the test is inside load() or result()
+        if armed:
             raise KeyboardInterrupt
 
-    with FileStorageLoader(worker_num=2, ttl=None) as loader:
-        storage = loader.save({"a": np.arange(100)})
-        loader.start()
-        previous = signal.signal(signal.SIGALRM, interrupt)
-        interrupted = rounds = 0
-        try:
-            while rounds < 2000 and (interrupted < 200 or rounds < 200):
-                rounds += 1
-                futures = [loader.load(storage) for _ in range(2 * DEPTH)]  # all in flight: none waits in the queue
-                signal.setitimer(signal.ITIMER_REAL, 0.0005, 0.0005)
+    loader = FileStorageLoader(worker_num=2, ttl=None)
+    storage = loader.save({"a": np.arange(100)})
+    loader.start()
+    previous = signal.signal(signal.SIGPROF, interrupt)
+    signal.setitimer(signal.ITIMER_PROF, 0.0002, 0.0002)  # every 0.2 ms of the process's CPU time
+    answered = 0
+    try:
+        for _round in range(300):
+            futures = []
+            while len(futures) < 2 * DEPTH:
                 try:
-                    for future in futures:
-                        while True:
-                            try:
-                                assert int(future.result(WAIT_S)["a"].sum()) == 4950
-                                break
-                            except KeyboardInterrupt:
-                                interrupted += 1
-                finally:
-                    signal.setitimer(signal.ITIMER_REAL, 0)
-        finally:
-            signal.signal(signal.SIGALRM, previous)
-        status = loader.status()
-        assert interrupted > 0 and (status.pending, status.in_flight) == (0, 0)
-        assert status.loads_done >= rounds * 2 * DEPTH and status.loads_failed == 0
+                    armed = True
+                    future = loader.load(storage)
+                    armed = False
+                    futures.append(future)
+                except KeyboardInterrupt:
+                    armed = False
+                    interrupted += 1
+            for future in futures:
+                while True:
+                    try:
+                        armed = True
+                        value = future.result(WAIT_S)
+                        armed = False
+                        break
+                    except KeyboardInterrupt:
+                        armed = False
+                        interrupted += 1
+                assert int(value["a"].sum()) == 4950
+                answered += 1
+    finally:
+        armed = False
+        signal.setitimer(signal.ITIMER_PROF, 0)
+        signal.signal(signal.SIGPROF, previous)
+    status = loader.status()
+    assert interrupted > 0 and answered == 300 * 2 * DEPTH
+    assert (status.pending, status.in_flight, status.loads_failed) == (0, 0, 0)
+    assert status.loads_done >= answered
+    assert shut_down_within(loader, WAIT_S)

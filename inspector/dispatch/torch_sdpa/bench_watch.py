@@ -9,8 +9,9 @@
   backward), watched against bare (target: at most 1.05x each).
 * Memory: the resident set's growth over 1,000,000 watched calls (target: a few MiB).
 
-Bare and watched runs take turns in rounds, so a busy machine slows both alike; each figure
-is the median of the rounds, with their range.
+Bare and watched batches take turns inside one ``watch()`` block (the bare ones with the wrapped
+function put back), so a busy machine slows both alike; each figure is the median of the rounds,
+with their range.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ import torch
 import torch.nn.functional as F
 
 from inspector._bench import Measurement, Progress
+from inspector.dispatch.torch_sdpa import interception
 from inspector.dispatch.torch_sdpa.bench_model import LlamaStyle
 from inspector.dispatch.torch_sdpa.watch import watch
 
@@ -38,18 +40,35 @@ def _seconds(fn: Callable[[], object], number: int) -> float:
     start = time.perf_counter()
     for _ in range(number):
         fn()
-    return (time.perf_counter() - start) / number
+    return time.perf_counter() - start
 
 
 def _rounds(fn: Callable[[], object], number: int, rounds: int, warm: int) -> tuple[list[float], list[float]]:
-    """Seconds per call of ``fn`` bare and inside a ``watch()`` block, in alternating rounds (best of 3 each)."""
+    """Seconds per call of ``fn`` bare and watched, ``rounds`` times.
+
+    One ``watch()`` block stays open; within it, bare and watched batches of ``number`` calls take
+    turns, ten of each per round, the bare ones with ``F.scaled_dot_product_attention`` put back to
+    the function the watch wraps (NOTE [ Intercepting SDPA calls ]), so each pair runs moments apart
+    and a busy machine slows both alike.
+    """
     bare, watched = [], []
-    for _ in range(rounds):
-        bare.append(min(_seconds(fn, number) for _ in range(3)))
-        with watch():
-            for _ in range(warm):  # past the calls kept in full: the steady state
-                fn()
-            watched.append(min(_seconds(fn, number) for _ in range(3)))
+    with watch():
+        wrapper = F.scaled_dot_product_attention
+        inner = interception.wrapped()
+        for _ in range(warm):  # past the calls kept in full: the steady state
+            fn()
+        try:
+            for _ in range(rounds):
+                spent = [0.0, 0.0]
+                for _ in range(10):
+                    F.scaled_dot_product_attention = inner  # type: ignore[assignment]
+                    spent[0] += _seconds(fn, number)
+                    F.scaled_dot_product_attention = wrapper
+                    spent[1] += _seconds(fn, number)
+                bare.append(spent[0] / (10 * number))
+                watched.append(spent[1] / (10 * number))
+        finally:
+            F.scaled_dot_product_attention = wrapper
     return bare, watched
 
 
@@ -64,7 +83,7 @@ def per_call(rounds: int = 9) -> list[Measurement]:
     def call() -> None:
         F.scaled_dot_product_attention(q, k, v, is_causal=True)  # the attribute is looked up per call, as models do
 
-    bare, watched = _rounds(call, 300, rounds, 1100)
+    bare, watched = _rounds(call, 30, rounds, 1100)
     diffs = [(w - b) * 1e6 for b, w in zip(bare, watched, strict=True)]
     diff, spread = _median_spread(diffs)
     base, base_spread = _median_spread([b * 1e6 for b in bare])
@@ -76,7 +95,7 @@ def per_call(rounds: int = 9) -> list[Measurement]:
     original = F.scaled_dot_product_attention
     F.scaled_dot_product_attention = _nothing  # type: ignore[assignment]
     try:
-        bare, watched = _rounds(call, 2000, rounds, 1100)
+        bare, watched = _rounds(call, 200, rounds, 1100)
     finally:
         F.scaled_dot_product_attention = original
     own = [(w - b) * 1e6 for b, w in zip(bare, watched, strict=True)]
@@ -118,9 +137,9 @@ def model(rounds: int = 9) -> list[Measurement]:
         optimizer.step()
 
     figures = []
-    for name, fn, number in (("forward (2 x 64 tokens)", forward, 5), ("one-token decode step, 64-token KV cache",
-                                                                       decode, 20),
-                             ("training step (forward, loss, backward, SGD)", train_step, 3)):
+    for name, fn, number in (("forward (2 x 64 tokens)", forward, 1), ("one-token decode step, 64-token KV cache",
+                                                                       decode, 3),
+                             ("training step (forward, loss, backward, SGD)", train_step, 1)):
         bare, watched = _rounds(fn, number, rounds, 3)
         ratios = [w / b for b, w in zip(bare, watched, strict=True)]
         ratio, spread = _median_spread(ratios)

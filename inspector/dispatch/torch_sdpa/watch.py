@@ -59,22 +59,23 @@ def signature(
 ) -> tuple[Any, ...]:
     """Everything PyTorch's choice reads for one call, as a hashable key (straight-line: it runs
     on every watched call). Raises for calls it cannot read (nested tensors, bad arguments)."""
-    device = query.device
+    device, key_device, value_device = query.device, key.device, value.device
     mask = None if attn_mask is None else (
         attn_mask.__class__, attn_mask.device, attn_mask.shape, attn_mask.dtype, attn_mask.stride(),
         attn_mask.requires_grad,
     )
     found: tuple[Any, ...] = (
-        query.__class__, key.__class__, value.__class__, device, key.device, value.device,
+        query.__class__, key.__class__, value.__class__, device, key_device, value_device,
         query.shape, key.shape, value.shape, query.stride(), key.stride(), value.stride(),
         query.dtype, key.dtype, value.dtype, query.requires_grad, key.requires_grad, value.requires_grad,
-        _grad_enabled(), mask, dropout_p, is_causal, enable_gqa,
-        _flash(), _efficient(), _cudnn(), _math(), _overrideable(),
+        _grad_enabled(), mask, dropout_p, is_causal, enable_gqa, _flash(), _math(),
     )
-    if device.type != "cpu":  # CUDA also reads alignment, determinism and the priority order
-        found += (query.storage_offset(), key.storage_offset(), value.storage_offset(),
-                  torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
-                  tuple(_order()))
+    if device.type != "cpu" or key_device != device or value_device != device or (
+        mask is not None and mask[1] != device
+    ):  # off the CPU, the other flags, alignment, determinism and the priority order matter too
+        found += (_efficient(), _cudnn(), _overrideable(), query.storage_offset(), key.storage_offset(),
+                  value.storage_offset(), torch.are_deterministic_algorithms_enabled(),
+                  torch.is_deterministic_algorithms_warn_only_enabled(), tuple(_order()))
     return found
 
 
@@ -161,7 +162,18 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         decision = self._slots.get(key)
         if decision is None:
             decision = self._first_seen(key, args, kwargs)
-        return self._count(decision, call, args, kwargs)
+        decision.group.count += 1  # type: ignore[union-attr]  # ``_count``, inlined: this runs on every call
+        calls = self.calls
+        index = calls.seen
+        calls.seen = index + 1
+        if index < self.keep:
+            module = self._paths.caller(sys._getframe(1))
+            decision.group.note_module(module)  # type: ignore[union-attr]
+            calls.calls.append(WatchedCall(index, decision, module))
+        if _profiler_on():
+            with torch.profiler.record_function(f"torch_sdpa:{decision.backend}"):
+                return call(*args, **kwargs)
+        return call(*args, **kwargs)
 
     def _count(self, decision: Decision, call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         group = decision.group

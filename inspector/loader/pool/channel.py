@@ -99,15 +99,12 @@ class Channel:
             raise ValueError(f"a loader message longer than {MAX_MESSAGE} bytes")
         return Received(decode(self._view[:size]), fds, bool(msg_flags & _CTRUNC))
 
-    def receive_message(self, block: bool = False) -> Message | None:
-        """The next message, for a receiver that takes no descriptors (any that came along are closed by the
-        kernel); None when none is waiting (``block`` False) or none came within the socket's receive timeout.
-        ``EOFError`` once the peer is gone."""
-        flags = _TRUNC if block else _DONTWAIT | _TRUNC  # with MSG_TRUNC: the message's full size
+    def receive_message(self) -> Message | None:
+        """The next message if one is waiting (None if not), for a receiver that takes no descriptors (any that came
+        along are closed by the kernel). ``EOFError`` once the peer is gone."""
         view = self._view
-        view[0] = 0  # no message starts so: a reply read here stays marked until ``taken`` (see ``leftover``)
         try:
-            size = self.sock.recv_into(view, 0, flags)
+            size = self.sock.recv_into(view, 0, _DONTWAIT | _TRUNC)  # with MSG_TRUNC: the message's full size
         except BlockingIOError:
             return None
         except OSError as exc:
@@ -119,23 +116,6 @@ class Channel:
         if size > MAX_MESSAGE:
             raise ValueError(f"a loader message longer than {MAX_MESSAGE} bytes")
         return decode(view[:size])
-
-    def taken(self) -> None:
-        """The message last received is being handled: ``leftover`` no longer returns it."""
-        self._buffer[0] = 0
-
-    def leftover(self) -> Message | None:
-        """The message last received if it was never ``taken`` (an interrupt struck in between), else None.
-
-        ``marshal`` reads one record and ignores what follows it, so the message's size is not needed.
-        """
-        if self._buffer[0] == 0:
-            return None
-        self._buffer[0] = 0
-        try:
-            return decode(self._view)
-        except ValueError:
-            return None
 
     def close(self) -> None:
         self.sock.close()

@@ -97,6 +97,8 @@ class Deliverer:
         self._closed = False
         self.thread = threading.Thread(target=self._run, name=f"{name}-delivery", daemon=True)
         setattr(self.thread, DELIVERY_TOKEN, token)
+
+    def start(self) -> None:
         self.thread.start()
 
     def put(self, item: Item) -> None:

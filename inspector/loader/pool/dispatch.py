@@ -1,16 +1,16 @@
 """Sending queued requests to workers, from whichever thread frees a slot first.
 
 NOTE [ Request flow ]
-``load`` queues its request and dispatches it on the caller's thread when a worker has room
-and a recycled segment fits: the prelude and header are read and checked (``StorageFile``:
-every leaf against the data region, before any segment is picked), and one message goes to the
-worker; the caller never waits for another thread. Requests that find no room wait in the
-queue and are dispatched by whichever thread frees a slot: the I/O thread when a reply arrives,
-the delivery thread when a callback returns. A request that needs a new segment waits for the
-I/O thread, the only one that creates segments (reserving hundreds of MiB takes a while, and
-``load`` must not block). One dispatch pass runs at a time (a try-lock; a thread that finds it
-taken leaves a note, and the holder runs another pass), so each worker gets its requests in the
-order they were taken from the queue.
+``load`` queues its request and wakes the I/O thread, which dispatches it when a worker has
+room: the prelude and header are read and checked (``StorageFile``: every leaf against the data
+region, before any segment is picked), a segment is found or made, and one message goes to the
+worker. The caller's thread does nothing else, so an interrupt there cannot leave a request
+half-sent (NOTE [ Interrupts while waiting ] in ``requests``). Requests that find no room wait
+in the queue and are dispatched when a slot frees: by the I/O thread when a reply arrives, and
+when a callback returns (the delivery thread wakes the I/O thread). One dispatch pass runs at a
+time (a try-lock: a pass started while one runs, from a completion inside it, leaves a note and
+the running pass goes round again), so each worker gets its requests in the order they were
+taken from the queue.
 
 Each worker holds up to ``depth`` requests, so it starts the next read the moment it finishes
 one. At most ``max_outstanding`` requests hold a segment at once (in flight or waiting for their
@@ -23,7 +23,6 @@ thread (``delivery``).
 from __future__ import annotations
 
 import errno
-import functools
 import threading
 import time
 from collections.abc import Callable
@@ -56,7 +55,6 @@ class Dispatcher:
         self._segments = segments
         self._route = route
         self._wake_io = wake_io
-        self.read_replies: Callable[..., None] = lambda worker, done, deadline: None  # direct_reads, once wired
         self._pass = threading.Lock()
         self._again = False
 
@@ -65,33 +63,31 @@ class Dispatcher:
         self._pass = threading.Lock()
         self._again = False
 
-    def kick(self, create: bool = False) -> None:
-        """Dispatch what can be dispatched now; ``create`` only on the I/O thread (it may make segments)."""
+    def kick(self) -> None:
+        """Dispatch what can be dispatched now (on the I/O thread: it may make segments)."""
         self._again = True
         while self._again:
             if not self._pass.acquire(blocking=False):
-                return  # the thread running a pass sees ``_again`` after it releases, and runs another
+                return  # the pass running sees ``_again`` after it releases, and runs another
             try:
                 self._again = False
-                needs_io = self._run(create)
+                self._run()
             finally:
                 self._pass.release()
-            if needs_io:
-                self._wake_io()
 
-    def _run(self, create: bool) -> bool:
-        """Dispatch until the queue is empty or full; True when the rest waits for a new segment."""
+    def _run(self) -> None:
+        """Dispatch until the queue is empty or the pool is full."""
         state = self._state
         while True:
             with state.lock:
                 if not state.pending or state.exit:
-                    return False
+                    return
                 request = state.pending[0]
                 worker = None
                 if request.path is not None and state.broken is None:
                     worker = self._pick_worker()
                     if worker is None:
-                        return False
+                        return
                 state.pending.popleft()
                 if worker is not None:
                     worker.in_flight[request.id] = request  # holds the slot; keeps the order of sends
@@ -104,8 +100,8 @@ class Dispatcher:
                 self._route(InProcess(request))
             elif worker is None:
                 self._route(Failed(request, state.broken or RuntimeError("no loader worker is available")))
-            elif not self._send(worker, request, create):
-                return True
+            else:
+                self._send(worker, request)
 
     def _pick_worker(self) -> WorkerHandle | None:
         state, config = self._state, self._config
@@ -126,53 +122,39 @@ class Dispatcher:
         return best
 
     def _give_up(self, worker: WorkerHandle | None, request: Request) -> None:
-        """A cancelled request: free its slot and count it finished."""
+        """A cancelled request: free its slot and forget it."""
         with self._state.lock:
             if worker is not None:
                 worker.in_flight.pop(request.id, None)
             self._state.requests.pop(request.id, None)
-            self._state.open -= 1
-            if self._state.open == 0:
-                self._state.changed.notify_all()
 
     def _fail(self, worker: WorkerHandle, request: Request, error: BaseException) -> None:
         with self._state.lock:
             worker.in_flight.pop(request.id, None)
         self._route(Failed(request, error))
 
-    def _send(self, worker: WorkerHandle, request: Request, create: bool) -> bool:
-        """Open and check the file, find it a segment, hand both over; False when it must wait for a new segment."""
+    def _send(self, worker: WorkerHandle, request: Request) -> None:
+        """Open and check the file, find it a segment (a new one if none is free), hand both over."""
         path = request.path
         assert path is not None
         try:
             file = StorageFile(path)
         except FileNotFoundError:
             self._fail(worker, request, StorageNotFoundError(path, self._config.why_missing(path)))
-            return True
+            return
         except StorageCorruptError as exc:
             self._fail(worker, request, exc)
-            return True
+            return
         except OSError as exc:  # EMFILE, EACCES...: this load fails, the pool carries on
             self._fail(worker, request, OSError(exc.errno, f"Could not open {path!r} to load it: {exc.strerror}"))
-            return True
+            return
         with file:
-            # A request that found no free segment gets a new one, even if one was freed since: the pool then
-            # has one more, and the next caller finds it free instead of waiting for the I/O thread again.
-            segment = None if request.bounced and create else self._segments.take_free(file.size, worker.key)
-            if segment is None:
-                if not create:
-                    request.bounced = True
-                    with self._state.lock:
-                        worker.in_flight.pop(request.id, None)
-                        self._state.pending.appendleft(request)
-                    return False
-                try:
-                    segment = self._segments.acquire(file.size, worker.key, fresh=request.bounced)
-                except SharedMemoryError as exc:
-                    self._fail(worker, request, exc)
-                    return True
+            try:
+                segment = self._segments.acquire(file.size, worker.key)
+            except SharedMemoryError as exc:
+                self._fail(worker, request, exc)
+                return
             self._hand_over(worker, request, file, segment)
-        return True
 
     def _hand_over(self, worker: WorkerHandle, request: Request, file: StorageFile, segment: Segment) -> None:
         hand_over = worker.key not in segment.mapped_by
@@ -180,12 +162,8 @@ class Dispatcher:
             self._segments.mark_mapped(segment, worker.key)
         request.segment = segment
         request.plan = file.plan
-        request.worker, request.worker_key, request.at, request.sent = worker.index, worker.key, worker, False
+        request.worker, request.worker_key = worker.index, worker.key
         request.dispatched = time.perf_counter()
-        if not request.needs_delivery:  # whoever reads the reply completes it: the waiting caller may (io_loop)
-            if worker.reader is None:
-                worker.reader = functools.partial(self.read_replies, worker)
-            request.future._reader = worker.reader
         with self._state.lock:
             request.reserved = segment.capacity
             self._state.reserved += request.reserved
@@ -207,5 +185,3 @@ class Dispatcher:
             reason = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))
             error = OSError(exc.errno, f"Could not hand {request.path!r} to loader worker {worker.index}: {reason}")
             self._route(Failed(request, error))
-            return
-        request.sent = True  # its ReadFile is on the worker's socket (a later Ping queues behind it: direct_reads)

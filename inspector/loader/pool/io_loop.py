@@ -35,9 +35,8 @@ from inspector.loader._errors import (
 )
 from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.delivery import Failed, Item, Loaded
-from inspector.loader.pool.direct_reads import answered_before, sweep_orphans
 from inspector.loader.pool.dispatch import Dispatcher
-from inspector.loader.pool.messages import DropSegment, FileRead, Pong, ReadFailed, WorkerReady
+from inspector.loader.pool.messages import DropSegment, FileRead, ReadFailed, WorkerReady
 from inspector.loader.pool.segments import SegmentPool
 from inspector.loader.pool.state import PoolState
 from inspector.loader.pool.worker_handles import WorkerHandle, describe_command
@@ -77,23 +76,10 @@ class IOLoop:
         self._wake_open = True
         self._wake_pending = False
         self._epoll: select.epoll | None = None  # the thread's, kept here so a forked child can close it
-        self.suspects: set[int] = set()  # requests found stranded by the last sweep (``direct_reads``)
-        self.in_flight_before: set[int] = set()  # requests in flight at the last sweep
-        self.sweeps = 0
-        self.reopen: Callable[[Any], None] = self.retry  # WorkerPool._reopen, once wired
         self.thread = threading.Thread(target=self._run, name=f"{config.name}-io", daemon=True)
 
     def start(self) -> None:
         self.thread.start()
-
-    @property
-    def epoll(self) -> select.epoll | None:
-        """The I/O thread's epoll while it runs (callers that read replies pause a socket in it)."""
-        return self._epoll
-
-    @property
-    def state(self) -> PoolState:
-        return self._state
 
     def fail(self, request: Any, error: BaseException) -> None:
         """Answer ``request`` with ``error`` through the usual route."""
@@ -148,23 +134,16 @@ class IOLoop:
                 if now >= next_chores:
                     self._segments.trim_idle()
                     self._segments.drop_unreachable({w.key for w in replies.values()})
-                    sweep_orphans(self)
                     next_chores = now + POLL_INTERVAL_S
                     state.throttled = False  # a safety net: look at the queue again now and then
                 self._flush_unmaps(replies.values())
                 if state.pending and not state.throttled:
-                    self._dispatcher.kick(create=True)
+                    self._dispatcher.kick()
                 deaths: list[WorkerHandle] = []
                 for fd, _events in epoll.poll(POLL_INTERVAL_S):
                     worker = replies.get(fd)
                     if worker is not None:  # every reply waiting there
-                        if not worker.rx.acquire(blocking=False):
-                            continue  # a waiting caller reads it (NOTE [ Waiting callers ... ] in direct_reads)
-                        try:
-                            alive = self._drain(worker)
-                        finally:
-                            worker.rx.release()
-                        if not alive:
+                        if not self._drain(worker):
                             deaths.append(worker)
                     elif fd == self._wake_r:
                         with contextlib.suppress(BlockingIOError):
@@ -184,7 +163,6 @@ class IOLoop:
             with self._state.lock:  # from here on, submit() refuses and the loader starts a new pool
                 self._state.broken = LoaderCrashedError(exc)
                 self._state.stopped = True
-                self._state.changed.notify_all()
         finally:
             self._epoll = None
             epoll.close()
@@ -220,37 +198,23 @@ class IOLoop:
                 continue
             if message is None:
                 return True
-            self.handle(worker, message)
+            self._handle(worker, message)
         return True
 
-    def handle(self, worker: WorkerHandle, message: Any, recovering: bool = False) -> None:
-        """Handle one reply from ``worker`` (on the I/O thread, or on a caller's: NOTE [ Waiting callers read their
-        own replies ] in ``direct_reads``, whose steps this order keeps recoverable)."""
+    def _handle(self, worker: WorkerHandle, message: Any) -> None:
+        """Handle one reply from ``worker``."""
         state = self._state
         if type(message) is WorkerReady:
             with state.lock:
                 worker.ready = True
-                state.changed.notify_all()
             self._start_failures = 0
             return
-        if type(message) is Pong:
-            answered_before(self, worker)
-            return
-        request = worker.in_flight.get(message.request_id)
-        if request is None:
-            if not recovering:
-                logger.error("inspector.loader: unexpected reply %r from worker %d", message, worker.index)
-            return
-        request.handling = time.monotonic()
         with state.lock:
-            worker.in_flight.pop(message.request_id, None)
-        worker.channel.taken()
-        try:
-            self._complete(worker, request, message)
-        except BaseException:  # on a caller's thread, a Ctrl-C may strike anywhere in here
-            if not request.future.done() and not request.finished:
-                self.retry(request)
-            raise
+            request = worker.in_flight.pop(message.request_id, None)
+        if request is None:
+            logger.error("inspector.loader: unexpected reply %r from worker %d", message, worker.index)
+            return
+        self._complete(worker, request, message)
 
     def _complete(self, worker: WorkerHandle, request: Any, message: Any) -> None:
         if type(message) is FileRead:
@@ -264,17 +228,6 @@ class IOLoop:
             self._segments.release(segment)
         self._route(Failed(request, self._reply_error(worker, request.label, message)))
 
-    def retry(self, request: Any) -> None:
-        """Put back a request whose completion was interrupted (its worker is done with its segment)."""
-        request.handling = 0.0
-        segment, request.segment = request.segment, None
-        if segment is not None and segment.state == "busy":
-            self._segments.release(segment)
-        with self._state.lock:
-            self._state.unreserve(request)
-            self._state.pending.appendleft(request)
-        self.wake()
-
     def _reply_error(self, worker: WorkerHandle, path: str, reply: ReadFailed) -> BaseException:
         """The exception a ``ReadFailed`` reply stands for, with the facts the worker sent."""
         if reply.kind == "truncated":
@@ -286,8 +239,7 @@ class IOLoop:
 
     def _on_death(self, worker: WorkerHandle) -> None:
         """See NOTE [ Worker deaths ]."""
-        with worker.rx:  # a caller reading it stops at the socket's end
-            self._drain(worker)
+        self._drain(worker)
         with contextlib.suppress(Exception):  # its socket closed; if it lingers, make sure it is gone
             wait_or_kill(worker.process, 1.0)
         exitcode = worker.process.returncode
@@ -329,7 +281,6 @@ class IOLoop:
             if self._start_failures >= MAX_START_FAILURES:
                 with state.lock:
                     state.broken = WorkerStartError(self._start_failures, exitcode, describe_command())
-                    state.changed.notify_all()
                 logger.error("inspector.loader: %s", state.broken)
                 return
         logger.warning(

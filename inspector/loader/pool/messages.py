@@ -8,8 +8,8 @@ and descriptors sent with a message arrive with it (``SCM_RIGHTS``). The message
     main -> worker   ReadFile(request_id, size, segment_id, capacity)
                          carries the storage file's descriptor, opened and checked by the main
                          process; capacity > 0: the segment's descriptor rides along too (map it)
-                     DropSegment(segment_id)            StopWorker()            Ping()
-    worker -> main   WorkerReady(pid)                   Pong()  (once every request sent before the Ping is answered)
+                     DropSegment(segment_id)            StopWorker()
+    worker -> main   WorkerReady(pid)
                      FileRead(request_id, size, read_start, read_end)
                      ReadFailed(request_id, kind, message, errno, traceback, read_start, read_end)
 
@@ -56,14 +56,6 @@ class StopWorker(NamedTuple):
     """Exit now."""
 
 
-class Ping(NamedTuple):
-    """Answer ``Pong`` (after every request sent before this one: a worker answers in order)."""
-
-
-class Pong(NamedTuple):
-    """Every request sent before the ``Ping`` has been answered."""
-
-
 class WorkerReady(NamedTuple):
     """The worker runs and waits for requests."""
 
@@ -91,8 +83,8 @@ class ReadFailed(NamedTuple):
     read_end: float
 
 
-Message = ReadFile | DropSegment | StopWorker | WorkerReady | FileRead | ReadFailed | Ping | Pong
-_KINDS: tuple[type[Any], ...] = (ReadFile, DropSegment, StopWorker, WorkerReady, FileRead, ReadFailed, Ping, Pong)
+Message = ReadFile | DropSegment | StopWorker | WorkerReady | FileRead | ReadFailed
+_KINDS: tuple[type[Any], ...] = (ReadFile, DropSegment, StopWorker, WorkerReady, FileRead, ReadFailed)
 _TAGS = {kind: tag for tag, kind in enumerate(_KINDS)}
 
 

@@ -14,10 +14,25 @@ timeout; for the first, the pool stops counting callbacks queued behind the wait
 its in-flight budget while the wait lasts, so the awaited load is dispatched even when that
 queue is full. A wait on the delivery thread through anything else (a ``threading.Event`` set
 by another callback) is not seen and waits as the user wrote it.
+
+NOTE [ Interrupts while waiting ]
+Python raises a Ctrl-C (``KeyboardInterrupt``, or whatever a signal handler raises) in the main
+thread between two bytecodes: at the start of any Python function and right after any call into
+C, so anywhere in Python-level code, the standard library's included. The caller's thread
+therefore does nothing a half-done step could spoil: ``load`` puts its request in the queue and
+registers it (the queue first, so an interrupt in between leaves a request that is served, never
+one that is waited for and never served) and wakes the I/O thread; the pool's own threads, which
+no signal interrupts, do everything else. A wait holds no lock while it blocks: a future's lock
+(``FutureLock``) is a C-level ``RLock`` whose ``with`` an interrupt cannot split (a
+``threading.Condition``'s ``__enter__`` and ``__exit__`` are Python functions: an interrupt
+inside one leaves its lock held, and the I/O thread answering that future would block on it
+forever), and ``result()`` blocks on a separate latch the future's completion opens, re-checking
+the future's state every ``WAIT_SLICE_S`` in case an interrupted waiter kept the latch.
 """
 
 from __future__ import annotations
 
+import _thread
 import contextlib
 import logging
 import threading
@@ -25,7 +40,7 @@ import time
 import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
-from concurrent.futures._base import FINISHED, PENDING
+from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
 from typing import Any, Protocol
 
 from inspector.loader._errors import CallbackDeadlockError
@@ -33,6 +48,49 @@ from inspector.loader._errors import CallbackDeadlockError
 logger = logging.getLogger("inspector.loader")
 
 DELIVERY_TOKEN = "inspector_loader_token"  # attribute naming the pool a delivery thread belongs to
+WAIT_SLICE_S = 0.05  # a waiter looks at its future's state at least this often (NOTE [ Interrupts while waiting ])
+_FINAL = (FINISHED, CANCELLED, CANCELLED_AND_NOTIFIED)
+
+
+class FutureLock(_thread.RLock):  # type: ignore[misc]  # a C-level RLock, with a condition's waits
+    """A future's lock and condition: ``with`` is C-level (no interrupt can split it), and a wait blocks on a latch
+    that opens once, when the future is answered or cancelled (NOTE [ Interrupts while waiting ])."""
+
+    __slots__ = ("_latch", "opened")
+
+    def __init__(self) -> None:
+        self._latch = _thread.allocate_lock()
+        self._latch.acquire()
+        self.opened = False
+
+    def notify_all(self) -> None:
+        """``Future`` calls this, holding the lock, once its state is final: open the latch for good."""
+        if not self.opened:
+            self.opened = True
+            self._latch.release()
+
+    notify = notify_all
+
+    def wait_opened(self, timeout: float | None) -> bool:
+        """Block, holding nothing, until the latch opens (True) or ``timeout`` passes (False)."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        latch = self._latch
+        while not self.opened:
+            left = WAIT_SLICE_S if deadline is None else min(deadline - time.monotonic(), WAIT_SLICE_S)
+            if left <= 0:
+                return False
+            if latch.acquire(True, left):
+                latch.release()  # pass it on to the next waiter
+                return True
+        return True
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """``threading.Condition.wait``: give up the lock while waiting for the latch, take it back after."""
+        saved = self._release_save()  # type: ignore[attr-defined]
+        try:
+            return self.wait_opened(timeout)
+        finally:
+            self._acquire_restore(saved)  # type: ignore[attr-defined]
 
 
 class WaitHooks(Protocol):
@@ -86,10 +144,9 @@ class LoadFuture(Future):
     _observed = False
     _needs_delivery = False
     _pool: weakref.ref[Any] | None = None
-    _reader: Callable[[Callable[[], bool], float | None], None] | None = None  # reads its worker's replies here
 
     def __init__(self) -> None:  # Future.__init__'s fields, set here: one load makes one future, on the hot path
-        self._condition = threading.Condition()
+        self._condition: FutureLock = FutureLock()  # type: ignore[assignment]
         self._state = PENDING
         self._result = None
         self._exception = None
@@ -101,27 +158,26 @@ class LoadFuture(Future):
         self._observed = True
         pool = self._waiting_pool()
         if pool is None:
-            return super().result(self._read_replies(timeout))
+            self._wait(timeout)
+            return super().result(0)
         with pool.delivery_waits():
-            return super().result(timeout)
+            self._wait(timeout)
+            return super().result(0)
 
     def exception(self, timeout: float | None = None) -> BaseException | None:
         self._observed = True
         pool = self._waiting_pool()
         if pool is None:
-            return super().exception(self._read_replies(timeout))
+            self._wait(timeout)
+            return super().exception(0)
         with pool.delivery_waits():
-            return super().exception(timeout)
+            self._wait(timeout)
+            return super().exception(0)
 
-    def _read_replies(self, timeout: float | None) -> float | None:
-        """Read this load's reply on this thread when it can (NOTE [ Waiting callers read their own replies ] in
-        ``io_loop``); the timeout left."""
-        reader = self._reader
-        if reader is None or self._state == FINISHED:
-            return timeout
-        deadline = None if timeout is None else time.monotonic() + timeout
-        reader(self.done, deadline)
-        return None if deadline is None else max(0.0, deadline - time.monotonic())
+    def _wait(self, timeout: float | None) -> None:
+        """Until answered or cancelled, holding no lock (NOTE [ Interrupts while waiting ]); ``TimeoutError``."""
+        if self._state not in _FINAL and not self._condition.wait_opened(timeout):
+            raise TimeoutError()
 
     def _waiting_pool(self) -> Any:
         """The pool, when this wait happens inside one of its callbacks (see NOTE [ Callbacks that wait ])."""
@@ -138,7 +194,6 @@ class LoadFuture(Future):
     def _invoke_callbacks(self) -> None:
         """Called by ``Future`` once this future is done: its done-callbacks go to the delivery thread."""
         self._waiter_list.future = None  # done: no wait on it can block any more (and no cycle keeps it alive)
-        self._reader = None
         if not self._done_callbacks:
             return
         pool = self._pool() if self._pool is not None else None
@@ -147,10 +202,12 @@ class LoadFuture(Future):
 
     def fail_after_fork(self, error: BaseException) -> None:
         """In a child made by ``os.fork()``: fail this future at once, taking no lock a parent thread may have held."""
-        self._condition = threading.Condition()
+        latch_open = self._condition.opened
+        self._condition = FutureLock()
+        if latch_open:
+            self._condition.notify_all()
         self._waiters.clear()  # they belong to the parent's threads, which the child does not have
         self._pool = None  # no delivery thread here: done-callbacks run on this thread
-        self._reader = None
         self._observed = True  # the parent has the real load; nothing is lost here
         with contextlib.suppress(InvalidStateError):  # finished or cancelled before the fork
             self.set_exception(error)
@@ -179,9 +236,9 @@ def run_done_callbacks(future: Future[Any]) -> None:
 class Request:
     """One ``load`` call on its way through the pool (internal and mutable; a plain class: one per load)."""
 
-    __slots__ = ("at", "bounced", "callback", "device", "dispatched", "finished", "future", "handling", "id",
-                 "needs_delivery", "on_error", "path", "plan", "queued", "reserved", "running", "segment", "sent",
-                 "storage", "submitted", "worker", "worker_key")  # fmt: skip
+    __slots__ = ("callback", "device", "dispatched", "finished", "future", "id", "needs_delivery", "on_error", "path",
+                 "plan", "queued", "reserved", "running", "segment", "storage", "submitted", "worker",
+                 "worker_key")  # fmt: skip
 
     def __init__(
         self,
@@ -206,11 +263,7 @@ class Request:
         self.segment: Any = None
         self.plan: Any = None  # the header, checked when the file was opened for the worker
         self.running = False
-        self.finished = 0  # its books are closed (open count, budget), by the pool: 1 delivered, 2 failed
-        self.bounced = False  # found no free segment once: the I/O thread makes it a new one
-        self.at: Any = None  # the worker it was sent to (a WorkerHandle)
-        self.sent = False  # its ReadFile was sent to ``at``
-        self.handling = 0.0  # when its reply began to be handled (NOTE [ Waiting callers read their own replies ])
+        self.finished = 0  # its books are closed (counts, budget), by the pool: 1 delivered, 2 failed
         self.reserved = 0  # segment bytes counted against the pool's budget
         self.queued = False  # went through the delivery thread's queue
         # completing it runs code on the delivery thread (see NOTE [ Callbacks that wait ])

@@ -40,7 +40,9 @@ is under way, is dropped. Segments free or busy at the fork have no arrays to in
 
 The callback may run on any thread, even inside garbage collection while this pool's lock is
 held, so it only appends to a deque (atomic, lock-free); the pool folds released segments back
-in the next time it is used. The pool never unmaps a segment a lease may still export: it drops
+in the next time it is used. The callback *is* that deque's ``append`` (a C function; the
+weakref, a ``KeyedRef``, carries its segment), so no Python code runs when an array dies, and a
+Ctrl-C striking then cannot lose the segment. The pool never unmaps a segment a lease may still export: it drops
 its reference and the mapping disappears with the last array.
 """
 
@@ -114,7 +116,7 @@ if hasattr(os, "register_at_fork"):
 class Segment:
     """One shared-memory segment as the main process sees it."""
 
-    __slots__ = ("buffer", "capacity", "epoch", "fd", "id", "last_used", "lease", "mapped_by", "returns", "state")
+    __slots__ = ("buffer", "capacity", "epoch", "fd", "id", "last_used", "lease", "mapped_by", "state")
 
     def __init__(self, seg_id: int, capacity: int, fd: int, buffer: Any) -> None:
         self.id = seg_id
@@ -124,14 +126,8 @@ class Segment:
         self.mapped_by: set[int] = set()
         self.state: State = "busy"
         self.last_used = time.monotonic()
-        self.lease: weakref.ref[np.ndarray] | None = None
+        self.lease: weakref.KeyedRef | None = None  # its key is this segment
         self.epoch = 0  # ForkEpoch.count when it was last leased
-        self.returns: collections.deque[Segment] | None = None  # its pool's deque of released segments
-
-    def released(self, _lease: Any) -> None:
-        """The lease died (a weakref callback: any thread, even inside garbage collection): hand it back."""
-        if self.returns is not None:
-            self.returns.append(self)
 
     def close_fd(self) -> None:
         if self.fd >= 0:
@@ -203,7 +199,7 @@ class SegmentPool:
         self._lock = threading.Lock()
         self._segments: dict[int, Segment] = {}
         self._free: list[Segment] = []
-        self._released: collections.deque[Segment] = collections.deque()
+        self._released: collections.deque[Segment | weakref.KeyedRef] = collections.deque()  # a dead lease's key
         self._unmaps: collections.deque[tuple[int, int]] = collections.deque()
         self._next_id = 0
         self._closed = False
@@ -229,17 +225,15 @@ class SegmentPool:
             best.state = "busy"
             return best
 
-    def acquire(self, nbytes: int, worker: int, fresh: bool = False) -> Segment:
-        """A busy segment of at least ``nbytes`` for ``worker``: a free one (unless ``fresh``), else a new one (may be
-        slow)."""
-        seg = None if fresh else self.take_free(nbytes, worker)
+    def acquire(self, nbytes: int, worker: int) -> Segment:
+        """A busy segment of at least ``nbytes`` for ``worker``: a free one, else a new one (may be slow)."""
+        seg = self.take_free(nbytes, worker)
         if seg is not None:
             return seg
         with self._lock:
             seg_id = self._next_id
             self._next_id += 1
         seg = create_segment(seg_id, capacity_for(nbytes), f"{self._prefix}-{seg_id}")
-        seg.returns = self._released
         with self._lock:
             self._segments[seg_id] = seg
             self._trim()
@@ -251,7 +245,7 @@ class SegmentPool:
         seg.state = "leased"
         seg.epoch = ForkEpoch.count
         seg.close_fd()  # a kept payload holds no descriptor
-        seg.lease = weakref.ref(base, seg.released)  # kept on seg so it can fire
+        seg.lease = weakref.KeyedRef(base, self._released.append, seg)  # kept on seg so it can fire
         return base
 
     def release(self, seg: Segment) -> None:
@@ -342,7 +336,8 @@ class SegmentPool:
         if not self._released:
             return
         while self._released:
-            seg = self._released.popleft()
+            item = self._released.popleft()
+            seg: Segment = item.key if isinstance(item, weakref.KeyedRef) else item
             if self._closed or seg.id not in self._segments:
                 continue
             if seg.state == "leased" and (ForkEpoch.forking or seg.epoch != ForkEpoch.count):

@@ -14,17 +14,17 @@ from inspector.loader.pool.worker_handles import WorkerHandle
 class PoolState:
     """Everything the caller, I/O and delivery threads of one pool read and write; hold ``lock`` to touch it.
 
-    ``changed`` (on ``lock``) is notified when a worker becomes ready, the pool breaks, or the last
-    open request finishes.
+    ``requests`` holds every request submitted and not yet answered: ``shutdown`` waits until it is
+    empty. Only the pool's own threads change anything but ``pending`` and ``requests`` (NOTE
+    [ Interrupts while waiting ] in ``requests``).
     """
 
     worker_num: int
     lock: threading.Lock = field(default_factory=threading.Lock)
     pending: deque[Request] = field(default_factory=deque)
-    requests: dict[int, Request] = field(default_factory=dict)  # open (not yet answered), by id: a fork fails them
+    requests: dict[int, Request] = field(default_factory=dict)  # not yet answered, by id: a fork fails them
     workers: list[WorkerHandle] = field(default_factory=list)
     restarts: list[int] = field(default_factory=list)
-    open: int = 0  # submitted and not finished
     undelivered: int = 0  # waiting for (or in) the delivery thread
     done: int = 0
     failed: int = 0
@@ -37,13 +37,11 @@ class PoolState:
     throttled: bool = False  # a request waits for a slot; whoever frees one dispatches it
 
     def __post_init__(self) -> None:
-        self.changed = threading.Condition(self.lock)
         self.restarts = [0] * self.worker_num
 
     def after_fork(self) -> None:
         """In a forked child: a fresh lock (a parent thread may have held this one at the fork)."""
         self.lock = threading.Lock()
-        self.changed = threading.Condition(self.lock)
 
     def unreserve(self, request: Request) -> None:
         """Stop counting ``request``'s segment against the budget (hold ``lock``)."""
@@ -52,4 +50,4 @@ class PoolState:
 
     def all_ready(self) -> bool:
         """Every worker has said it is ready (hold ``lock``)."""
-        return len(self.workers) == self.worker_num and all(w.ready for w in self.workers)
+        return len(self.workers) == self.worker_num and all([w.ready for w in self.workers])

@@ -22,7 +22,6 @@ import os
 import shlex
 import subprocess
 import sys
-import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -30,11 +29,10 @@ from typing import Any
 
 from inspector._processes import wait_or_kill
 from inspector.loader._errors import WorkerSpawnError
-from inspector.loader.pool.channel import Channel, set_receive_timeout, socket_pair
+from inspector.loader.pool.channel import Channel, socket_pair
 from inspector.loader.pool.messages import StopWorker
 
 STOP_GRACE_S = 5.0
-READ_WAIT_S = 0.25  # the longest a caller's blocking read of replies waits before it looks at its deadline again
 WORKER_MODULE = "inspector.loader.pool.worker_process"
 _BOOTSTRAP = f"import sys; sys.path.insert(0, sys.argv.pop(1)); from {WORKER_MODULE} import main; main()"
 PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])  # the directory holding the `inspector` package
@@ -53,13 +51,6 @@ class WorkerHandle:
     dead: bool = False
     loads_done: int = 0
     in_flight: dict[int, Any] = field(default_factory=dict)
-    # one reader of its socket at a time, and a poll object for a caller that reads it (NOTE [ Waiting callers
-    # read their own replies ] in ``io_loop``)
-    rx: threading.Lock = field(default_factory=threading.Lock)
-    poller: Any = None
-    reader: Any = None  # direct_reads.receive_for bound to this worker
-    pinged: list[int] | None = None  # the requests in flight when a Ping went out, until its Pong (direct_reads)
-    pinged_at: int = 0  # the sweep that sent it
 
     @property
     def pid(self) -> int:
@@ -104,7 +95,6 @@ def start_worker(index: int, key: int) -> WorkerHandle:
         raise WorkerSpawnError(index, exc) from exc
     finally:
         theirs.close()
-    set_receive_timeout(ours, READ_WAIT_S)  # a caller reading replies wakes this often to look at its deadline
     try:
         death_fd = os.pidfd_open(process.pid) if hasattr(os, "pidfd_open") else -1
     except OSError:

@@ -1,27 +1,29 @@
 """The worker pool: its public face, how its parts are wired, and a shutdown that leaves nothing.
 
 The parts: ``dispatch`` sends requests (NOTE [ Request flow ]), ``io_loop`` reads replies and
-replaces dead workers (NOTE [ Worker deaths ]), ``direct_reads`` lets a waiting caller read its
-own reply (NOTE [ Waiting callers read their own replies ]), ``delivery`` completes loads,
+replaces dead workers (NOTE [ Worker deaths ]), ``delivery`` completes loads, ``requests`` is a
+load's future and what a waiting caller may be interrupted in (NOTE [ Interrupts while waiting ]),
 ``segments`` holds the shared memory (NOTE [ Segment ownership ]), ``worker_handles`` starts
 worker processes (NOTE [ Starting workers ]); ``state`` is the bookkeeping they share.
 
 NOTE [ Loader shutdown ]
 ``shutdown(timeout)`` stops accepting work, waits (up to ``timeout``) until every submitted
 request has been delivered or failed, then the I/O thread sends each worker "stop", waits for
-it, and kills what has not exited within ``worker_handles.STOP_GRACE_S``. Whatever was still queued
-or in flight fails with ``LoaderShutdownError``, so no future stays pending. Then the delivery
-thread drains and stops, and the segment pool drops every segment (those still leased to
-delivered arrays live on, unnamed, until the arrays die). Workers also exit on their own when
+it, and kills what has not exited within ``worker_handles.STOP_GRACE_S``. Whatever was still
+queued or in flight fails with ``LoaderShutdownError``, so no future stays pending. Then the
+delivery thread drains and stops, and the segment pool drops every segment (those still leased
+to delivered arrays live on, unnamed, until the arrays die). Workers also exit on their own when
 the parent's socket closes or the parent pid changes, which covers a parent killed with -9; an
 ``atexit`` hook (``_lifecycle``) shuts down loaders still running at interpreter exit, with
 bounded waits for our (daemon) threads, so a callback that never returns cannot hold the
-interpreter open. Calling ``shutdown`` from inside a callback is allowed: it does not wait for
-itself. A pool whose I/O thread crashed has already failed its requests (``LoaderCrashedError``)
-and stopped its workers, so ``shutdown`` does not wait for them. If a worker cannot be started
-while the pool starts, those already started are stopped before the ``WorkerSpawnError``
-propagates. In a child made by ``os.fork()`` the pool is *abandoned* (``abandon``): its
-descriptors are closed and nothing is sent, so the parent's workers and memory are untouched.
+interpreter open. A ``shutdown`` interrupted by Ctrl-C goes on to the end on a helper thread
+(``_lifecycle``), and calling it again finishes it too: nothing is left running. Calling
+``shutdown`` from inside a callback is allowed: it does not wait for itself. A pool whose I/O
+thread crashed has already failed its requests (``LoaderCrashedError``) and stopped its workers,
+so ``shutdown`` does not wait for them. If a worker cannot be started while the pool starts,
+those already started are stopped before the ``WorkerSpawnError`` propagates. In a child made by
+``os.fork()`` the pool is *abandoned* (``abandon``): its descriptors are closed and nothing is
+sent, so the parent's workers and memory are untouched.
 """
 
 from __future__ import annotations
@@ -40,9 +42,8 @@ from inspector.loader._errors import LoaderCrashedError, LoaderShutdownError, Lo
 from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.cuda import StagingPool
 from inspector.loader.pool.delivery import Deliverer, Failed, Item
-from inspector.loader.pool.direct_reads import receive_for
 from inspector.loader.pool.dispatch import Dispatcher
-from inspector.loader.pool.io_loop import POLL_INTERVAL_S, IOLoop
+from inspector.loader.pool.io_loop import IOLoop
 from inspector.loader.pool.records import LoaderStatus, WorkerStatus
 from inspector.loader.pool.requests import LoadFuture, Request, run_done_callbacks
 from inspector.loader.pool.segments import SegmentPool
@@ -51,6 +52,7 @@ from inspector.loader.pool.worker_handles import STOP_GRACE_S, WorkerHandle, sta
 
 logger = logging.getLogger("inspector.loader")
 
+WAIT_POLL_S = 0.005  # how often a caller waiting for the pool looks again (sleeping: nothing an interrupt can break)
 _sessions = itertools.count()
 
 
@@ -73,19 +75,22 @@ class WorkerPool:
                                 self._teardown, self._stop_delivery)  # fmt: skip
         except OSError as exc:  # no descriptor left for the wake-up pipe: nothing has started yet
             raise WorkerSpawnError(0, exc) from exc
-        self._dispatcher.read_replies = functools.partial(receive_for, self._loop)
-        self._loop.reopen = self._reopen
         self._deliverer = Deliverer(self._segments, self._finished, config.record, self._staging, self.token,
                                     config.name, self._state.requests)  # fmt: skip
         try:
+            self._deliverer.start()
             for i in range(config.worker_num):  # one at a time, so a failure can stop those already started
                 self._state.workers.append(self._spawn(i))
-        except BaseException:
+            self._loop.start()
+        except BaseException:  # no worker, or an interrupt (maybe inside a thread's start): stop all that began
             self._state.exit = True
+            self._wake()  # an I/O thread that did start tears down when it sees ``exit``; this does it too
+            with contextlib.suppress(RuntimeError):  # "cannot join thread before it is started"
+                self._loop.thread.join(STOP_GRACE_S)
             self._teardown()
-            self._stop_delivery()
+            self._stop_delivery()  # a delivery thread that did start releases the memory; this does it too
+            self._release()
             raise
-        self._loop.start()
 
     @property
     def name(self) -> str:
@@ -93,15 +98,15 @@ class WorkerPool:
 
     # ---- called from any thread -------------------------------------------------------------
     def submit(self, request: Request) -> bool:
-        """Queue ``request`` and dispatch what can go now; False when this pool is shutting down (use a new one)."""
+        """Queue ``request`` for the I/O thread; False when this pool is shutting down (use a new one)."""
         request.future._pool = self._weak_self
-        with self._state.lock:
-            if self._state.stopped:
+        state = self._state
+        with state.lock:
+            if state.stopped:
                 return False
-            self._state.open += 1
-            self._state.pending.append(request)
-            self._state.requests[request.id] = request
-        self._dispatcher.kick()
+            state.pending.append(request)  # first: see NOTE [ Interrupts while waiting ] in ``requests``
+            state.requests[request.id] = request
+        self._loop.wake()
         return True
 
     @contextlib.contextmanager
@@ -118,7 +123,7 @@ class WorkerPool:
         with self._state.lock:
             self._state.delivery_waiting += change
         if change > 0:
-            self._dispatcher.kick()
+            self._wake()
 
     def run_done_callbacks(self, future: LoadFuture) -> bool:
         """Hand ``future``'s done-callbacks to the delivery thread; False when they must run on this one."""
@@ -168,33 +173,33 @@ class WorkerPool:
     def wait_ready(self, timeout: float) -> bool:
         """Block until every worker has said it is ready (start-up measurements, tests)."""
         deadline = time.monotonic() + timeout
-        with self._state.changed:
-            while not self._state.all_ready():
-                if self._state.broken is not None:
-                    raise self._state.broken
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    return False
-                self._state.changed.wait(min(left, POLL_INTERVAL_S))
-        return True
+        state = self._state
+        while True:
+            with state.lock:
+                ready, broken = state.all_ready(), state.broken
+            if broken is not None:
+                raise broken
+            if ready:
+                return True
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            time.sleep(min(left, WAIT_POLL_S))
 
     def shutdown(self, timeout: float | None, join_timeout: float | None = None) -> None:
         """See NOTE [ Loader shutdown ]; ``join_timeout`` bounds the waits for our threads (at exit: a
         callback may never return, and the delivery thread that runs it is a daemon)."""
         state = self._state
         with state.lock:
-            if state.shut:
-                return
             state.shut = state.stopped = True
         in_delivery = threading.current_thread() is self._deliverer.thread
         if not in_delivery:
             deadline = None if timeout is None else time.monotonic() + timeout
-            with state.changed:  # a dead I/O thread answers nothing more: it failed what it held
-                while state.open > 0 and self._loop.thread.is_alive():
-                    left = POLL_INTERVAL_S if deadline is None else min(deadline - time.monotonic(), POLL_INTERVAL_S)
-                    if left <= 0:
-                        break
-                    state.changed.wait(left)
+            while state.requests and self._loop.thread.is_alive():  # a dead I/O thread failed what it held
+                left = WAIT_POLL_S if deadline is None else min(deadline - time.monotonic(), WAIT_POLL_S)
+                if left <= 0:
+                    break
+                time.sleep(left)
         with state.lock:
             state.exit = True
         self._wake()
@@ -244,39 +249,22 @@ class WorkerPool:
     def _finished(self, request: Request, ok: bool) -> None:
         state = self._state
         with state.lock:
-            if request.finished:  # a request loaded again after an interrupt may finish twice: count it once
+            if request.finished:
                 return
             request.finished = 1 if ok else 2
             state.unreserve(request)
-            state.open -= 1
             if request.queued:
                 state.undelivered -= 1
             if ok:
                 state.done += 1
             else:
                 state.failed += 1
-            if state.open == 0:
-                state.changed.notify_all()
             throttled, state.throttled = state.throttled, False
         if throttled or state.pending:
-            if threading.current_thread() is self._deliverer.thread:
-                self._wake()
-            else:
+            if threading.current_thread() is self._loop.thread:
                 self._dispatcher.kick()
-
-    def _reopen(self, request: Request) -> None:
-        """Open the books of a request closed by an interrupt before its future was answered, and load it again."""
-        state = self._state
-        with state.lock:
-            if not request.finished:
-                return
-            state.open += 1
-            if request.finished == 1:
-                state.done -= 1
             else:
-                state.failed -= 1
-            request.finished = 0
-        self._loop.retry(request)
+                self._wake()
 
     def _teardown(self) -> None:
         state = self._state

@@ -26,8 +26,6 @@ from inspector.loader.pool.messages import (
     MAX_TRACEBACK,
     DropSegment,
     FileRead,
-    Ping,
-    Pong,
     ReadFailed,
     ReadFile,
     StopWorker,
@@ -61,8 +59,6 @@ def serve(channel: Channel, parent_pid: int) -> None:
                 maps.pop(message.segment_id, None)  # unmapped once no view is left
             elif isinstance(message, StopWorker):
                 return
-            elif isinstance(message, Ping):
-                channel.send(Pong())
             else:
                 _close_all(received.fds)
     except (EOFError, OSError):

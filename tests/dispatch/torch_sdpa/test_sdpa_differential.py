@@ -150,3 +150,35 @@ def test_the_masks_device_takes_part_in_the_dispatch_as_in_pytorch(mask_device: 
     with torch_sdpa.watch() as calls, contextlib.suppress(RuntimeError, NotImplementedError):
         torch.nn.functional.scaled_dot_product_attention(q, q, q, attn_mask=mask)
     assert calls.table().groups[0].backend == want.name.lower()
+
+
+@pytest.mark.cuda
+def test_a_profile_of_this_gpu_answers_as_pytorch_does_on_it() -> None:
+    """The same rules, fed a described GPU with this GPU's facts, give PyTorch's answer for real tensors on it."""
+    real = torch_sdpa.this_gpu()
+    assert real.measured and torch_sdpa.gpu_profile("this") == real
+    described = torch_sdpa.gpu_profile(real.sm, cudnn=real.cudnn_version)._replace(
+        cuda_version=real.cuda_version, flash_built=real.flash_built, cudnn_built=real.cudnn_built)
+    wrong = []
+    for case in generate(500, device="cuda", seed=5):
+        with _flags_of(case):
+            want = pytorch_choice(case)
+            got = predict_by_rules(*case.args, gpu=described, **case.kwargs)
+        if got != want:
+            wrong.append(f"{case!r}: PyTorch {want}, the described {described.label()} {got}")
+    assert wrong == []
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_machine_cuda_means_this_gpu_and_watch_asks_pytorch() -> None:
+    from inspector.dispatch import CallContext
+    from inspector.dispatch.torch_sdpa.described import complete
+
+    facts = complete(CallContext("torch_sdpa", dtype=torch.float16, device_cuda=True)).extra["sdpa"]
+    assert facts.cuda is not None and facts.cuda.measured and facts.cuda.sm == torch_sdpa.this_gpu().sm
+    q = torch.randn(1, 4, 64, 64, device="cuda", dtype=torch.float16)
+    with torch_sdpa.watch() as calls:
+        torch.nn.functional.scaled_dot_product_attention(q, q, q, is_causal=True)
+    [group] = calls.table().groups
+    assert group.answered_by == "pytorch" and group.backend == torch_sdpa.predict(q, q, q, is_causal=True).name.lower()
+    assert group.predicted == group.backend, "the ported CUDA rules disagree with PyTorch on this GPU"
