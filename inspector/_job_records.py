@@ -99,7 +99,7 @@ def real(optional: bool = False) -> Checker:
 
 def flag(optional: bool = False) -> Checker:
     def check(value: Any, path: str) -> Any:
-        if value is None and optional or isinstance(value, bool):
+        if (value is None and optional) or isinstance(value, bool):
             return value
         raise RecordProblem(path, f"must be true or false, got {type(value).__name__}")
 
@@ -108,7 +108,7 @@ def flag(optional: bool = False) -> Checker:
 
 def choice(values: tuple[str, ...], optional: bool = False) -> Checker:
     def check(value: Any, path: str) -> Any:
-        if value is None and optional or (isinstance(value, str) and value in values):
+        if (value is None and optional) or (isinstance(value, str) and value in values):
             return value
         raise RecordProblem(path, f"must be one of {list(values)}, got {str(value)[:40]!r}")
 

@@ -1,7 +1,8 @@
 """``inspector report OUT.html``: the self-contained HTML report, holding what the app's report can.
 
 Beyond the engine as it is, the report takes what a command line cannot leave in a running app:
-a plan and a job's view (``--plan``, ``--job``: the RPC section), a described call (the flags of ``inspector explain``, the
+a plan and a job's view (``--plan``, ``--job``: the RPC
+section), a described call (the flags of ``inspector explain``, the
 Dispatch section) and a benchmark measured in another process (``--loader-results``, the Loader
 section). Every input is checked before the report is built, so a bad file costs one line and
 exit 2, never a half-written report.

@@ -27,6 +27,8 @@ from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, StaleMark, error_html
 from inspector.panels._render import RawHTML
 from inspector.panels._sections import Sections
+from inspector.panels.rpc_job import TITLE as JOB_TITLE
+from inspector.panels.rpc_job import JobBox
 from inspector.panels.rpc_launch import (
     MAX_LOCAL_WORKERS,
     LaunchConfirmation,
@@ -35,8 +37,6 @@ from inspector.panels.rpc_launch import (
     summarize,
     world_job,
 )
-from inspector.panels.rpc_job import TITLE as JOB_TITLE
-from inspector.panels.rpc_job import JobBox
 from inspector.panels.rpc_maps import ROWS_CSS, MapRow
 from inspector.panels.rpc_templates import TemplatePicker
 from inspector.rpc import JobView, PlanError, TopologyPlan, WorldSnapshot, last_gather, registered_backends

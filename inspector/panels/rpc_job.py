@@ -1,4 +1,4 @@
-"""The RPC tab's "This job, rank by rank" box: a button that reads the last gather, and where the job's section shows."""
+"""The RPC tab's "This job, rank by rank" box: a button that reads the last gather, and the job's section."""
 
 from __future__ import annotations
 

@@ -79,7 +79,7 @@ class Meeting:
         verdict = self._verdict()
         if verdict is not None:  # this rank comes after the others gave up
             self._raise(verdict, late=True)
-        self._op(self.store.append, "arrived", f"{self.rank},")
+        self._op(self.store.append, "arrived", f"{self.rank},")  # type: ignore[attr-defined]  # in torch, not its stub
         self._op(self.store.add, "arrived_n", 1)
         backoff = Backoff()
         while True:

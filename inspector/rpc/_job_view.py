@@ -20,6 +20,7 @@ from typing import Any
 from inspector._display import html_table
 from inspector._job_records import ENVIRONMENT, LOADER, SDPA, RecordProblem, count, fields, listed, text
 from inspector._messages import Message
+from inspector.rpc._errors import JobViewError
 from inspector.rpc._job_compare import (
     EnvironmentDifference,
     LoaderSpread,
@@ -33,7 +34,6 @@ from inspector.rpc._job_compare import (
     signature_of,
     signature_text,
 )
-from inspector.rpc._errors import JobViewError
 from inspector.rpc._job_payload import check_records, parse, read_bounded
 
 VIEW_FORMAT = "inspector.job.view"
@@ -58,7 +58,8 @@ def ratio_text(ratio: float) -> str:
     return "∞" if ratio == float("inf") else f"{ratio:,.1f}x" if ratio >= 10 else f"{ratio:.2f}x"
 
 
-def _frame(rows: list[dict[str, Any]], columns: list[str], what: str) -> Any:
+def to_frame(rows: list[dict[str, Any]], columns: list[str], what: str) -> Any:
+    """``rows`` as a pandas DataFrame, for the parts' ``to_frame()`` (pandas is imported here only)."""
     try:
         import pandas as pd
     except ImportError as exc:
@@ -110,7 +111,7 @@ class JobSdpa:
 
     def to_frame(self) -> Any:
         """One row per rank and group of its watch; ``differs`` marks a rank that ran another backend."""
-        return _frame(self.rows(), SDPA_COLUMNS, "JobSdpa")
+        return to_frame(self.rows(), SDPA_COLUMNS, "JobSdpa")
 
     def __repr__(self) -> str:
         head = f"<JobSdpa: {len(self.records)} rank(s), {len(self.signatures)} call signature(s)"
@@ -160,15 +161,17 @@ class JobLoader:
 
     def to_frame(self) -> Any:
         """One row per rank: its loader's figures (seconds), verdict and role (straggler, slowest, fastest)."""
-        return _frame(self.rows(), LOADER_COLUMNS, "JobLoader")
+        return to_frame(self.rows(), LOADER_COLUMNS, "JobLoader")
 
     def __repr__(self) -> str:
         found = self.findings()
         return f"<JobLoader: {len(self.records)} rank(s)" + (": " + found[0] if found else "") + ">"
 
     def _repr_html_(self) -> str:
-        rows = [(r["rank"], r["loader"], r["batches"], "" if r["batch_s_median"] is None else duration(r["batch_s_median"]),
-                 "" if r["wait_s_median"] is None else duration(r["wait_s_median"]),
+        def took(seconds: float | None) -> str:
+            return "" if seconds is None else duration(seconds)
+
+        rows = [(r["rank"], r["loader"], r["batches"], took(r["batch_s_median"]), took(r["wait_s_median"]),
                  "" if r["data_wait_share"] is None else f"{r['data_wait_share']:.0%}", r["verdict"] or "", r["role"])
                 for r in self.rows()]  # fmt: skip
         head = ["rank", "loader", "batches", "per batch (median)", "wait for data (median)", "waiting", "verdict",
@@ -195,7 +198,7 @@ class JobEnvironment:
     def to_frame(self) -> Any:
         """One row per rank, one column per key; ``frame.attrs["differing"]`` lists the keys that differ."""
         keys = environment_keys(self.values)
-        frame = _frame([{"rank": rank, **v} for rank, v in self.values.items()], ["rank", *keys], "JobEnvironment")
+        frame = to_frame([{"rank": rank, **v} for rank, v in self.values.items()], ["rank", *keys], "JobEnvironment")
         frame.attrs["differing"] = list(self.differing_keys)
         return frame
 
@@ -277,7 +280,7 @@ class JobView:
                          "environment differs on": ", ".join(odd_keys)})  # fmt: skip
         columns = ["rank", "host", "sdpa calls", "sdpa backends", "loader s per batch", "loader wait s",
                    "loader verdict", "environment differs on"]  # fmt: skip
-        return _frame(rows, columns, "JobView")
+        return to_frame(rows, columns, "JobView")
 
     def __repr__(self) -> str:
         found = self.findings()

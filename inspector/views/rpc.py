@@ -310,7 +310,7 @@ class RpcState:
 LAST_GATHER = "last gather"
 
 
-def current_state(plan: TopologyPlan | None = None, job: JobView | None | str = LAST_GATHER) -> RpcState:
+def current_state(plan: TopologyPlan | None = None, job: JobView | str | None = LAST_GATHER) -> RpcState:
     """The page's state: ``plan``, or a 2-worker × 2-GPU plan mapped both ways; ``job``, by default the view
     the last ``inspector.rpc.gather`` returned in this process (None outside a job)."""
     view = last_gather() if job == LAST_GATHER else job

@@ -85,7 +85,8 @@ def test_environment_keys_that_differ_are_listed_with_their_ranks_and_identity_k
     (difference,) = view.environment.differences
     assert difference.key == "INSPECTOR_OPS"
     assert difference.values == (("None", (0, 1)), ("'profile=reference'", (2,)))
-    missing = JobView(2, {0: by_kind(environment()), 1: {"environment": {**environment(), "values": {"torch": "2.12"}}}})
+    reported = {"environment": {**environment(), "values": {"torch": "2.12"}}}
+    missing = JobView(2, {0: by_kind(environment()), 1: reported})
     keys = {d.key: d.values for d in missing.environment.differences}
     assert keys["torch"] == (("'2.13.0'", (0,)), ("'2.12'", (1,)))
     assert keys["GPU"] == (("None", (0,)), ("(not reported)", (1,)))
@@ -143,7 +144,7 @@ def test_a_view_saved_to_a_file_loads_back_equal(tmp_path) -> None:
 def test_a_view_file_that_was_altered_is_refused_saying_why(change) -> None:
     data = three_ranks().to_dict()
     change(data)
-    with pytest.raises(JobViewError, match="^Not a job view: view"):
+    with pytest.raises(JobViewError, match=r"^Not a job view: view"):
         JobView.from_dict(data)
 
 
@@ -151,7 +152,7 @@ def test_files_that_are_not_views_are_refused_without_blocking(tmp_path) -> None
     fifo = tmp_path / "fifo"
     os.mkfifo(fifo)
     for path, why in ((fifo, "it is a FIFO"), (tmp_path, "it is a directory")):
-        with pytest.raises(JobViewError, match=f"Cannot read .*: {why}, not a job view"):
+        with pytest.raises(JobViewError, match=rf"Cannot read .*: {why}, not a job view"):
             JobView.load(path)
     for text, why in (('{"a": NaN}', "NaN"), ("[" * 100_000, "not JSON"), ('{"a": 1, "a": 2}', "a key twice"),
                       ("\xff", "not JSON")):  # fmt: skip

@@ -34,12 +34,11 @@ def run_ranks(modes: list[str], rank_env: dict[int, dict[str, str]] | None = Non
         "GLOO_SOCKET_IFNAME": "lo", "TP_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
         "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")])), **env_extra,
     }  # fmt: skip
-    procs = [
-        subprocess.Popen([sys.executable, str(RANK_SCRIPT), mode],
-                         env={**env, "RANK": str(rank), **(rank_env or {}).get(rank, {})},
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)  # fmt: skip
-        for rank, mode in enumerate(modes)
-    ]
+    procs = []
+    for rank, mode in enumerate(modes):
+        own = {**env, "RANK": str(rank), **(rank_env or {}).get(rank, {})}
+        procs.append(subprocess.Popen([sys.executable, str(RANK_SCRIPT), mode], env=own, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
     results = []
     try:
         for rank, proc in enumerate(procs):
