@@ -8,13 +8,14 @@ SUDO   := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 LAB_FLAGS := $(if $(CI),--no-browser,)
 PYTEST_ARGS ?=
 
-.PHONY: lab test bench lint chromium clean help
+.PHONY: lab test bench lint chromium clean help screenshots
 
 help:
 	@echo "make lab    - set up .venv and open JupyterLab on notebooks/00_tour.ipynb"
 	@echo "make test   - set up .venv (+ test extras, Chromium) and run the whole suite"
 	@echo "make bench  - run benchmarks/ and print ratios against their baselines"
 	@echo "make lint   - ruff + mypy on inspector/"
+	@echo "make screenshots - regenerate README's images (docs/images) from the browser tests"
 
 $(PY):
 	$(PYTHON) -m venv $(VENV)
@@ -44,6 +45,18 @@ test: $(VENV)/.stamp-test chromium
 
 bench: $(VENV)/.stamp-test
 	$(PY) benchmarks/run_all.py
+
+# README's images, from the browser tests that take them (one at a time: they are heavy), at a laptop's
+# window with the file browser open. Each image gets a <name>.labels.json beside it (its labels and the load
+# average it was taken at); the browser tests fail when a tab's labels no longer match its image.
+SHOT_TESTS := tests/browser/test_tour.py tests/browser/test_backends_tab.py tests/browser/test_loader_tab.py \
+              tests/browser/test_rpc_tab.py
+screenshots: $(VENV)/.stamp-test chromium
+	@uptime
+	@for test in $(SHOT_TESTS); do \
+	  INSPECTOR_UPDATE_SCREENSHOTS=1 $(PY) -m pytest -p no:cacheprovider -q $$test || exit 1; done
+	@$(PY) -c "import json, pathlib; [print(p.name, 'load average', json.loads(p.read_text())['load_average']) \
+	  for p in sorted(pathlib.Path('docs/images').glob('*.labels.json'))]"
 
 lint: $(VENV)/.stamp-test
 	$(VENV)/bin/ruff check inspector tests benchmarks

@@ -45,9 +45,23 @@ pre.inspector-error-details, .jp-OutputArea-output pre.inspector-error-details,
   margin: 2px 0; }
 .inspector-panel .widget-label, .inspector-panel .jupyter-button { min-width: max-content; }
 .inspector-panel .widget-toggle-buttons .widget-toggle-button { min-width: max-content; }
+/* NOTE [ Rows that fit ]: a row of controls never runs past its tab (at 950 px with the file browser open,
+   or in an 800 px window): what does not fit moves to the next line. A refusal beside a toggle takes the
+   rest of its row, or a row of its own, single-spaced. */
+.inspector-panel .widget-hbox { flex-wrap: wrap; row-gap: 2px; }
+.inspector-panel .widget-html, .inspector-panel .widget-html-content { max-width: 100%; min-width: 0; }
+.inspector-panel pre.inspector-pre { max-width: 100%; box-sizing: border-box; }
+.inspector-panel .widget-toggle-buttons { height: auto; max-width: 100%; min-width: 0; flex-shrink: 1 !important; }
+.inspector-panel .widget-html:has(.inspector-row-refusal) { flex: 1 1 22em; min-width: 0; }
+.inspector-panel .inspector-row-refusal { display: block; line-height: 1.35; padding-top: 4px; }
 .inspector-stale > :not(.inspector-stale-note) { opacity: 0.4; }
 .inspector-stale-note { color: #d62728; font-size: 0.9em; }
 .inspector-row-refusal { color: #d62728; font-size: 0.85em; margin-left: 6px; }
+/* An HTML line takes the widgets' row height (28 px) as its line height: a note that wraps stays
+   single-spaced. */
+.inspector-panel .widget-html-content .inspector-row-refusal, .inspector-panel .inspector-error-box,
+.inspector-panel .inspector-status .widget-html-content, .inspector-panel .inspector-stale-note .widget-html-content
+{ line-height: 1.35; }
 .inspector-dispatch-panel .inspector-decision-table caption { display: none; }
 </style>
 """

@@ -263,6 +263,19 @@ class DispatchPanel(Panel[DispatchState]):
         self.results.clear()
         with self.selection():
             self._plan = tuple(trace_or_failure(name, ctx._replace(family=name)) for name in self.toggles)
+        # A family that refuses the context as a whole (an axis it does not know) is said once, under the
+        # fields where the context was typed: not again beside its toggles, in the status line or the trace.
+        refusing = [t for t in self._plan if not t.rows and t.error]
+        if refusing:
+            self.editor.errors.show_text("; ".join(
+                (t.error or "").splitlines()[0] if t.family == self.family.value
+                else f"{t.family}: {(t.error or '').splitlines()[0]}" for t in refusing))  # fmt: skip
+        if any(t.family == self.family.value for t in refusing):
+            self._mark_toggles()
+            self.results.mark(f"the decision below is for the last context {self.family.value} could use; fix the "
+                              "context above")  # fmt: skip
+            self.set_status(f"{self.family.value}: the context cannot be used (see above)")
+            return
         self._render()
         self._mark_toggles()
         self.env_problems.value = env_problems_html(env_problems(self._env_applied, self._plan))
@@ -276,8 +289,6 @@ class DispatchPanel(Panel[DispatchState]):
             self.set_status(f"{t.family}: {t.chosen} (origin={t.origin})")
         else:
             self.set_status(f"{t.family}: ERROR: {(t.error or '').splitlines()[0]}")
-            if not t.rows:  # the family refused the context itself (an axis it does not know)
-                self.editor.errors.show_text((t.error or "").splitlines()[0])
 
     def _mark_toggles(self) -> None:
         """Mark, on each toggle, the rows that cannot serve the context, with the refusal beside it."""
@@ -289,7 +300,8 @@ class DispatchPanel(Panel[DispatchState]):
             if list(toggle.tooltips) != tips:
                 toggle.tooltips = tips
             selected = None if toggle.value == AUTO else toggle.value
-            self.refusals[item.family].value = refusal_html(item, selected)
+            whole = not item.rows and item.error  # the family refused the context: said under the fields
+            self.refusals[item.family].value = "" if whole else refusal_html(item, selected)
 
     def state(self) -> DispatchState:
         """What this panel shows now, as the page's state (the report takes it as it is)."""

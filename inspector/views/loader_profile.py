@@ -8,6 +8,7 @@ labelled "I/O only", since your dataset's work is excluded from it.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -47,6 +48,13 @@ def profile_table(profiles: LoaderProfile | Iterable[LoaderProfile]) -> pd.DataF
     return frame.drop(columns=empty)
 
 
+def _value_label(ax: Any, row: int, value: float, longest: float) -> None:
+    """A bar's MiB/s at its end: inside a long bar (in white), after a short one, so none crosses the frame."""
+    inside = value >= 0.5 * longest
+    ax.text(value, row, f"{value:,.0f} " if inside else f" {value:,.0f}", va="center", fontsize=8,
+            ha="right" if inside else "left", color="white" if inside else NEUTRAL_INK)
+
+
 def profile_figure(profiles: LoaderProfile | Iterable[LoaderProfile]) -> Figure:
     """Left: milliseconds per batch, batch by batch, a line per loader. Right: MiB/s of each loader."""
     found = _profiles(profiles)
@@ -59,13 +67,13 @@ def profile_figure(profiles: LoaderProfile | Iterable[LoaderProfile]) -> Figure:
         left.plot(np.arange(1, len(ms) + 1), ms, marker=".", linewidth=1, color=colour, label=name,
                   linestyle="--" if io_only else "-")  # fmt: skip
         right.barh(i, profile.mb_per_s, color=colour, hatch="//" if io_only else None, edgecolor=NEUTRAL_INK)
-        right.text(profile.mb_per_s, i, f" {profile.mb_per_s:,.0f}", va="center", color=NEUTRAL_INK, fontsize=8)
+        _value_label(right, i, profile.mb_per_s, max(p.mb_per_s for p in found))
     left.set_xlabel("batch")
     left.set_ylabel("ms per batch")
     left.set_yscale("log")
     left.set_title("time between batches (after warm-up)")
     right.set_yticks(range(len(found)), ["I/O only" if is_io_only(p) else _short(p.label or p.name) for p in found])
-    right.set_xlabel("MiB/s of tensors and arrays")
+    right.set_xlabel("MiB/s of tensors and arrays", loc="right")  # ends with the frame: never past the edge
     right.invert_yaxis()
     for ax in (left, right):
         style_axes(ax)

@@ -1,8 +1,12 @@
 """A real JupyterLab on 127.0.0.1 driven by Debian's Chromium through Playwright.
 
-Fixtures: ``lab`` (a session-wide server over a temporary copy of notebooks/), ``page`` (a fresh
-Chromium page per test) and the helpers ``open_notebook`` and ``run_all_cells``. Each browser
-test opens its own notebook copy, so tests do not see each other's kernels or edits.
+Fixtures: ``lab`` (a server per test module, over a temporary copy of notebooks/ as its root, the
+way ``inspector lab`` serves it), ``page`` (a fresh Chromium page per test) and the helpers in
+``lab_driver``. A test opens a notebook under its own name the first time in its module (so the
+file browser and the screenshots show the names a user has) and a fresh copy after that, so
+tests never share a kernel. The window is a usual laptop's, 1280 x 900, with JupyterLab's file
+browser open: the notebook is about 950 px wide, the width most people read the Inspector at
+(``lab_driver.at_three_widths`` also closes the side bar and narrows the window to 800 px).
 """
 
 from __future__ import annotations
@@ -12,7 +16,7 @@ import shutil
 import sys
 import tempfile
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -24,6 +28,7 @@ CHROMIUM_FLAGS = [
     "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
 ]
 TIMEOUT_MS = 120_000
+WINDOW = {"width": 1280, "height": 900}  # a laptop's window: with the file browser open, a ~950 px notebook
 
 
 @dataclass(frozen=True)
@@ -31,16 +36,17 @@ class Lab:
     base_url: str
     token: str
     root: Path
+    opened: set[str] = field(default_factory=set)  # notebooks opened under their own name in this server
 
     def url(self, path: str) -> str:
         return f"{self.base_url}/{path}?token={self.token}"
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def lab(chromium_path: str) -> Iterator[Lab]:
     home = Path(tempfile.mkdtemp(prefix="inspector-lab-"))
-    root = home / "root"
-    shutil.copytree(REPO / "notebooks", root / "notebooks")
+    root = home / "notebooks"
+    shutil.copytree(REPO / "notebooks", root)
     port, token = free_port(), secrets.token_hex(16)
     command = [
         sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
@@ -66,7 +72,7 @@ def browser_context(lab: Lab, chromium_path: str) -> Iterator[object]:
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
             profile, executable_path=chromium_path, headless=True, args=CHROMIUM_FLAGS,
-            viewport={"width": 1400, "height": 1000},
+            viewport=WINDOW,
         )
         try:
             yield context
@@ -91,15 +97,25 @@ class Voila:
     base_url: str
 
 
-@pytest.fixture(scope="module")
-def voila_app() -> Iterator[Voila]:
-    """``inspector app``: the Inspector alone, served by Voila on 127.0.0.1."""
+def _voila(*flags: str) -> Iterator[Voila]:
     home = Path(tempfile.mkdtemp(prefix="inspector-voila-"))
     port = free_port()
-    command = [sys.executable, "-m", "inspector", "app", "--no-browser", f"--port={port}"]
+    command = [sys.executable, "-m", "inspector", "app", "--no-browser", f"--port={port}", *flags]
     base = f"http://127.0.0.1:{port}"
     try:
         with serve("Voila", command, home, f"{base}/voila/static/index.css", cwd=home):
             yield Voila(base)
     finally:
         shutil.rmtree(home, ignore_errors=True)
+
+
+@pytest.fixture(scope="module")
+def voila_app() -> Iterator[Voila]:
+    """``inspector app``: the Inspector alone, served by Voila on 127.0.0.1."""
+    yield from _voila()
+
+
+@pytest.fixture(scope="module")
+def voila_dark_app() -> Iterator[Voila]:
+    """``inspector app --dark``: the Inspector under Voila's dark theme."""
+    yield from _voila("--dark")

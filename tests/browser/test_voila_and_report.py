@@ -36,7 +36,12 @@ def test_the_app_renders_under_voila_offline_in_app_wording(page, voila_app) -> 
         "areas => areas.filter(a => a.offsetParent !== null).length")
     assert shown_code == 0  # the app view hides the code
     trace = page.locator(f"{PANEL} pre.inspector-pre").first
-    assert "monospace" in trace.evaluate("pre => getComputedStyle(pre).fontFamily")
+    style = trace.evaluate("""pre => { const s = getComputedStyle(pre);
+        return {font: s.fontFamily, size: parseFloat(s.fontSize), line: parseFloat(s.lineHeight),
+                breaks: s.wordBreak, wraps: s.overflowWrap, spaces: s.whiteSpace}; }""")
+    assert "monospace" in style["font"]
+    assert style["line"] <= 1.5 * style["size"], style  # single-spaced, not the widgets' 28 px rows
+    assert (style["breaks"], style["wraps"], style["spaces"]) == ("normal", "normal", "pre"), style
     page.locator(f"{PANEL} .inspector-toggle-attention").get_by_role("button", name="math", exact=True).click()
     status.filter(has_text="attention: math (origin=context)").wait_for()
     starred = page.locator(f"{PANEL} table.inspector-decision-table tbody tr", has_text="★")
@@ -53,6 +58,22 @@ def test_the_app_renders_under_voila_offline_in_app_wording(page, voila_app) -> 
         assert NOT_APP_TEXT.search(text) is None, NOT_APP_TEXT.search(text)
     assert any(url.startswith(voila_app.base_url) for url in requests)  # the requests were seen
     assert [url for url in requests if not _is_local(url)] == []  # nothing from a CDN: the app works offline
+
+
+def luminance(css_colour: str) -> float:
+    red, green, blue = (int(v) / 255 for v in re.findall(r"[\d.]+", css_colour)[:3])
+    return 0.2126 * red + 0.7152 * green + 0.0722 * blue
+
+
+def test_the_dark_app_has_no_glaring_white_boxes(page, voila_dark_app) -> None:
+    page.goto(voila_dark_app.base_url + "/")
+    page.locator(f"{PANEL} .inspector-status").filter(has_text="attention: sdpa (origin=chain)").wait_for()
+    background = page.evaluate("() => getComputedStyle(document.body).backgroundColor")
+    assert luminance(background) < 0.3, background  # the dark theme is on
+    tools = page.locator(f"{PANEL} .inspector-table-tools").first
+    for part in ("input.inspector-table-filter", "button.inspector-table-copy"):
+        colours = tools.locator(part).evaluate("e => [getComputedStyle(e).backgroundColor, getComputedStyle(e).color]")
+        assert luminance(colours[0]) < 0.4 and luminance(colours[1]) > 0.5, (part, colours)
 
 
 def test_the_report_renders_offline_with_its_tables_and_images(browser_context, tmp_path: Path) -> None:

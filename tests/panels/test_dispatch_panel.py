@@ -78,9 +78,12 @@ def test_a_context_the_family_refuses_is_explained_beside_the_editor(panel: Disp
     panel.family.value = "torch_sdpa"
     panel.editor.extra.value = "window=8"  # PyTorch's attention has no 'window' axis
     assert "no axis &#x27;window&#x27;" in panel.editor.errors.widget.value
-    assert panel.status.value.startswith("torch_sdpa: ERROR")
+    # said once, there: the status points at it, the toggles' refusal and the trace do not repeat it
+    assert panel.status.value == "torch_sdpa: the context cannot be used (see above)"
+    assert panel.refusals["torch_sdpa"].value == "" and "window" not in panel.trace_html.value
+    assert panel.results.stale
     panel.editor.extra.value = "kv_len=16"
-    assert panel.editor.errors.widget.value == ""
+    assert panel.editor.errors.widget.value == "" and not panel.results.stale
 
 
 def test_rows_that_cannot_serve_the_context_are_marked_on_their_toggle(panel: DispatchPanel) -> None:

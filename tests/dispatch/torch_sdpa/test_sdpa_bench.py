@@ -15,7 +15,8 @@ def test_the_watch_benchmark_reports_every_figure_and_leaves_sdpa_as_it_was() ->
     names = [m.name for m in figures]
     assert len(figures) == 6 and names[0].startswith("watch() per call over the bare call")
     assert sum("Llama-style decoder" in n for n in names) == 3 and "memory growth over 2,000 calls" in names[-1]
-    assert all(m.target for m in figures)
+    assert all(m.target for m in figures[1:]) and "around a kernel that does nothing" in names[1]
+    assert "SDPA calls x" in figures[2].ratio_label  # the ratio the watch's own cost alone makes
     assert F.scaled_dot_product_attention is before and not interception.installed()
 
 
