@@ -149,10 +149,11 @@ class RpcPanel(Panel[RpcState]):
             ]
         )
         plan_json = widgets.VBox([widgets.HBox([export_button, import_button]), json_errors.widget, self.json_text])
-        self.details = Sections([(JOB_TITLE, self.job_box.widget), ("Topology", self.graph_out),
-                                 ("Reverse maps and device lists", self.derived_out), ("Plan JSON", plan_json),
-                                 ("Launch a local world", launch_box), ("Registered RPC backends", self.backends_out)],
-                                opened=(0,) if self.job_view is not None else (1,))  # fmt: skip
+        details = [("Topology", self.graph_out), ("Reverse maps and device lists", self.derived_out),
+                   ("Plan JSON", plan_json), ("Launch a local world", launch_box),
+                   ("Registered RPC backends", self.backends_out)]  # fmt: skip
+        job = (JOB_TITLE, self.job_box.widget)  # first, and open, in rank 0 of a job; else last, closed
+        self.details = Sections([job, *details] if self.job_view is not None else [*details, job])
         header = PANEL_CSS + ROWS_CSS + "<b>RPC device maps</b>: plan a topology and see what init_rpc would say"
         rows_help = ("<small>Each row: the caller's <i>source</i> device → the callee's <i>target</i> device "
                      "(<code>set_device_map(callee, {source: target})</code> on the caller)</small>")  # fmt: skip
