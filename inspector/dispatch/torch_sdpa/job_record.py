@@ -8,15 +8,13 @@ the most calls; the others are counted (``folded_groups``, ``folded_calls``), ne
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from inspector._job_records import MAX_SDPA_GROUPS, SDPA, VERSION, check_record, clip, finite
 
-if TYPE_CHECKING:
-    from inspector.dispatch.torch_sdpa.watch_records import WatchedCalls, WatchGroup
 
-
-def _group(g: WatchGroup) -> dict[str, Any]:
+def _group(g: Any) -> dict[str, Any]:
+    """One ``WatchGroup`` (a line of the watch's table) as plain data."""
     return {
         "backend": clip(g.backend), "count": int(g.count), "answered_by": clip(g.answered_by), "dtype": clip(g.dtype),
         "shapes": clip(g.shapes), "causal": g.causal, "dropout_p": finite(g.dropout_p), "mask": clip(g.mask),
@@ -24,8 +22,9 @@ def _group(g: WatchGroup) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def job_record(calls: WatchedCalls) -> dict[str, Any]:
-    """What ``calls`` saw, as a plain record (most-called groups first, at most ``MAX_SDPA_GROUPS``)."""
+def job_record(calls: Any) -> dict[str, Any]:
+    """What ``calls`` (a ``WatchedCalls``) saw, as a plain record (most-called groups first, at most
+    ``MAX_SDPA_GROUPS``). Typed loosely: ``watch_records`` imports this module, not the other way round."""
     groups = calls.groups()  # most calls first
     kept, folded = groups[:MAX_SDPA_GROUPS], groups[MAX_SDPA_GROUPS:]
     record = {
