@@ -41,7 +41,7 @@ def paused(pid: int) -> Iterator[None]:
 
 @pytest.mark.parametrize("timeout", [0.05, 0.6])  # shorter and longer than one blocking read of replies
 def test_a_waiting_caller_keeps_its_timeout_and_gets_the_reply_later(timeout: float) -> None:
-    with FileStorageLoader(worker_num=1, ttl=None) as loader:
+    with FileStorageLoader(worker_num=1, ttl=None, inline_bytes=0) as loader:  # the load waits at the worker
         storage = loader.save({"a": np.arange(5)})
         loader.start()
         (worker,) = loader.status().workers
@@ -54,7 +54,7 @@ def test_a_waiting_caller_keeps_its_timeout_and_gets_the_reply_later(timeout: fl
 
 
 def test_callers_waiting_on_one_worker_from_several_threads_all_get_their_loads() -> None:
-    with FileStorageLoader(worker_num=1, ttl=None) as loader:
+    with FileStorageLoader(worker_num=1, ttl=None, inline_bytes=0) as loader:  # the load waits at the worker
         storages = [loader.save({"i": np.full(3, i)}) for i in range(DEPTH)]
         loader.start()
         (worker,) = loader.status().workers
@@ -71,7 +71,7 @@ def test_callers_waiting_on_one_worker_from_several_threads_all_get_their_loads(
 
 
 def test_a_caller_waiting_while_its_worker_is_killed_gets_worker_died_error() -> None:
-    with FileStorageLoader(worker_num=1, ttl=None) as loader:
+    with FileStorageLoader(worker_num=1, ttl=None, inline_bytes=0) as loader:  # the load waits at the worker
         storage = loader.save({"a": np.arange(5)})
         loader.start()
         (worker,) = loader.status().workers
