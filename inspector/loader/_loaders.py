@@ -69,7 +69,8 @@ class StorageLoader(ABC):
         on_error: Callable[[BaseException], Any] | None = None,
         device: Any = None,
     ) -> Future[Any]:
-        """Load ``storage`` in a worker (small and cached: on this thread); ``callback(obj)`` runs on the delivery thread.
+        """Load ``storage`` in a worker (small and cached: on this thread); ``callback(obj)`` runs on the delivery
+        thread.
 
         The returned future completes after the callback has returned, with the object, or with
         the error (which also goes to ``on_error``): a missing, expired, truncated or corrupt
