@@ -27,10 +27,11 @@ class InspectorError(Exception):
     explanation: Message | None = None
 
     def __init__(self, *args: Any) -> None:
-        if args and isinstance(args[0], Message):
-            self.explanation = args[0]
-            args = (str(args[0]), *args[1:])
-        super().__init__(*args)
+        for arg in args:  # first or, for an OSError, after its errno
+            if isinstance(arg, Message):
+                self.explanation = arg
+                break
+        super().__init__(*(str(arg) if isinstance(arg, Message) else arg for arg in args))
 
 
 class Cancelled(InspectorError):

@@ -1,7 +1,8 @@
 """``inspector report OUT.html``: the self-contained HTML report, holding what the app's report can.
 
 Beyond the engine as it is, the report takes what a command line cannot leave in a running app:
-a plan (``--plan``, the RPC section), a described call (the flags of ``inspector explain``, the
+a plan and a job's view (``--plan``, ``--job``: the RPC
+section), a described call (the flags of ``inspector explain``, the
 Dispatch section) and a benchmark measured in another process (``--loader-results``, the Loader
 section). Every input is checked before the report is built, so a bad file costs one line and
 exit 2, never a half-written report.
@@ -26,6 +27,9 @@ def add_parser(verbs: Any) -> None:
     report.add_argument("out", metavar="OUT.html", help="the file to write; its folder must exist")
     report.add_argument("--plan", metavar="PLAN.json", default=None,
                         help="the RPC section checks this plan (written by the RPC tab or TopologyPlan.to_json)")
+    report.add_argument("--job", metavar="JOB.json", default=None,
+                        help="the RPC section shows this job's view: every rank's SDPA backends, loader and "
+                             "environment, as rank 0 saved them (JobView.save after inspector.rpc.gather)")
     report.add_argument("--loader-results", metavar="FILE", default=None,
                         help="the Loader section shows these results: the CSV of `inspector bench loader --out "
                              "FILE`, or the history `inspector bench loader` keeps (its last runs side by side)")
@@ -66,11 +70,13 @@ def run(args: argparse.Namespace) -> int:
 def _file_states(args: argparse.Namespace) -> dict[str, Any]:
     """The RPC and Loader states the files given describe (each read and checked in full)."""
     states: dict[str, Any] = {}
-    if args.plan is not None:
-        from inspector.cli._rpc import read_plan
-        from inspector.views.rpc import current_state
+    if args.plan is not None or args.job is not None:
+        from inspector.cli._rpc import read_job_view, read_plan
+        from inspector.views.rpc import LAST_GATHER, current_state
 
-        states["rpc"] = current_state(read_plan(args.plan, "--plan "))
+        plan = None if args.plan is None else read_plan(args.plan, "--plan ")
+        job = LAST_GATHER if args.job is None else read_job_view(args.job, "--job ")
+        states["rpc"] = current_state(plan, job)
     if args.loader_results is not None:
         from inspector.cli._loader_results import read_loader_results
 

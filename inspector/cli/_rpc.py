@@ -40,6 +40,18 @@ def read_plan(path: str, option: str = "") -> Any:
         raise UsageError(f"cannot read {where}: {str(exc).partition(chr(10))[0]}") from exc
 
 
+def read_job_view(path: str, option: str = "") -> Any:
+    """The job view in ``path`` (written by ``JobView.save``), or a :class:`UsageError` saying why it is not one."""
+    from inspector.rpc import JobView, JobViewError
+
+    try:
+        return JobView.load(path)
+    except OSError as exc:
+        raise UsageError(f"cannot read {option}{path}: {exc.strerror or exc}") from exc
+    except JobViewError as exc:
+        raise UsageError(f"cannot read {option}{path}: {str(exc).partition(chr(10))[0]}") from exc
+
+
 def run(args: argparse.Namespace) -> int:
     from inspector.rpc import predict_init_error
 

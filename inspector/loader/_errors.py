@@ -5,6 +5,7 @@ Standard library only: the worker process imports this module.
 
 from __future__ import annotations
 
+from inspector._messages import Message
 from inspector.errors import InspectorError
 
 
@@ -27,12 +28,12 @@ class UnsupportedPayloadError(LoaderError, TypeError):
         self.type_name = type_name
         self.reason = reason
         self.supported = supported
-        super().__init__(
-            f"Cannot store {where}: {reason}\n"
-            f"type = {type_name}\n"
-            f"supported = {', '.join(supported)}\n"
-            "next step = convert the value to one of the supported types (or drop it) before save()"
+        message = Message(
+            f"Cannot store {where}: {reason}",
+            {"type": type_name, "supported": ", ".join(supported)},
+            next_step="convert the value to one of the supported types (or drop it) before save()",
         )
+        super().__init__(message)
 
 
 class StorageNotFoundError(LoaderError, FileNotFoundError):
@@ -42,14 +43,12 @@ class StorageNotFoundError(LoaderError, FileNotFoundError):
         self.path = path
         self.why = why
         self.expired = why is not None
-        headline = f"Storage file {path!r} does not exist"
-        detail = f"\nreason = {why}" if why else ""
         hint = (
             "raise ttl or load sooner"
             if why and "ttl" in why
             else "check the path, or save() again with the loader that will load it"
         )
-        super().__init__(2, f"{headline}{detail}\nnext step = {hint}")
+        super().__init__(2, Message(f"Storage file {path!r} does not exist", {"reason": why}, next_step=hint))
         self.filename = path
 
     def __str__(self) -> str:
@@ -62,10 +61,11 @@ class StorageCorruptError(LoaderError, ValueError):
     def __init__(self, path: str, reason: str) -> None:
         self.path = path
         self.reason = reason
-        super().__init__(
-            f"Storage file {path!r} is corrupt or not a storage file: {reason}\n"
-            "next step = save the object again; files are only ever read as raw arrays, never unpickled"
+        message = Message(
+            f"Storage file {path!r} is corrupt or not a storage file: {reason}",
+            next_step="save the object again; files are only ever read as raw arrays, never unpickled",
         )
+        super().__init__(message)
 
 
 class WorkerDiedError(LoaderError, RuntimeError):
@@ -77,11 +77,12 @@ class WorkerDiedError(LoaderError, RuntimeError):
         self.exitcode = exitcode
         self.path = path
         how = f"killed by signal {-exitcode}" if exitcode is not None and exitcode < 0 else f"exit code {exitcode}"
-        super().__init__(
-            f"Loader {worker} died while loading {path!r} ({how})\n"
-            f"pid = {pid}\n"
-            "next step = load again: the pool has started a replacement worker"
+        message = Message(
+            f"Loader {worker} died while loading {path!r} ({how})",
+            [("pid", str(pid))],
+            next_step="load again: the pool has started a replacement worker",
         )
+        super().__init__(message)
 
 
 class LoaderShutdownError(LoaderError, RuntimeError):
@@ -89,10 +90,11 @@ class LoaderShutdownError(LoaderError, RuntimeError):
 
     def __init__(self, path: str) -> None:
         self.path = path
-        super().__init__(
-            f"The loader shut down before {path!r} was loaded\n"
-            "next step = load again (the loader restarts on demand) or give shutdown() a longer timeout"
+        message = Message(
+            f"The loader shut down before {path!r} was loaded",
+            next_step="load again (the loader restarts on demand) or give shutdown() a longer timeout",
         )
+        super().__init__(message)
 
 
 class SharedMemoryError(LoaderError, OSError):
@@ -100,11 +102,11 @@ class SharedMemoryError(LoaderError, OSError):
 
     def __init__(self, nbytes: int, cause: OSError) -> None:
         self.nbytes = nbytes
-        super().__init__(
-            cause.errno,
-            f"Could not reserve {nbytes / 2**20:.1f} MiB of shared memory: {cause.strerror}\n"
-            "next step = free memory, load smaller payloads, or use fewer workers",
+        message = Message(
+            f"Could not reserve {nbytes / 2**20:.1f} MiB of shared memory: {cause.strerror}",
+            next_step="free memory, load smaller payloads, or use fewer workers",
         )
+        super().__init__(cause.errno, message)
 
     def __str__(self) -> str:
         return str(self.strerror)
@@ -116,10 +118,11 @@ class CudaUnavailableError(LoaderError, RuntimeError):
     def __init__(self, device: str, reason: str) -> None:
         self.device = device
         self.reason = reason
-        super().__init__(
-            f"device={device!r} needs a CUDA GPU: {reason}\n"
-            "next step = load with device=None (arrays stay in host memory) or run on a GPU machine"
+        message = Message(
+            f"device={device!r} needs a CUDA GPU: {reason}",
+            next_step="load with device=None (arrays stay in host memory) or run on a GPU machine",
         )
+        super().__init__(message)
 
 
 class WorkersNotReadyError(LoaderError, TimeoutError):
@@ -128,11 +131,12 @@ class WorkersNotReadyError(LoaderError, TimeoutError):
     def __init__(self, loader: str, timeout: float) -> None:
         self.loader = loader
         self.timeout = timeout
-        super().__init__(
-            f"{loader}: workers not ready after {timeout} s\n"
-            "next step = call start() with a longer timeout on a busy machine, or read the workers' stderr "
-            "if they keep failing to start"
+        message = Message(
+            f"{loader}: workers not ready after {timeout} s",
+            next_step="call start() with a longer timeout on a busy machine, or read the workers' stderr "
+            "if they keep failing to start",
         )
+        super().__init__(message)
 
 
 class WorkerStartError(LoaderError, RuntimeError):
@@ -142,13 +146,13 @@ class WorkerStartError(LoaderError, RuntimeError):
         self.failures = failures
         self.exitcode = exitcode
         self.command = command
-        super().__init__(
-            f"Loader workers exit before they start ({failures} times in a row)\n"
-            f"last exit code = {exitcode}\n"
-            f"command = {command}\n"
-            "next step = read the worker's stderr (it usually says why the worker module could not be "
-            "imported), fix that, then shutdown() and load again"
+        message = Message(
+            f"Loader workers exit before they start ({failures} times in a row)",
+            [("last exit code", str(exitcode)), ("command", command)],
+            next_step="read the worker's stderr (it usually says why the worker module could not be "
+            "imported), fix that, then shutdown() and load again",
         )
+        super().__init__(message)
 
 
 class WorkerSpawnError(LoaderError, OSError):
@@ -156,12 +160,12 @@ class WorkerSpawnError(LoaderError, OSError):
 
     def __init__(self, index: int, cause: OSError) -> None:
         self.index = index
-        super().__init__(
-            cause.errno,
-            f"Could not start loader worker {index}: {cause.strerror or cause}\n"
-            "next step = free resources (raise `ulimit -n` / `ulimit -u`, close other loaders, free memory) "
+        message = Message(
+            f"Could not start loader worker {index}: {cause.strerror or cause}",
+            next_step="free resources (raise `ulimit -n` / `ulimit -u`, close other loaders, free memory) "
             "or use fewer workers, then load again",
         )
+        super().__init__(cause.errno, message)
 
     def __str__(self) -> str:
         return str(self.strerror)
@@ -173,14 +177,15 @@ class CallbackDeadlockError(LoaderError, RuntimeError):
 
     def __init__(self, path: str) -> None:
         self.path = path
-        super().__init__(
+        message = Message(
             f"A loader callback waited on the load of {path!r}, whose callback runs on the same delivery "
-            "thread after this one returns: that wait could never end\n"
-            "next step = wait outside the callback; or load it without a callback (such loads complete without "
+            "thread after this one returns: that wait could never end",
+            next_step="wait outside the callback; or load it without a callback (such loads complete without "
             "the delivery thread, so waiting on them works); or, instead of waiting, chain: "
             "future.add_done_callback(fn) runs fn on the delivery thread once that load is done (fn must not wait "
-            "on such a load either)"
+            "on such a load either)",
         )
+        super().__init__(message)
 
 
 class LoadForkedError(LoaderError, RuntimeError):
@@ -189,12 +194,13 @@ class LoadForkedError(LoaderError, RuntimeError):
     def __init__(self, path: str, parent_pid: int) -> None:
         self.path = path
         self.parent_pid = parent_pid
-        super().__init__(
+        message = Message(
             f"The load of {path!r} was started by the parent process (pid {parent_pid}) before this process "
-            "forked; it completes in the parent only\n"
-            "next step = load it again in this process (a load here starts this process's own workers), or wait "
-            "for it in the parent"
+            "forked; it completes in the parent only",
+            next_step="load it again in this process (a load here starts this process's own workers), or wait "
+            "for it in the parent",
         )
+        super().__init__(message)
 
 
 class LoaderCrashedError(LoaderError, RuntimeError):
@@ -206,9 +212,10 @@ class LoaderCrashedError(LoaderError, RuntimeError):
         self.__cause__ = cause  # tracebacks show where the I/O thread failed
         what = f" before {path!r} was loaded" if path is not None else ""
         first_line = (str(cause).splitlines() or [""])[0]
-        super().__init__(
-            f"The loader's I/O thread crashed{what}\n"
-            f"cause = {type(cause).__name__}: {first_line}\n"
-            "next step = load again: the loader starts a fresh pool of workers "
-            "(if it keeps failing, fix the cause first; the log has the traceback)"
+        message = Message(
+            f"The loader's I/O thread crashed{what}",
+            [("cause", f"{type(cause).__name__}: {first_line}")],
+            next_step="load again: the loader starts a fresh pool of workers "
+            "(if it keeps failing, fix the cause first; the log has the traceback)",
         )
+        super().__init__(message)

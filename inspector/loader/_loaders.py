@@ -12,6 +12,7 @@ from concurrent.futures import Future
 from types import TracebackType
 from typing import Any
 
+from inspector._messages import Message
 from inspector.loader._errors import WorkersNotReadyError
 from inspector.loader._file_area import FileArea, check_ttl
 from inspector.loader._lifecycle import Core
@@ -77,10 +78,8 @@ class StorageLoader(ABC):
         >>> obj = loader.load(loader.save({"obs": np.ones(3)})).result()  # doctest: +SKIP
         """
         if not isinstance(storage, Storage):
-            raise TypeError(
-                f"load() needs a Storage, got {type(storage).__name__}\n"
-                "next step = pass what save() returned, or FileStorage(path)"
-            )
+            headline = f"load() needs a Storage, got {type(storage).__name__}"
+            raise TypeError(str(Message(headline, next_step="pass what save() returned, or FileStorage(path)")))
         for what, fn in (("callback", callback), ("on_error", on_error)):
             if fn is not None and not callable(fn):
                 raise TypeError(f"{what} must be callable or None, got {type(fn).__name__}")

@@ -5,7 +5,8 @@ device pair, static or dynamic group) and is rebuilt as a ``TopologyPlan`` on ev
 once; all checking is the engine's (``check``, ``preflight``, ``predict_init_error``, ``derive``,
 each reading the plan's parsed topology). A template (``rpc_templates``) fills the rows for a
 mesh, a ring or a parameter server; ``Show this job's plan`` loads the job the notebook runs in
-(``TopologyPlan.from_job``). Rows a problem touches are outlined in red with the next step, and
+(``TopologyPlan.from_job``), and "This job, rank by rank" shows the job view the last
+``inspector.rpc.gather`` returned here (rank 0). Rows a problem touches are outlined in red with the next step, and
 the plan downloads as a JSON file. Launching starts a real ``LocalWorld`` on a background job
 (``rpc_launch``), after a loud confirmation when init_rpc would refuse it; the launch box says,
 before and after, what runs (on a machine without GPUs only the cpu -> cpu pairs go along) and
@@ -26,6 +27,8 @@ from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, StaleMark, error_html
 from inspector.panels._render import RawHTML
 from inspector.panels._sections import Sections
+from inspector.panels.rpc_job import TITLE as JOB_TITLE
+from inspector.panels.rpc_job import JobBox
 from inspector.panels.rpc_launch import (
     MAX_LOCAL_WORKERS,
     LaunchConfirmation,
@@ -36,7 +39,7 @@ from inspector.panels.rpc_launch import (
 )
 from inspector.panels.rpc_maps import ROWS_CSS, MapRow
 from inspector.panels.rpc_templates import TemplatePicker
-from inspector.rpc import PlanError, TopologyPlan, WorldSnapshot, registered_backends
+from inspector.rpc import JobView, PlanError, TopologyPlan, WorldSnapshot, last_gather, registered_backends
 from inspector.rpc._errors import short
 from inspector.rpc._records import MIB
 from inspector.views._tables import table_html
@@ -66,6 +69,7 @@ class RpcPanel(Panel[RpcState]):
         self.last_world: WorldSnapshot | None = None
         self.last_launch_error: BaseException | None = None
         self.launched: LaunchSummary | None = None  # what the last launch ran
+        self.job_view: JobView | None = last_gather()  # the job's picture, when this kernel is rank 0 of a job
         self._names: list[str] = []
         self._loading = False
         self.rows: list[MapRow] = []
@@ -129,6 +133,7 @@ class RpcPanel(Panel[RpcState]):
         self.confirmation = LaunchConfirmation()
         self.job = BackgroundJob("Local world", triggers=[self.launch_button])
         self.world_html, self.world_out, self.backends_out = widgets.HTML(), widgets.Output(), widgets.Output()
+        self.job_box = JobBox(self.show_job, self.guard_into)
 
         for control in (self.workers, self.gpus, self.group, self.devices):
             control.observe(self.guard(self._on_edit), names="value")
@@ -144,9 +149,11 @@ class RpcPanel(Panel[RpcState]):
             ]
         )
         plan_json = widgets.VBox([widgets.HBox([export_button, import_button]), json_errors.widget, self.json_text])
-        self.details = Sections([("Topology", self.graph_out), ("Reverse maps and device lists", self.derived_out),
-                                 ("Plan JSON", plan_json), ("Launch a local world", launch_box),
-                                 ("Registered RPC backends", self.backends_out)])  # fmt: skip
+        details = [("Topology", self.graph_out), ("Reverse maps and device lists", self.derived_out),
+                   ("Plan JSON", plan_json), ("Launch a local world", launch_box),
+                   ("Registered RPC backends", self.backends_out)]  # fmt: skip
+        job = (JOB_TITLE, self.job_box.widget)  # first, and open, in rank 0 of a job; else last, closed
+        self.details = Sections([job, *details] if self.job_view is not None else [*details, job])
         header = PANEL_CSS + ROWS_CSS + "<b>RPC device maps</b>: plan a topology and see what init_rpc would say"
         rows_help = ("<small>Each row: the caller's <i>source</i> device → the callee's <i>target</i> device "
                      "(<code>set_device_map(callee, {source: target})</code> on the caller)</small>")  # fmt: skip
@@ -296,7 +303,7 @@ class RpcPanel(Panel[RpcState]):
         self.plan_errors.clear()
         self.rows_errors.clear()
         self.results.clear()
-        state = RpcState(plan)  # each check runs once, for the page and this method alike
+        state = RpcState(plan, job=self.job_view)  # each check runs once, for the page and this method alike
         problems, predicted = state.problems, state.prediction
         self.last_plan = plan
         current = self.page(state)
@@ -305,6 +312,7 @@ class RpcPanel(Panel[RpcState]):
         self.show(self.problems_out, current, RpcSection.PROBLEMS)
         self.show(self.graph_out, current, RpcSection.GRAPH)
         self.show(self.derived_out, current, RpcSection.DERIVED)
+        self.job_box.show(self, current)
         if plan != self._linked:
             self.download.value, self._linked = download_link(plan), plan
         self._preview()
@@ -325,6 +333,14 @@ class RpcPanel(Panel[RpcState]):
         self.load_plan(plan)
         return plan
 
+    # -- the job ---------------------------------------------------------------------------------
+    def show_job(self, view: JobView | None = None) -> JobView | None:
+        """Show ``view``, by default what the last ``inspector.rpc.gather`` on this rank returned."""
+        self.job_view = view if view is not None else last_gather()
+        self.refresh()
+        if self.job_view is not None:
+            self.details.open(JOB_TITLE)
+        return self.job_view
     # -- JSON ------------------------------------------------------------------------------------
     def export_json(self) -> str:
         """Put the plan's JSON in the text box (and return it)."""
@@ -387,4 +403,4 @@ class RpcPanel(Panel[RpcState]):
     # -- the page's state -----------------------------------------------------------------------------
     def state(self) -> RpcState:
         """What this panel shows now, as the page's state."""
-        return RpcState(self.last_plan if self.last_plan is not None else self.plan, self.last_world)
+        return RpcState(self.last_plan if self.last_plan is not None else self.plan, self.last_world, self.job_view)

@@ -3,7 +3,8 @@
 The device-map functions are pure (no GPU, no torch needed) and follow torch's own checks, so
 a plan predicts what ``init_rpc`` will say; ``LocalWorld`` starts real TensorPipe workers on
 127.0.0.1 and measures them; ``init_rpc`` starts a real multi-node job with every wait
-bounded and every rank told why the job did not start. Every error is an ``RpcError``.
+bounded and every rank told why the job did not start; ``gather`` compares what every rank of a
+job measured (SDPA backends, loader, environment) on rank 0. Every error is an ``RpcError``.
 torch's RPC package is imported only by the calls that need it.
 """
 
@@ -13,7 +14,10 @@ from inspector.rpc._device_lists import create_device_list, create_reverse_mappi
 from inspector.rpc._devices import Device, DeviceSpecError, as_device
 from inspector.rpc._errors import (
     DeviceCountError,
+    GatherFailedError,
+    JobGatherError,
     JobTopologyError,
+    JobViewError,
     RankFailedError,
     RendezvousConfigError,
     RpcError,
@@ -22,7 +26,10 @@ from inspector.rpc._errors import (
     TopologyTypeError,
     WorkerConfigError,
 )
+from inspector.rpc._gather import gather
 from inspector.rpc._init import init_rpc
+from inspector.rpc._job_state import last_gather
+from inspector.rpc._job_view import JobEnvironment, JobLoader, JobSdpa, JobView
 from inspector.rpc._plan import DerivedDevices, PlanError, TopologyPlan, WorkerPlan
 from inspector.rpc._prediction import InitError, predict_init_error
 from inspector.rpc._preflight import PreflightWarning, WarningKind, preflight_warnings
@@ -67,8 +74,15 @@ __all__ = [
     "DeviceMapProblem",
     "DeviceSpecError",
     "DuplicateBackendError",
+    "GatherFailedError",
     "InitError",
+    "JobEnvironment",
+    "JobGatherError",
+    "JobLoader",
+    "JobSdpa",
     "JobTopologyError",
+    "JobView",
+    "JobViewError",
     "LocalWorld",
     "LocalWorldError",
     "MissingDeviceCountError",
@@ -99,8 +113,10 @@ __all__ = [
     "construct_rpc_backend_options",
     "create_device_list",
     "create_reverse_mapping",
+    "gather",
     "init_backend",
     "init_rpc",
+    "last_gather",
     "predict_init_error",
     "preflight_warnings",
     "register_backend",

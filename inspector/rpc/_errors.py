@@ -145,3 +145,35 @@ def first_few(values: Sequence[Any], shown: int = SHOWN) -> str:
     head = "[" + ", ".join(short(value, 40) for value in values[:shown]) + "]"
     rest = len(values) - shown
     return head + (f" and {rest:,} more" if rest > 0 else "")
+
+
+class JobGatherError(RpcError, TimeoutError):
+    """Ranks that did not call ``gather`` within its timeout; raised on every rank that did.
+
+    ``.missing`` lists them, ``.arrived`` the ranks that called it, ``.timeout`` is the bound in
+    seconds and ``.where`` says what the ranks met through (the job's store).
+    """
+
+    def __init__(self, missing: Sequence[int], arrived: Sequence[int], timeout: float, where: str,
+                 note: str = "") -> None:  # fmt: skip
+        self.missing = list(missing)
+        self.arrived = list(arrived)
+        self.timeout = timeout
+        self.where = where
+        message = Message(
+            f"gather timed out after {timeout:g} s: ranks {first_few(self.missing)} never called "
+            "inspector.rpc.gather.",
+            {"missing": first_few(self.missing), "arrived": first_few(self.arrived), "met through": where},
+            notes=[note],
+            next_step="call gather on every rank at the same point of the script (after the same loop, outside "
+            "any `if rank == 0:`); look at the missing ranks' logs; raise timeout= if they are only slow",
+        )
+        super().__init__(message)
+
+
+class JobViewError(RpcError, ValueError):
+    """A job view (a file written by ``JobView.save``, or records gathered) that cannot be read; says why."""
+
+
+class GatherFailedError(RpcError, RuntimeError):
+    """Every rank came to ``gather``, then its collective failed (a rank died in between, a network fault)."""

@@ -234,7 +234,7 @@ def init_rpc(
     arrivals = waiter.wait_for_all()
     try:
         plan = gathered_plan(arrivals)
-        remember(plan)
+        remember(plan, rdzv)
         check_job(plan)
     except Exception:
         waiter.linger_for_reads()

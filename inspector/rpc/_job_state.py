@@ -17,7 +17,9 @@ from inspector.rpc._torch_internals import require_torch_internals
 from inspector.rpc._worker_plan import WorkerPlan
 
 if TYPE_CHECKING:
+    from inspector.rpc._job_view import JobView
     from inspector.rpc._plan import TopologyPlan
+    from inspector.rpc._rendezvous import Rendezvous
 
 JOB_INTERNALS = (
     "torch.distributed.rpc.api._get_current_rpc_agent",
@@ -26,10 +28,27 @@ JOB_INTERNALS = (
 )
 
 _last_plan: list[TopologyPlan] = []  # the plan the last guarded start in this process gathered
+_last_rendezvous: list[Rendezvous] = []  # where that start met its peers (gather meets there too)
+_last_view: list[JobView] = []  # what the last gather on this rank returned (rank 0)
 
 
-def remember(plan: TopologyPlan) -> None:
+def remember(plan: TopologyPlan, rendezvous: Rendezvous | None = None) -> None:
     _last_plan[:] = [plan]
+    _last_rendezvous[:] = [] if rendezvous is None else [rendezvous]
+
+
+def remembered_rendezvous() -> Rendezvous | None:
+    """Where the last guarded start in this process met its peers, if any."""
+    return _last_rendezvous[0] if _last_rendezvous else None
+
+
+def remember_view(view: JobView) -> None:
+    _last_view[:] = [view]
+
+
+def last_gather() -> JobView | None:
+    """The job view the last ``gather`` returned in this process (on rank 0), if any."""
+    return _last_view[0] if _last_view else None
 
 
 def remembered() -> TopologyPlan | None:

@@ -30,11 +30,13 @@ from inspector.rpc import (
     DerivedDevices,
     DeviceMapProblem,
     InitError,
+    JobView,
     PreflightWarning,
     RttMatrix,
     TopologyPlan,
     WorkerSnapshot,
     WorldSnapshot,
+    last_gather,
     predict_init_error,
 )
 from inspector.rpc._records import MIB, TAIL_FACTOR
@@ -43,7 +45,8 @@ from inspector.views._palette import hashed_colour
 from inspector.views._rpc_graph import OK_COLOUR, PROBLEM_COLOUR, pair_problems, topology_figure
 from inspector.views._rpc_grid import device_grid_figure
 from inspector.views._tables import styled
-from inspector.views.page import Block, Page, figure, lazy, pre, table
+from inspector.views.page import Block, LazySection, Page, figure, lazy, pre, table
+from inspector.views.rpc_job import job_blocks
 
 __all__ = [
     "MAP_COLUMNS", "OK_COLOUR", "PROBLEM_COLOUR", "backends_table", "bandwidth_figure", "bandwidth_table",
@@ -268,6 +271,7 @@ DEFAULT_PLAN = TopologyPlan.build(2, 2, {"worker0": {"worker1": {"cuda:0": "cuda
 class RpcSection(StrEnum):
     """The RPC page's sections."""
 
+    JOB = "job"
     INIT = "init"
     PROBLEMS = "problems"
     GRAPH = "graph"
@@ -277,13 +281,15 @@ class RpcSection(StrEnum):
 
 @dataclass(frozen=True)
 class RpcState:
-    """What the RPC page shows: a plan, and the last local world launched for it (if any).
+    """What the RPC page shows: a plan, the last local world launched for it (if any), and the job's view
+    (``inspector.rpc.gather`` on rank 0), when this process is part of a job.
 
     The plan's checks are facts of the state, each computed once (NOTE [ Lazy pages ] in ``views/page.py``).
     """
 
     plan: TopologyPlan
     world: WorldSnapshot | None = None
+    job: JobView | None = None
 
     @cached_property
     def problems(self) -> tuple[DeviceMapProblem, ...]:
@@ -301,9 +307,14 @@ class RpcState:
         return predict_init_error(self.plan)
 
 
-def current_state(plan: TopologyPlan | None = None) -> RpcState:
-    """The page's state: ``plan``, or a 2-worker × 2-GPU plan mapped both ways."""
-    return RpcState(plan if plan is not None else DEFAULT_PLAN)
+LAST_GATHER = "last gather"
+
+
+def current_state(plan: TopologyPlan | None = None, job: JobView | str | None = LAST_GATHER) -> RpcState:
+    """The page's state: ``plan``, or a 2-worker × 2-GPU plan mapped both ways; ``job``, by default the view
+    the last ``inspector.rpc.gather`` returned in this process (None outside a job)."""
+    view = last_gather() if job == LAST_GATHER else job
+    return RpcState(plan if plan is not None else DEFAULT_PLAN, job=view if isinstance(view, JobView) else None)
 
 
 def device_level(plan: TopologyPlan) -> bool:
@@ -317,9 +328,14 @@ def device_level(plan: TopologyPlan) -> bool:
 
 
 def page(state: RpcState) -> Page:
-    """The RPC page: what init_rpc would say, every problem and warning, the maps, graph, devices, world."""
+    """The RPC page: the job's picture (inside a job), what init_rpc would say, every problem and warning,
+    the maps, graph, devices, world."""
     plan = state.plan
-    sections = [
+    sections: list[LazySection] = []
+    job = state.job
+    if job is not None:
+        sections.append(lazy(RpcSection.JOB, "This job, rank by rank", lambda: job_blocks(job), job))
+    sections += [
         lazy(RpcSection.INIT, "init_rpc", lambda: [pre(init_error_text(state.prediction))], plan),
         lazy(RpcSection.PROBLEMS, "Device maps", lambda: _check_blocks(state), plan),
         lazy(RpcSection.GRAPH, "Topology", lambda: [_graph_block(state)], plan),

@@ -18,7 +18,7 @@ from inspector.rpc import (
     init_rpc,
     register_backend,
 )
-from inspector.rpc._job import JOB_INTERNALS
+from inspector.rpc._job_state import JOB_INTERNALS
 from inspector.rpc._torch_internals import (
     INIT_RPC_INTERNALS,
     TENSORPIPE_INTERNALS,

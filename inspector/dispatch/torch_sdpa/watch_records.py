@@ -360,6 +360,12 @@ class WatchedCalls:
     def to_csv(self, path: str | os.PathLike[str]) -> str:
         return self.table().to_csv(path)
 
+    def job_record(self) -> dict[str, Any]:
+        """These calls as a plain, bounded record for ``inspector.rpc.gather`` (``torch_sdpa.job_record``)."""
+        from inspector.dispatch.torch_sdpa.job_record import job_record
+
+        return job_record(self)
+
     def __repr__(self) -> str:
         if not self.seen:
             return "<WatchedCalls: no SDPA call seen; .table() says why that may be>"

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from inspector._environment import environment
+from inspector._messages import Message
 from inspector.loader.bench.history_file import (
     HistoryFileError,
     KeptRuns,
@@ -91,8 +92,8 @@ def keep_run(part: str, rows: Iterable[Any], measurements: Iterable[Any] = (), *
     except HistoryFileError as exc:
         return f"this run was not kept in the history: {exc}"
     except OSError as exc:
-        return (f"this run was not kept in the history ({target}: {exc.strerror or exc}); next step = point "
-                "INSPECTOR_CACHE_DIR at a folder you can write to")  # fmt: skip
+        headline = f"this run was not kept in the history ({target}: {exc.strerror or exc})"
+        return Message(headline, next_step="point INSPECTOR_CACHE_DIR at a folder you can write to").one_line()
     return None
 
 

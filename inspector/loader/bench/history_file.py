@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from inspector._messages import Message
 from inspector.loader._errors import LoaderError
 from inspector.loader.bench.row_check import checked_measurement, checked_row, plain, printable
 
@@ -41,8 +42,8 @@ class HistoryFileError(LoaderError, ValueError):
     def __init__(self, path: str | os.PathLike[str], reason: str) -> None:
         self.path = str(path)
         self.reason = reason
-        super().__init__(f"the benchmark history {self.path} {reason}; next step = point INSPECTOR_CACHE_DIR at a "
-                         "folder of your own, or move that file away")  # fmt: skip
+        step = "point INSPECTOR_CACHE_DIR at a folder of your own, or move that file away"
+        super().__init__(Message(f"the benchmark history {self.path} {reason}", next_step=step).one_line())
 
 
 @dataclass(frozen=True)

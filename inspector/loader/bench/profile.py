@@ -19,6 +19,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from inspector._bench import Progress
+from inspector._messages import Message
 from inspector.loader.bench.host_to_device import HostToDevice, host_to_device  # noqa: F401 (re-exported)
 from inspector.loader.bench.loop import LoopProfiler
 from inspector.loader.bench.profile_record import OURS_LABEL, LoaderProfile, batch_nbytes  # noqa: F401 (re-exported)
@@ -110,7 +111,8 @@ def profile_inspector_loader(
                 raise BenchCancelled()
             storages.append(loader.save(_to_host(batch)))
         if not storages:
-            raise ValueError("the source gave no batch to compare with; next step = pass a loader that yields batches")
+            step = "pass a loader that yields batches"
+            raise ValueError(Message("the source gave no batch to compare with", next_step=step).one_line())
         loader.start()
         count = warmup + batches + 1
         stream = loader.stream(itertools.islice(itertools.cycle(storages), count))

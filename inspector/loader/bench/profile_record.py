@@ -128,6 +128,12 @@ class LoaderProfile:
             "busy_machine": self.machine.busy,
         }
 
+    def job_record(self) -> dict[str, Any]:
+        """The headline figures and verdict as a plain record for ``inspector.rpc.gather`` (``bench.job_record``)."""
+        from inspector.loader.bench.job_record import job_record
+
+        return job_record(self)
+
     def to_frame(self) -> Any:
         """One row per timed batch (``batch``, ``seconds``, ``bytes``, ``mb_per_s``; with a step also
         ``wait_s`` and ``compute_s``) as a pandas DataFrame.

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from inspector._bench import Progress
+from inspector._messages import Message
 from inspector.errors import Cancelled
 from inspector.loader.bench.loop import LoopProfiler
 from inspector.loader.bench.process_tree import PeakSampler, descendants, stop_leftovers
@@ -217,7 +218,9 @@ def _one(make_loader: Callable[..., Any], setting: dict[str, Any], step: Callabl
                 if profiler.steps:
                     profile = profiler.result(has_step=step is not None)
                 elif not error:
-                    error = "the loader gave no batch after its warm-up; next step = lower warmup or give more data"
+                    error = Message(
+                        "the loader gave no batch after its warm-up", next_step="lower warmup or give more data"
+                    ).one_line()
     finally:
         steps = loader = None
         gc.collect()  # a DataLoader stops its workers when its iterator is collected
@@ -263,7 +266,8 @@ def recommend(keys: Sequence[str], measured: Sequence[SweepSetting]) -> tuple[Sw
     ran = [s for s in measured if s.ok]
     if not ran:
         failed = f" ({measured[0].error})" if measured and measured[0].error else ""
-        return None, f"no setting ran{failed}; next step = check that make_loader builds a loader that yields batches"
+        step = "check that make_loader builds a loader that yields batches"
+        return None, Message(f"no setting ran{failed}", next_step=step).one_line()
     by_samples = all(s.samples_per_s is not None for s in ran)
     unit = "samples/s" if by_samples else "batches/s"
     rate = (lambda s: s.samples_per_s) if by_samples else (lambda s: s.batches_per_s)

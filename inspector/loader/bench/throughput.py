@@ -28,6 +28,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from inspector._bench import Progress
+from inspector._messages import Message
 from inspector.loader.bench.history import keep_run
 from inspector.loader.bench.ours import ours_speeds
 from inspector.loader.bench.peers import (
@@ -49,6 +50,7 @@ from inspector.loader.pool.segments import available_memory
 RUN_CAP_S = 2.0  # one timed repeat of a slow baseline moves fewer payloads so it takes about this long
 CELL_BUDGET_S = 6.0  # and a cell stops repeating once its repeats have taken this long
 MAX_SIZE_MB = 4096.0
+SIZES_STEP = "pass sizes such as 1,16,64"
 MEMORY_FACTOR = 12  # a run holds about this many payloads of its largest size at once (files, segments, copies)
 
 
@@ -59,19 +61,22 @@ def check_sizes(sizes_mb: Sequence[float], available: int | None = None) -> list
         try:
             value = float(size)
         except (TypeError, ValueError):
-            raise ValueError(f"size {size!r} is not a number of MiB; next step = pass sizes such as 1,16,64") from None
+            message = Message(f"size {size!r} is not a number of MiB", next_step=SIZES_STEP)
+            raise ValueError(message.one_line()) from None
         if not math.isfinite(value) or value <= 0 or value > MAX_SIZE_MB:
-            raise ValueError(f"size {size!r} MiB is out of range: each size must be > 0 and <= {MAX_SIZE_MB:g} MiB; "
-                             "next step = pass sizes such as 1,16,64")  # fmt: skip
+            headline = f"size {size!r} MiB is out of range: each size must be > 0 and <= {MAX_SIZE_MB:g} MiB"
+            raise ValueError(Message(headline, next_step=SIZES_STEP).one_line())
         sizes.append(value)
     if not sizes:
-        raise ValueError("no payload sizes given; next step = pass sizes such as 1,16,64")
+        raise ValueError(Message("no payload sizes given", next_step=SIZES_STEP).one_line())
     room = available_memory() if available is None else available
     need = max(sizes) * 2**20 * MEMORY_FACTOR
     if room is not None and need > room:
-        raise ValueError(f"a {max(sizes):g} MiB payload needs about {need / 2**30:.1f} GiB for this benchmark but "
-                         f"only {room / 2**30:.1f} GiB of memory is available; "
-                         "next step = use smaller sizes")  # fmt: skip
+        headline = (
+            f"a {max(sizes):g} MiB payload needs about {need / 2**30:.1f} GiB for this benchmark but "
+            f"only {room / 2**30:.1f} GiB of memory is available"
+        )
+        raise ValueError(Message(headline, next_step="use smaller sizes").one_line())
     return sizes
 
 

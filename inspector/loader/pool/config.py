@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from inspector._messages import Message
+
 DEPTH = 4  # requests queued at each worker, so it starts the next read the moment it finishes one
 OUTSTANDING_BYTES = 1 << 30  # past this, only two requests per worker hold segments at once
 
@@ -37,10 +39,9 @@ class PoolConfig:
 
     def __post_init__(self) -> None:
         if type(self.worker_num) is not int or self.worker_num < 1:
-            raise ValueError(
-                f"worker_num must be a positive int, got {self.worker_num!r}\n"
-                "next step = pass worker_num=1 or more (about one per core you can spare)"
-            )
+            headline = f"worker_num must be a positive int, got {self.worker_num!r}"
+            step = "pass worker_num=1 or more (about one per core you can spare)"
+            raise ValueError(str(Message(headline, next_step=step)))
         if type(self.depth) is not int or self.depth < 1:
             raise ValueError(f"depth must be a positive int, got {self.depth!r}")
 

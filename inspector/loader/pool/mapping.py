@@ -56,8 +56,3 @@ def map_shared(fd: int, size: int, *, populate: bool = False) -> Any:
     buffer = (ctypes.c_ubyte * size).from_address(address)
     weakref.finalize(buffer, _munmap, address, size).atexit = False  # never unmap under live arrays at exit
     return buffer
-
-
-def holds_descriptor() -> bool:
-    """True where mappings keep a descriptor open (the ``mmap.mmap`` fallback)."""
-    return _LIBC is None

@@ -41,7 +41,7 @@ import weakref
 from collections.abc import Callable
 from concurrent.futures import Future, InvalidStateError
 from concurrent.futures._base import CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED, PENDING
-from typing import Any, Protocol
+from typing import Any
 
 from inspector.loader._errors import CallbackDeadlockError
 
@@ -91,18 +91,6 @@ class FutureLock(_thread.RLock):  # type: ignore[misc]  # a C-level RLock, with 
             return self.wait_opened(timeout)
         finally:
             self._acquire_restore(saved)  # type: ignore[attr-defined]
-
-
-class WaitHooks(Protocol):
-    """What a future needs from its pool while a callback waits on it."""
-
-    token: object
-
-    def delivery_waits(self) -> contextlib.AbstractContextManager[None]: ...
-
-    def delivery_wait(self, change: int) -> None: ...
-
-    def run_done_callbacks(self, future: LoadFuture) -> bool: ...
 
 
 class _Waiters(list[Any]):

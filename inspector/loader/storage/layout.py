@@ -58,10 +58,6 @@ class Prelude(NamedTuple):
     data_start: int
     file_size: int
 
-    @property
-    def header_start(self) -> int:
-        return PRELUDE_SIZE
-
 
 def pack_prelude(header: bytes, data_len: int) -> bytes:
     """The 32 prelude bytes for a file with this header and data length."""

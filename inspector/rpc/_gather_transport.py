@@ -1,0 +1,145 @@
+"""How a gather reaches the job's other ranks: the job's store, and a gloo group for the bytes.
+
+NOTE [ Gather transport ]
+Everything travels through ``torch.distributed``'s own pieces. Which job this process is in, in
+order: the default process group (``init_process_group``: DDP with NCCL or gloo, under torchrun
+or SLURM), whose store the meeting uses (torch has no public call for it:
+``distributed_c10d._get_default_store``, looked up first, and without it the ``env://``
+rendezvous the launcher set, as below); else the rendezvous ``inspector.rpc.init_rpc`` met in;
+else an ``env://`` rendezvous from ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT``
+(a job started by torch's own ``init_rpc``); else no job (one process). The bytes go through a
+gloo group, whatever the job's backend: NCCL moves only GPU tensors, and the records are host
+data. With a default process group the group is ``new_group(backend="gloo")``; without one,
+``init_process_group("gloo")`` on the meeting's prefixed store, destroyed afterwards, so the
+process is left as it was found. Either group is made after the meeting (every rank is there,
+so its set-up cannot wait for a missing one) with the gather's remaining time as its timeout,
+and destroyed after. The records are bytes in uint8 tensors: ``all_gather`` of the sizes, then
+``gather`` to rank 0 of ``width`` bytes from each, where ``width`` is the largest size, capped
+one past ``MAX_PAYLOAD_BYTES`` (the same on every rank, so the collective's shapes agree and a
+rank that claims more is refused, not allocated for). No ``all_gather_object``: it pickles.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any
+
+from inspector._messages import Message
+from inspector.rpc._errors import GatherFailedError, JobGatherError, RpcJoinError, RpcUnavailableError
+from inspector.rpc._job_payload import MAX_PAYLOAD_BYTES
+from inspector.rpc._job_state import remembered_rendezvous
+from inspector.rpc._rendezvous import Rendezvous, open_store, resolve_rendezvous
+from inspector.rpc._torch_internals import _resolves
+
+DEFAULT_STORE = "torch.distributed.distributed_c10d._get_default_store"
+MIN_COLLECTIVE_S = 5.0  # the collective's timeout, at least: the meeting may have used most of the bound
+
+
+@dataclass
+class Job:
+    """The job this process is in: its rank and size, the store the ranks meet in, and how the bytes go."""
+
+    rank: int
+    world_size: int
+    store: Any  # None for one process
+    where: str
+    default_group: bool  # the job has a default process group (else one is made for the gather)
+    how: str
+
+
+def _env_rendezvous() -> Rendezvous | None:
+    world = os.environ.get("WORLD_SIZE", "")
+    if not world.strip().isdigit() or int(world) < 2:
+        return None
+    return resolve_rendezvous("env://", -1, int(world))
+
+
+def _store_at(rdzv: Rendezvous, started: float, timeout: float) -> Any:
+    try:
+        return open_store(rdzv, f"rank {rdzv.rank}", started, timeout)
+    except RpcJoinError as exc:
+        where = f"the rendezvous store at {rdzv.address}"
+        raise JobGatherError(exc.missing, [rdzv.rank], timeout, where, f"note = nothing answered at {rdzv.address}, "
+                             "where the job's store should be") from None  # fmt: skip
+
+
+def job_here(started: float, timeout: float) -> Job:
+    """The job this process is part of (NOTE [ Gather transport ]); a one-process ``Job`` outside any."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        rank, world, backend = dist.get_rank(), dist.get_world_size(), str(dist.get_backend())
+        how = f"over a gloo group beside the job's {backend} process group"
+        if world == 1:
+            return Job(0, 1, None, "", True, "one rank")
+        if _resolves(DEFAULT_STORE):
+            return Job(rank, world, dist.distributed_c10d._get_default_store(), "the job's process-group store", True,
+                       how)  # fmt: skip
+        rdzv = _env_rendezvous()
+        if rdzv is None:
+            message = Message(
+                f"gather cannot find this job's store: this torch ({dist.__name__}) lacks {DEFAULT_STORE}, and "
+                "MASTER_ADDR/MASTER_PORT/WORLD_SIZE are not set.",
+                next_step="start the job with an env:// rendezvous (torchrun does), or use torch 2.13",
+            )
+            raise RpcUnavailableError(message)
+        return Job(rank, world, _store_at(rdzv, started, timeout), f"the rendezvous store at {rdzv.address}", True,
+                   how)  # fmt: skip
+    rdzv = remembered_rendezvous() or _env_rendezvous()
+    if rdzv is None:
+        return Job(0, 1, None, "", False, "one process, not in a job")
+    if not dist.is_available():
+        step = "install a torch build with distributed support (the default wheels have it)"
+        raise RpcUnavailableError(Message("This torch was built without torch.distributed.", next_step=step))
+    where = f"the rendezvous store at {rdzv.address}"
+    return Job(rdzv.rank, rdzv.world_size, _store_at(rdzv, started, timeout), where, False,
+               f"over a gloo group on the job's rendezvous store at {rdzv.address}")  # fmt: skip
+
+
+def _group(job: Job, prefixed_store: Any, seconds: float) -> Any:
+    """A gloo group of every rank (NOTE [ Gather transport ]); ``None`` means the default group made here."""
+    import torch.distributed as dist
+
+    timeout = timedelta(seconds=max(MIN_COLLECTIVE_S, seconds))
+    if job.default_group:
+        return dist.new_group(backend="gloo", timeout=timeout)
+    dist.init_process_group("gloo", store=dist.PrefixStore("group/", prefixed_store), rank=job.rank,
+                            world_size=job.world_size, timeout=timeout)  # fmt: skip
+    return None
+
+
+def exchange(job: Job, prefixed_store: Any, payload: bytes, seconds: float) -> list[tuple[int, bytes]] | None:
+    """Every rank's payload on rank 0 as (claimed size, bytes received); ``None`` on the other ranks.
+
+    Raises ``GatherFailedError`` when the collective fails (a rank died after the meeting).
+    """
+    import torch
+    import torch.distributed as dist
+
+    try:
+        group = _group(job, prefixed_store, seconds)
+        try:
+            sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(job.world_size)]
+            dist.all_gather(sizes, torch.tensor([len(payload)], dtype=torch.int64), group=group)
+            claimed = [int(size.item()) for size in sizes]
+            width = max(0, min(max(claimed), MAX_PAYLOAD_BYTES + 1))
+            mine = torch.zeros(width, dtype=torch.uint8)
+            if width:
+                mine[: min(len(payload), width)] = torch.frombuffer(bytearray(payload[:width]), dtype=torch.uint8)
+            received = [torch.zeros(width, dtype=torch.uint8) for _ in range(job.world_size)] if job.rank == 0 else None
+            dist.gather(mine, received, dst=0, group=group)
+        finally:
+            dist.destroy_process_group(group)
+    except RuntimeError as exc:  # torch's DistError family: a peer's connection closed, a timeout
+        message = Message(
+            f"gather failed after every rank had come: {str(exc).partition(chr(10))[0]}",
+            {"rank": job.rank, "world size": job.world_size, "met through": job.where},
+            next_step="look at the other ranks' logs: one of them probably died or was killed during the gather",
+        )
+        raise GatherFailedError(message) from exc
+    if received is None:
+        return None
+    return [(size, bytes(t[: max(0, min(size, width))].numpy().tobytes())) for size, t in zip(claimed, received,
+                                                                                           strict=True)]  # fmt: skip

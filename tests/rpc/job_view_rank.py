@@ -1,0 +1,123 @@
+"""One rank of a real job that gathers its job view, started as its own process (env rendezvous on 127.0.0.1).
+
+Usage: ``python job_view_rank.py MODE`` with ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR``,
+``MASTER_PORT`` set, as torchrun or SLURM would set them. The last line on stdout is one JSON
+object: what ``inspector.rpc.gather`` returned or raised on this rank.
+
+Modes:
+
+* ``ddp``, ``ddp-math``, ``ddp-slow``: a job the user started (``init_process_group("gloo")``);
+  each rank watches five causal SDPA calls and profiles a ``DataLoader``, then gathers. ``-math``
+  runs its calls under ``op_backend(torch_sdpa="math")``; ``-slow`` has a dataset that sleeps
+  ``SLOW_ITEM_S`` per item. Rank 0 saves the view to ``$JOB_VIEW_OUT``.
+* ``rpc``, ``rpc-abstain``: a job started by ``inspector.rpc.init_rpc``; every rank gathers once,
+  then gathers again with ``$GATHER_TIMEOUT`` except the ``-abstain`` rank, which calls its second
+  gather only once rank 0 wrote ``$GAVE_UP`` (after raising), then every rank shuts RPC down.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+SLOW_ITEM_S = 0.02
+WAIT_FOR_MARK_S = 120.0
+
+
+def _failure(exc: BaseException, started: float) -> dict[str, Any]:
+    return {"outcome": "error", "exception": type(exc).__name__, "message": str(exc),
+            "missing": getattr(exc, "missing", None), "arrived": getattr(exc, "arrived", None),
+            "seconds": time.monotonic() - started}  # fmt: skip
+
+
+def ddp(rank: int, mode: str) -> dict[str, Any]:
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.utils.data import DataLoader, Dataset
+
+    import inspector.rpc as irpc
+    from inspector.dispatch import op_backend, torch_sdpa
+    from inspector.loader import profile_loader
+
+    class Items(Dataset):
+        def __len__(self) -> int:
+            return 64
+
+        def __getitem__(self, index: int) -> torch.Tensor:
+            if mode == "ddp-slow":
+                time.sleep(SLOW_ITEM_S)
+            return torch.full((8,), float(index))
+
+    dist.init_process_group("gloo")
+    q = torch.randn(2, 4, 64, 32)
+    with torch_sdpa.watch() as calls:
+        for _ in range(5):
+            if mode == "ddp-math":
+                with op_backend(torch_sdpa="math"):
+                    F.scaled_dot_product_attention(q, q, q, is_causal=True)
+            else:
+                F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    profile = profile_loader(DataLoader(Items(), batch_size=4), step=lambda batch: batch.sum(), batches=6, warmup=1)
+    started = time.monotonic()
+    try:
+        view = irpc.gather(calls, profile, timeout=120)
+    finally:
+        dist.destroy_process_group()
+    result: dict[str, Any] = {"outcome": "ok", "seconds": time.monotonic() - started, "view": view is not None}
+    if view is not None:
+        view.save(os.environ["JOB_VIEW_OUT"])
+        result.update(findings=view.findings(), kept=irpc.last_gather() is view)
+    return result
+
+
+def rpc(rank: int, world_size: int, mode: str) -> dict[str, Any]:
+    import torch.distributed.rpc as rpc
+
+    import inspector.rpc as irpc
+
+    options = rpc.TensorPipeRpcBackendOptions(num_worker_threads=4, rpc_timeout=120)
+    irpc.init_rpc(f"worker{rank}", rank=rank, world_size=world_size, rpc_backend_options=options, join_timeout=120)
+    result: dict[str, Any] = {}
+    try:
+        first = irpc.gather(timeout=120)
+        result["first"] = None if first is None else {"ranks": list(first.ranks), "how": first.how,
+                                                      "findings": first.findings()}  # fmt: skip
+        mark = Path(os.environ["GAVE_UP"])
+        if mode == "rpc-abstain":  # this rank is busy elsewhere until the others have given up
+            deadline = time.monotonic() + WAIT_FOR_MARK_S
+            while not mark.exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+        started = time.monotonic()
+        try:
+            irpc.gather(timeout=float(os.environ["GATHER_TIMEOUT"]))
+            result["second"] = {"outcome": "ok"}
+        except irpc.RpcError as exc:
+            result["second"] = _failure(exc, started)
+            if rank == 0:
+                mark.write_text("gave up")
+    finally:
+        rpc.shutdown()
+    return result
+
+
+def main(mode: str) -> int:
+    rank, world_size = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    import torch
+
+    torch.set_num_threads(1)
+    started = time.monotonic()
+    try:
+        result = ddp(rank, mode) if mode.startswith("ddp") else rpc(rank, world_size, mode)
+    except Exception as exc:
+        result = _failure(exc, started)
+    print(json.dumps({"rank": rank, **result}), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1]))

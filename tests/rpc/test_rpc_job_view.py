@@ -1,0 +1,110 @@
+"""Real jobs gathering their job view: three ranks as separate processes on 127.0.0.1 (gloo), as three nodes would.
+
+Each rank is ``job_view_rank.py`` in its own interpreter, started by the test with ``RANK``,
+``WORLD_SIZE``, ``MASTER_ADDR`` and ``MASTER_PORT`` set (as SLURM or torchrun would); every
+process is waited on with a bound, and none may be left running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from inspector._processes import stop_processes
+from inspector.rpc import JobView
+from tests.rpc.test_rpc_job import PACKAGE_ROOT, RANK_WAIT_S, SLACK_S, free_port
+
+pytestmark = pytest.mark.slow
+
+RANK_SCRIPT = Path(__file__).with_name("job_view_rank.py")
+
+
+def run_ranks(modes: list[str], rank_env: dict[int, dict[str, str]] | None = None,
+              **env_extra: str) -> list[dict[str, Any]]:  # fmt: skip
+    """One process per mode (rank = position), each waited on with a bound; each rank's JSON result."""
+    base = {key: value for key, value in os.environ.items() if key != "INSPECTOR_OPS"}
+    env = {
+        **base, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(len(modes)),
+        "GLOO_SOCKET_IFNAME": "lo", "TP_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")])), **env_extra,
+    }  # fmt: skip
+    procs = []
+    for rank, mode in enumerate(modes):
+        own = {**env, "RANK": str(rank), **(rank_env or {}).get(rank, {})}
+        procs.append(subprocess.Popen([sys.executable, str(RANK_SCRIPT), mode], env=own, stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True))
+    results = []
+    try:
+        for rank, proc in enumerate(procs):
+            out, err = proc.communicate(timeout=RANK_WAIT_S)
+            lines = out.strip().splitlines()
+            assert lines, f"rank {rank} printed nothing:\n{err[-3000:]}"
+            results.append({**json.loads(lines[-1]), "stderr": err[-3000:]})
+    finally:
+        stop_processes(procs, 5.0)
+    return results
+
+
+def test_a_ddp_job_names_the_rank_on_another_backend_the_straggler_and_the_environment_that_differs(
+    tmp_path, new_processes
+) -> None:
+    out = tmp_path / "job.json"
+    results = run_ranks(["ddp", "ddp-math", "ddp-slow"], {2: {"INSPECTOR_OPS": "profile=reference"}},
+                        JOB_VIEW_OUT=str(out))  # fmt: skip
+    for rank, result in enumerate(results):
+        assert result["outcome"] == "ok", result
+        assert result["view"] is (rank == 0), result
+    assert results[0]["kept"] is True
+    view = JobView.load(out)
+    assert view.ranks == (0, 1, 2) and view.refused == {}
+    assert view.how == "over a gloo group beside the job's gloo process group"
+
+    (difference,) = view.sdpa.differences
+    assert difference.usual == ("flash_attention",) and difference.usual_ranks == (0, 2)
+    assert difference.odd == ((1, ("math",)),)
+    assert difference.signature == "float32 q(2, 4, 64, 32) k(2, 4, 64, 32) v(2, 4, 64, 32) causal"
+    assert view.sdpa.odd_ranks == (1,)
+
+    loader = view.loader
+    assert loader.spread.metric == "wait_s_median"  # every rank timed a step
+    assert (loader.straggler, loader.slowest) == (2, 2) and loader.fastest in (0, 1)
+    assert loader.ratio > 2, loader.spread  # 80 ms of sleeps per batch against none
+    assert loader.records[2]["verdict"] == "loader-bound"
+
+    (env,) = view.environment.differences
+    assert env.key == "INSPECTOR_OPS"
+    assert env.values == (("None", (0, 1)), ("'profile=reference'", (2,)))
+
+    findings = results[0]["findings"]
+    assert findings[0] == ("rank 1 ran math where ranks [0, 2] ran flash_attention, for float32 "
+                           "q(2, 4, 64, 32) k(2, 4, 64, 32) v(2, 4, 64, 32) causal")  # fmt: skip
+    assert findings[1].startswith("rank 2 is the straggler: its median wait for data per step is ")
+    assert findings[2] == "INSPECTOR_OPS differs: None on ranks [0, 1], 'profile=reference' on rank 2"
+    assert new_processes() == []
+
+
+def test_a_rank_that_never_gathers_is_named_by_the_others_within_the_bound(tmp_path, new_processes) -> None:
+    timeout = 8.0
+    results = run_ranks(["rpc", "rpc", "rpc-abstain"], GATHER_TIMEOUT=str(timeout), GAVE_UP=str(tmp_path / "gave-up"))
+    for result in results:
+        assert "outcome" not in result, result  # nothing escaped: init_rpc, both gathers and shutdown ran
+    first = results[0]["first"]
+    assert first["ranks"] == [0, 1, 2] and first["findings"] == []
+    assert first["how"].startswith("over a gloo group on the job's rendezvous store at 127.0.0.1:")
+    assert results[1]["first"] is None and results[2]["first"] is None
+    for result in results[:2]:
+        second = result["second"]
+        assert (second["exception"], second["missing"], second["arrived"]) == ("JobGatherError", [2], [0, 1])
+        assert second["message"].startswith("gather timed out after 8 s: ranks [2] never called inspector.rpc.gather.")
+        assert timeout <= second["seconds"] <= timeout + SLACK_S, second
+    late = results[2]["second"]
+    assert (late["exception"], late["missing"]) == ("JobGatherError", [2])
+    assert "this rank (rank 2) called gather after rank" in late["message"]
+    assert late["seconds"] <= SLACK_S, late  # it found the verdict at once, no wait of its own
+    assert new_processes() == []
