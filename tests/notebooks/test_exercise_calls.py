@@ -67,6 +67,6 @@ def test_every_exercise_calls_what_its_solution_calls(path: Path) -> None:
 
 
 def test_the_check_catches_a_property_asked_for_as_a_call() -> None:
-    called, read = uses(exercise_code("take the panel's context (`panel.context()`)")[0])
+    called, _read = uses(exercise_code("take the panel's context (`panel.context()`)")[0])
     solution_calls, solution_reads = uses(ast.parse("trace('a', panel.context.evolve(dtype=1))"))
     assert "context" in called & solution_reads and "context" not in solution_calls
