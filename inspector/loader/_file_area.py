@@ -7,10 +7,12 @@ import math
 import numbers
 import os
 import shutil
+import stat
 import tempfile
 import threading
 import time
 import uuid
+import warnings
 
 from inspector.loader.storage.layout import SUFFIX
 
@@ -34,6 +36,29 @@ def check_ttl(ttl: object) -> float | None:
             f"ttl must be a finite positive number of seconds, or None to keep files until shutdown; got {ttl!r}"
         )
     return seconds
+
+
+_warned: set[str] = set()
+
+
+def warn_if_others_can_replace(directory: str) -> None:
+    """Warn, once per directory, when anyone may create and rename files in ``directory``: a world-writable
+    directory without the sticky bit (``/tmp`` has it) lets another user replace a storage file between ``save``
+    and ``load``."""
+    try:
+        mode = os.stat(directory).st_mode
+    except OSError:  # not there yet: it is made 0700
+        return
+    if not (mode & stat.S_IWOTH) or (mode & stat.S_ISVTX) or directory in _warned:
+        return
+    _warned.add(directory)
+    warnings.warn(
+        f"the loader's directory {directory!r} is writable by every user and has no sticky bit, so another user "
+        f"could replace a storage file there before it is loaded\n"
+        f"next step = chmod o-w (or +t) {directory!r}, or pass dirname=None for a private 0700 directory",
+        UserWarning,
+        stacklevel=4,  # the FileStorageLoader(...) call
+    )
 
 
 class Janitor:
@@ -131,6 +156,8 @@ class FileArea:
     def __init__(self, dirname: str | os.PathLike[str] | None, ttl: float | None) -> None:
         self.private = dirname is None
         self._dir = None if dirname is None else os.path.abspath(os.fspath(dirname))
+        if self._dir is not None:
+            warn_if_others_can_replace(self._dir)
         self.janitor = Janitor(ttl)
         self._lock = threading.Lock()
         self.saves: set[object] = set()

@@ -131,14 +131,22 @@ class Inspector:
         return bundle
 
 
-def show(*, demos: bool | None = None, loader: Any = None) -> Inspector:
+def show(*, demos: bool | None = None, loader: Any = None, step: Any = None) -> Inspector:
     """The Inspector app; leave it as a cell's last expression to display it.
 
     Your own families and backends come first: the demos load only into empty registries,
     unless ``demos=True`` (and then never over a name you registered). ``loader``: your
     ``DataLoader`` (any iterable of batches); the Loader tab opens and profiles it, and the
-    inspector's loader on the same bytes, in its "Your loader" section.
+    inspector's loader on the same bytes (I/O only), in its "Your loader" section. ``step``:
+    your training step (a callable taking one batch), run on each profiled batch so the tab
+    says whether the loader or the step is the bottleneck.
+
+    Example::
+
+        >>> inspector.show(loader=train_loader, step=lambda batch: train_step(model, batch))
     """
+    if step is not None and loader is None:
+        raise TypeError("step= needs loader= too: inspector.show(loader=your_dataloader, step=your_training_step)")
     app = Inspector(demos=demos)
     if loader is not None:
         from inspector.panels.loader import LoaderPanel
@@ -147,5 +155,5 @@ def show(*, demos: bool | None = None, loader: Any = None) -> Inspector:
         panel = app.open(title)
         assert isinstance(panel, LoaderPanel)
         app.tab.selected_index = [t.title for t in app.tabs].index(title)
-        panel.profile(loader)
+        panel.profile(loader, step=step)
     return app

@@ -208,3 +208,16 @@ def test_show_with_a_loader_opens_the_loader_tab_and_profiles_it() -> None:
     assert app.tab.titles[app.tab.selected_index] == "Loader"
     assert panel.profile_job.wait(120)  # type: ignore[attr-defined]
     assert [p.name for p in panel.profiles][:1] == ["DataLoader"]  # type: ignore[attr-defined]
+
+
+def test_show_with_a_loader_and_a_step_gives_the_verdict_on_that_loop() -> None:
+    import inspector
+
+    steps: list[object] = []
+    app = inspector.show(loader=small_dataloader(), step=steps.append)
+    panel = app.panels["Loader"]
+    assert panel.profile_job.wait(120)  # type: ignore[attr-defined]
+    (profile, *_) = panel.profiles  # type: ignore[attr-defined]
+    assert steps and profile.verdict in ("loader-bound", "compute-bound", "balanced")
+    with pytest.raises(TypeError, match="step= needs loader= too"):
+        inspector.show(step=steps.append)

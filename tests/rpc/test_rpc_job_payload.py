@@ -114,3 +114,14 @@ def test_gather_refuses_what_it_cannot_send_before_meeting_anyone() -> None:
     for timeout in (0, -1, float("nan"), float("inf"), True, "60", 10**400):
         with pytest.raises(ValueError, match="timeout must be a positive, finite number of seconds"):
             irpc.gather(timeout=timeout)
+
+
+@pytest.mark.cuda
+def test_on_a_gpu_the_environment_names_the_gpu_its_capability_and_cudnn() -> None:
+    from inspector.rpc._job_environment import environment_record
+
+    values = environment_record()["values"]
+    major, minor = torch.cuda.get_device_capability(0)
+    assert values["GPU"] == torch.cuda.get_device_name(0) and values["GPU capability"] == f"sm{major}{minor}"
+    assert values["GPUs"] == torch.cuda.device_count() and values["CUDA"] == torch.version.cuda
+    assert values["cuDNN"] == torch.backends.cudnn.version()

@@ -27,7 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from inspector.loader._errors import SharedMemoryError, StorageCorruptError, StorageNotFoundError
+from inspector.loader._errors import StorageCorruptError, StorageNotFoundError
 from inspector.loader.pool.channel import GONE
 from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.delivery import Failed, InProcess, Item
@@ -134,7 +134,11 @@ class Dispatcher:
         self._route(Failed(request, error))
 
     def _send(self, worker: WorkerHandle, request: Request) -> None:
-        """Open and check the file, find it a segment (a new one if none is free), hand both over."""
+        """Open and check the file, find it a segment (a new one if none is free), hand both over.
+
+        Whatever goes wrong fails this one load through its future, never the thread running the pass: an
+        ``OSError`` or ``StorageCorruptError`` with its reason, anything unexpected as itself.
+        """
         path = request.path
         assert path is not None
         try:
@@ -148,13 +152,20 @@ class Dispatcher:
         except OSError as exc:  # EMFILE, EACCES...: this load fails, the pool carries on
             self._fail(worker, request, OSError(exc.errno, f"Could not open {path!r} to load it: {exc.strerror}"))
             return
+        except Exception as exc:  # a file that makes the reader raise what it never should: that load fails
+            self._fail(worker, request, exc)
+            return
         with file:
             try:
                 segment = self._segments.acquire(file.size, worker.key)
-            except SharedMemoryError as exc:
+            except Exception as exc:  # SharedMemoryError says why; anything else fails the load as itself
                 self._fail(worker, request, exc)
                 return
-            self._hand_over(worker, request, file, segment)
+            try:
+                self._hand_over(worker, request, file, segment)
+            except Exception as exc:  # before the message left (the send is its last step): nothing was handed
+                self._take_back(worker, request, segment, forget_mapping=True)  # mapped or not: hand it over again
+                self._route(Failed(request, exc))
 
     def _hand_over(self, worker: WorkerHandle, request: Request, file: StorageFile, segment: Segment) -> None:
         hand_over = worker.key not in segment.mapped_by
@@ -171,17 +182,22 @@ class Dispatcher:
         try:
             worker.channel.send(message, (file.fileno(), segment.fd) if hand_over else (file.fileno(),))
         except OSError as exc:
-            if hand_over:
-                self._segments.forget_mapping(segment, worker.key)
-            self._segments.release(segment)
-            request.segment = None
-            with self._state.lock:
-                worker.in_flight.pop(request.id, None)
-                self._state.unreserve(request)
-                if exc.errno in GONE:  # the worker just died: its death is handled where it is noticed
+            self._take_back(worker, request, segment, forget_mapping=hand_over)
+            if exc.errno in GONE:  # the worker just died: its death is handled where it is noticed
+                with self._state.lock:
                     worker.dead = True
                     self._state.pending.appendleft(request)
-                    return
+                return
             reason = exc.strerror or errno.errorcode.get(exc.errno or 0, str(exc))
             error = OSError(exc.errno, f"Could not hand {request.path!r} to loader worker {worker.index}: {reason}")
             self._route(Failed(request, error))
+
+    def _take_back(self, worker: WorkerHandle, request: Request, segment: Segment, forget_mapping: bool) -> None:
+        """Undo a hand-over whose message never left: the segment is free again and the slot is open."""
+        if forget_mapping:  # the worker was to map it with this message: the next one hands it over again
+            self._segments.forget_mapping(segment, worker.key)
+        self._segments.release(segment)
+        request.segment = None
+        with self._state.lock:
+            worker.in_flight.pop(request.id, None)
+            self._state.unreserve(request)

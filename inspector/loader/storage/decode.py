@@ -45,7 +45,9 @@ _NUMPY_DTYPES: dict[str, np.dtype] = {}
 
 def numpy_dtype(token: Any, path: str) -> np.dtype:
     """The dtype a header names, refusing anything that is not plain raw bytes."""
-    cached = _NUMPY_DTYPES.get(token) if type(token) is str else None
+    if type(token) is not str:  # before any lookup: a list or an object is not even hashable
+        raise StorageCorruptError(path, f"bad dtype {token!r} (a dtype is named by a string)")
+    cached = _NUMPY_DTYPES.get(token)
     if cached is not None:
         return cached
     try:

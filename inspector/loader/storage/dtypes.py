@@ -12,6 +12,19 @@ from inspector.loader._errors import StorageCorruptError
 
 # Quantized, bit-packed and sub-byte dtypes have no plain raw-bytes meaning; save refuses them too.
 _EXCLUDED = re.compile(r"q?u?int\d+x?\d*$|bits|quint|qint")
+
+
+def _max_ndim() -> int:
+    """The most dimensions a numpy array may have here (32 before numpy 2, 64 since)."""
+    try:
+        np.empty((1,) * 64, np.uint8)
+    except ValueError:
+        return 32
+    return 64
+
+
+MAX_NDIM = _max_ndim()
+MAX_SPAN = (1 << 63) - 1  # numpy refuses an array whose non-zero dimensions times its itemsize exceed this
 _TWINS = ("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64",
           "float16", "float32", "float64", "complex64", "complex128")  # fmt: skip
 

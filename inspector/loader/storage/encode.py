@@ -164,13 +164,15 @@ def _raw_tensor(value: Any, path: Path) -> tuple[np.ndarray, str]:
         raise _refuse(path, value, f"layout {value.layout} (only dense, non-quantized tensors)")
     if value.device.type == "meta":
         raise _refuse(path, value, "meta tensors have no data")
+    from inspector.loader.storage.dtypes import MAX_NDIM, torch_dtypes
+
+    if value.dim() > MAX_NDIM:
+        raise _refuse(path, value, f"{value.dim()} dimensions: a stored array has at most {MAX_NDIM}")
     tensor = value.detach()
     if tensor.device.type != "cpu":
         tensor = tensor.cpu()
     tensor = tensor.resolve_conj().resolve_neg().contiguous()
     name = str(tensor.dtype).removeprefix("torch.")
-    from inspector.loader.storage.dtypes import torch_dtypes
-
     if name not in torch_dtypes():
         raise _refuse(path, value, f"dtype torch.{name} has no plain raw-bytes form")
     if tensor.dtype.itemsize == 0 or tensor.numel() == 0:

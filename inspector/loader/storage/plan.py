@@ -25,7 +25,7 @@ import numpy as np
 
 from inspector.loader._errors import StorageCorruptError
 from inspector.loader.storage.decode import numpy_dtype, parse_header, scalar
-from inspector.loader.storage.dtypes import torch_dtype
+from inspector.loader.storage.dtypes import MAX_NDIM, MAX_SPAN, torch_dtype
 from inspector.loader.storage.layout import Prelude, check_header_crc
 
 PLANS_KEPT = 256
@@ -118,11 +118,16 @@ def compile_plan(doc: dict[str, Any], data_len: int, data_start: int, path: str)
         if kind is list and token and type(token[0]) is str:
             tag = token[0]
             if (tag == "A" and len(token) == 4) or (tag == "T" and len(token) == 5 and type(token[4]) is bool):
-                shape_token = token[2]
-                key = (tag, token[1], tuple(shape_token) if type(shape_token) is list else shape_token)
+                dtype_token, shape_token = token[1], token[2]
+                if type(dtype_token) is not str:  # checked before the lookup: a list is not even hashable
+                    raise StorageCorruptError(path, f"bad dtype {dtype_token!r} (a dtype is named by a string)")
+                if (type(shape_token) is not list or len(shape_token) > MAX_NDIM
+                        or not all(type(d) is int and d >= 0 for d in shape_token)):  # fmt: skip
+                    raise StorageCorruptError(path, f"bad shape {shape_token!r}")
+                key = (tag, dtype_token, tuple(shape_token))
                 layout = layouts.get(key)
                 if layout is None:
-                    layout = layouts[key] = _leaf_layout(tag, token[1], shape_token, path)
+                    layout = layouts[key] = _leaf_layout(tag, dtype_token, shape_token, path)
                 dtype, shape, nbytes = layout
                 offset = token[3]
                 if type(offset) is not int or offset < 0 or offset + nbytes > data_len:
@@ -169,6 +174,7 @@ def compile_plan(doc: dict[str, Any], data_len: int, data_start: int, path: str)
         raise StorageCorruptError(path, f"the header declares {data_len} bytes of array data, but its arrays end "
                                         f"at byte {extent}")  # fmt: skip
     span = doc.get("tensor_span")
+    _check_tensor_span(span, leaves, data_len, path)
     bases = (0, len(consts), len(consts) + len(leaves))  # slots: constants, then leaves, then containers
 
     def slots(refs: list[int]) -> tuple[int, ...]:
@@ -202,13 +208,29 @@ def _close(tag: str, items: list[int], containers: list[Any], unhashable: set[in
     return ref
 
 
-def _leaf_layout(tag: str, dtype_token: Any, shape_token: Any, path: str) -> tuple[Any, tuple[int, ...], int]:
-    """(dtype, shape, byte count) of an array leaf."""
+def _leaf_layout(tag: str, dtype_token: str, shape_token: list[int], path: str) -> tuple[Any, tuple[int, ...], int]:
+    """(dtype, shape, byte count) of an array leaf whose shape is a list of non-negative ints."""
     dtype = numpy_dtype(dtype_token, path) if tag == "A" else torch_dtype(dtype_token, path)
-    if not isinstance(shape_token, list) or not all(type(d) is int and d >= 0 for d in shape_token):
-        raise StorageCorruptError(path, f"bad shape {shape_token!r}")
     shape = tuple(shape_token)
+    if math.prod(d for d in shape if d) * dtype.itemsize > MAX_SPAN:  # even with a zero among them
+        raise StorageCorruptError(path, f"bad shape {shape_token!r} (no array can be that large)")
     return dtype, shape, math.prod(shape) * dtype.itemsize
+
+
+def _check_tensor_span(span: Any, leaves: list[tuple[Any, ...]], data_len: int, path: str) -> None:
+    """The one span of the data region that holds every tensor (a device copy moves it whole): checked here, so a
+    device load has nothing left to refuse."""
+    tensors = [(offset, nbytes) for is_tensor, _d, _s, offset, nbytes, _g in leaves if is_tensor]
+    if span is None:
+        if tensors:
+            raise StorageCorruptError(path, "the header lists tensors but no tensor_span")
+        return
+    lo, hi = span
+    if not lo <= hi <= data_len:
+        raise StorageCorruptError(path, f"tensor_span {span} lies outside the data region")
+    for offset, nbytes in tensors:
+        if not lo <= offset <= offset + nbytes <= hi:
+            raise StorageCorruptError(path, f"tensor bytes [{offset}, +{nbytes}) lie outside tensor_span {span}")
 
 
 # ---- the cache --------------------------------------------------------------------------------
