@@ -411,9 +411,21 @@ class WatchedCalls:
                 counts[group.decision.backend] += group.count
         return counts
 
+    def _ordered(self) -> list[Group]:
+        return [g for g in sorted(self._groups.values(), key=lambda g: (-g.count, g.first_index)) if g.count]
+
     def groups(self) -> tuple[WatchGroup, ...]:
-        ordered = sorted(self._groups.values(), key=lambda g: (-g.count, g.first_index))
-        return tuple(snapshot(g) for g in ordered if g.count)
+        return tuple(snapshot(g) for g in self._ordered())
+
+    def groups_on_devices(self) -> tuple[tuple[WatchGroup, str, str], ...]:
+        """Each group (as ``groups()``) with the device type its calls ran on and, on CUDA, the GPU's
+        capability (``sm80``); ``""`` where the calls could not be read."""
+        found = []
+        for g in self._ordered():
+            f = g.decision.facts
+            sm = "" if f is None or f.cuda is None else f"sm{f.cuda.sm[0]}{f.cuda.sm[1]}"
+            found.append((snapshot(g), "" if f is None else str(f.device), sm))
+        return tuple(found)
 
     def table(self) -> WatchTable:
         """Every call grouped (backend, module, dtype, shapes, options), most frequent first."""
