@@ -26,6 +26,7 @@ LOADER = "loader.profile"
 ENVIRONMENT = "environment"
 KINDS = (SDPA, LOADER, ENVIRONMENT)
 VERSION = 1
+SDPA_VERSION = 2  # version 2 adds each group's device type and GPU capability; version 1 is still read
 
 MAX_TEXT = 200  # characters in any string of a record
 MAX_SDPA_GROUPS = 64  # groups a watch sends, most calls first; the rest are counted, not listed
@@ -168,17 +169,23 @@ def keyed(value: Any, path: str) -> Any:
 
 
 # -- the schemas, one per kind and version ----------------------------------------------------------
-SDPA_GROUP = fields({
+SDPA_GROUP_FIELDS: dict[str, Checker] = {
     "backend": text(), "count": count, "answered_by": text(), "dtype": text(), "shapes": text(),
     "causal": flag(True), "dropout_p": real(True), "mask": text(), "grad": flag(True), "enabled": text(),
     "module": text(),
-})  # fmt: skip
+}  # fmt: skip
+SDPA_GROUP = fields(SDPA_GROUP_FIELDS)
+SDPA_GROUP_2 = fields({**SDPA_GROUP_FIELDS, "device": text(), "capability": text()})
+
+
+def _sdpa(group: Checker) -> Checker:
+    return fields({"kind": text(), "version": count, "seen": count, "groups": listed(group, MAX_SDPA_GROUPS),
+                   "folded_groups": count, "folded_calls": count})  # fmt: skip
+
 
 SCHEMAS: dict[tuple[str, int], Checker] = {
-    (SDPA, 1): fields({
-        "kind": text(), "version": count, "seen": count, "groups": listed(SDPA_GROUP, MAX_SDPA_GROUPS),
-        "folded_groups": count, "folded_calls": count,
-    }),
+    (SDPA, 1): _sdpa(SDPA_GROUP),
+    (SDPA, 2): _sdpa(SDPA_GROUP_2),
     (LOADER, 1): fields({
         "kind": text(), "version": count, "label": text(), "batches": count, "first_batch_s": real(True),
         "batch_s_median": real(True), "batch_s_min": real(True), "batch_s_max": real(True),

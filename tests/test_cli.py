@@ -148,6 +148,19 @@ def test_lab_serves_jupyterlab_on_the_tour(tmp_path) -> None:
     with serve("inspector lab", command, tmp_path, f"http://127.0.0.1:{port}/api/status",
                cwd=Path(__file__).resolve().parents[1]):
         pass  # serve() returns once the server answered (a 403 without the token counts)
+    log = (tmp_path / "inspector lab.log").read_text()
+    assert "jupyterlab | extension was successfully loaded" in log  # the server's own start-up log
+    assert "ServerApp.token config is deprecated" not in log
+
+
+def test_the_lab_server_ignores_only_the_token_warning() -> None:
+    code = ("import sys, warnings; from inspector.cli import _lab_server as s; import jupyterlab.labapp as l; "
+            "l.main = lambda: (warnings.warn(s.TOKEN_WARNING + ' in jupyter-server 2.0', DeprecationWarning), "
+            "warnings.warn('another deprecation', DeprecationWarning), 0)[2]; "
+            "warnings.simplefilter('always'); sys.exit(s.main())")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert "another deprecation" in result.stderr and "ServerApp.token" not in result.stderr
 
 
 def test_the_app_notebook_is_the_inspector_alone_in_app_wording() -> None:

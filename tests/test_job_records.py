@@ -39,12 +39,13 @@ def watched() -> torch_sdpa.WatchedCalls:
 
 def test_a_watch_becomes_a_plain_record_of_its_groups_with_counts(watched) -> None:
     record = watched.job_record()
-    assert (record["kind"], record["version"], record["seen"]) == (SDPA, 1, 4)
+    assert (record["kind"], record["version"], record["seen"]) == (SDPA, 2, 4)
     assert json.loads(json.dumps(record)) == record  # plain data
     first, second = record["groups"]
     assert (first["backend"], first["count"], first["causal"]) == ("flash_attention", 3, True)
     assert first["dtype"] == "float32"
     assert first["shapes"] == "q(2, 4, 16, 8) k(2, 4, 16, 8) v(2, 4, 16, 8)"
+    assert (first["device"], first["capability"]) == ("cpu", "")  # the capability is CUDA's only
     assert (second["backend"], second["count"], second["causal"]) == ("math", 1, False)
     assert (record["folded_groups"], record["folded_calls"]) == (0, 0)
     assert check_record(record) == record
@@ -91,7 +92,8 @@ def _valid_sdpa(watched) -> dict:
     ("change", "path"),
     [
         (lambda r: r.update(kind="torch_sdpa.spy"), "record.kind"),
-        (lambda r: r.update(version=2), "record.version"),
+        (lambda r: r.update(version=3), "record.version"),
+        (lambda r: r.update(version=1), "record.groups[0]"),  # version 1 groups have no device fields
         (lambda r: r.update(version=True), "record.version"),
         (lambda r: r.update(seen=True), "record.seen"),
         (lambda r: r.update(seen=-1), "record.seen"),

@@ -42,6 +42,15 @@ def add_parser(verbs: Any) -> None:
                           "repeatable")
 
 
+# NOTE [ The token warning ]
+# jupyter_server 2 warns "ServerApp.token config is deprecated ... Use IdentityProvider.token" whenever
+# anything reads its old ``ServerApp.token`` attribute, and notebook_shim reads every attribute of the
+# server at start-up: so the warning is the first thing ``jupyter lab`` prints although no token option
+# is given (passing the current one, ``--IdentityProvider.token``, does not stop it, nor does
+# ``PYTHONWARNINGS``: Voila's extension puts its own filter in front). So the server is started through
+# ``_lab_server``, which ignores exactly that warning; every other warning shows.
+
+
 def run(args: argparse.Namespace) -> int:
     from inspector._extras import require_extra
 
@@ -58,7 +67,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(Message(f"no {tour}", next_step=step).one_line())
     require_extra("lab", "inspector lab")
     env = user_modules_env(args.imports, dict(os.environ))
-    command = [sys.executable, "-m", "jupyterlab", str(tour)]
+    command = [sys.executable, "-m", "inspector.cli._lab_server", str(tour)]  # NOTE [ The token warning ]
     if args.port:
         command.append(f"--port={args.port}")
     if args.no_browser or os.environ.get("CI"):

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import collections
+import contextlib
+import fcntl
 import math
 import numbers
 import os
@@ -20,6 +22,9 @@ _GONE_KEPT = 10_000  # how many deleted paths we remember, to say *why* a load f
 _LONGEST_WAIT_S = 1.0  # the ttl thread looks at its stop flag at least this often
 STOP_JOIN_S = 5.0  # how long ``stop`` waits for the ttl thread (it ends within _LONGEST_WAIT_S anyway)
 _POLL_S = 0.005  # how often a save waiting for a close, or a close waiting for saves, looks again
+PRIVATE_PREFIX = "inspector-loader-"
+OWNER_NAME = ".owner"  # locked for as long as the process that made the private directory lives
+_SWEPT_AT_MOST = 64  # orphan directories removed per new private directory, so a save never waits long
 
 
 def check_ttl(ttl: object) -> float | None:
@@ -162,6 +167,7 @@ class FileArea:
         self._lock = threading.Lock()
         self.saves: set[object] = set()
         self._closing = False
+        self._owner_fd: int | None = None
 
     @property
     def dirname(self) -> str | None:
@@ -173,7 +179,7 @@ class FileArea:
             with self._lock:
                 if not self._closing:
                     if self._dir is None:
-                        self._dir = tempfile.mkdtemp(prefix="inspector-loader-")  # mode 0700
+                        self._dir, self._owner_fd = make_private_directory()
                     elif not self.private and not os.path.isdir(self._dir):
                         os.makedirs(self._dir, mode=0o700, exist_ok=True)
                     self.saves.add(ticket)
@@ -207,6 +213,8 @@ class FileArea:
             with self._lock:  # only once it is gone: an interrupted close leaves it for the next one to remove
                 if self._dir == directory:
                     self._dir = None
+                    release_owner(self._owner_fd)
+                    self._owner_fd = None
         finally:
             self._closing = False  # first: an interrupt must not keep later saves waiting
 
@@ -217,4 +225,74 @@ class FileArea:
         self._closing = False
         if self.private:
             self._dir = None
+            release_owner(self._owner_fd)  # the lock stays the parent's: its descriptor there still holds it
+            self._owner_fd = None
         self.janitor.after_fork_in_child()
+
+
+# NOTE [ Private directories of dead processes ]
+# A private directory is removed by ``close``; a process killed outright (SIGKILL, the OOM killer, a
+# kernel restart that gives up waiting) never gets there. So every private directory holds an
+# ``.owner`` file that its process keeps locked (``flock``) while it lives, and each new private
+# directory first removes those whose lock can be taken: the kernel dropped that lock when the last
+# descriptor to it closed, which is when its process (and every child it forked) ended. A lock
+# works across PID namespaces and is never fooled by a reused process id; a directory without
+# the file, not ours, not 0700, or a link is left alone.
+
+
+def make_private_directory() -> tuple[str, int]:
+    """A new private (0700) directory and the descriptor that holds its ``.owner`` lock; orphans go first."""
+    sweep_orphan_directories(tempfile.gettempdir())
+    directory = tempfile.mkdtemp(prefix=PRIVATE_PREFIX)
+    fd = None
+    try:
+        # Locked under another name, then renamed: a sweeper never sees an ``.owner`` that is not yet locked.
+        staging = os.path.join(directory, OWNER_NAME + ".new")
+        fd = os.open(staging, os.O_RDWR | os.O_CREAT | os.O_EXCL, 0o600)
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        os.rename(staging, os.path.join(directory, OWNER_NAME))
+    except BaseException:
+        release_owner(fd)
+        shutil.rmtree(directory, ignore_errors=True)
+        raise
+    return directory, fd
+
+
+def release_owner(fd: int | None) -> None:
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.close(fd)
+
+
+def sweep_orphan_directories(parent: str) -> list[str]:
+    """Remove the private directories in ``parent`` whose process has ended (see the NOTE); the paths removed."""
+    removed: list[str] = []
+    try:
+        entries = [e for e in os.scandir(parent) if e.name.startswith(PRIVATE_PREFIX)]
+    except OSError:
+        return removed
+    for entry in entries:
+        if len(removed) >= _SWEPT_AT_MOST:
+            break
+        if is_orphan(entry.path):
+            shutil.rmtree(entry.path, ignore_errors=True)
+            removed.append(entry.path)
+    return removed
+
+
+def is_orphan(directory: str) -> bool:
+    """Whether ``directory`` is one of our private directories whose owner's lock is free."""
+    try:
+        info = os.lstat(directory)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) != 0o700:
+            return False
+        fd = os.open(os.path.join(directory, OWNER_NAME), os.O_RDONLY | os.O_NOFOLLOW)
+    except OSError:
+        return False
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        return False  # held: its process lives
+    finally:
+        os.close(fd)  # closing it drops the lock just taken, if any
+    return True

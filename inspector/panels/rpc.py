@@ -27,6 +27,7 @@ from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, StaleMark, error_html
 from inspector.panels._render import RawHTML
 from inspector.panels._sections import Sections
+from inspector.panels.rpc_fields import read_counts, read_devices
 from inspector.panels.rpc_job import TITLE as JOB_TITLE
 from inspector.panels.rpc_job import JobBox
 from inspector.panels.rpc_launch import (
@@ -40,7 +41,6 @@ from inspector.panels.rpc_launch import (
 from inspector.panels.rpc_maps import ROWS_CSS, MapRow
 from inspector.panels.rpc_templates import TemplatePicker
 from inspector.rpc import JobView, PlanError, TopologyPlan, WorldSnapshot, last_gather, registered_backends
-from inspector.rpc._errors import short
 from inspector.rpc._records import MIB
 from inspector.views._tables import table_html
 from inspector.views.rpc import DEFAULT_PLAN, RpcSection, RpcState, backends_table, next_step, pair_problems
@@ -196,28 +196,10 @@ class RpcPanel(Panel[RpcState]):
             row.caller.options = row.callee.options = tuple(names)
 
     def _counts(self) -> dict[str, int]:
-        parts = [p.strip() for p in self.gpus.value.split(",") if p.strip()]
-        expected = f"one count for all workers, or {len(self._names)} comma-separated counts"
-        if not all(p.isdigit() for p in parts) or len(parts) not in (1, len(self._names)):
-            raise PlanError("GPUs per worker", short(self.gpus.value), expected)
-        try:
-            counts = [int(p) for p in parts] * (len(self._names) if len(parts) == 1 else 1)
-        except ValueError:  # digits int() refuses: thousands of them, or '²'
-            raise PlanError("GPUs per worker", short(self.gpus.value), f"{expected}, each within 0 .. 128") from None
-        return dict(zip(self._names, counts, strict=True))
+        return read_counts(self.gpus.value, self._names)
 
     def _devices(self) -> dict[str, list[str]]:
-        listed: dict[str, list[str]] = {}
-        for number, line in enumerate(self.devices.value.splitlines(), 1):
-            if not line.strip():
-                continue
-            name, colon, rest = line.partition(":")
-            if not colon or name.strip() not in self._names:
-                raise PlanError(
-                    f"devices line {number}", repr(line), f"'<worker>: cuda:0, cuda:1' with a worker in {self._names}"
-                )
-            listed[name.strip()] = [d.strip() for d in rest.split(",") if d.strip()]
-        return listed
+        return read_devices(self.devices.value, self._names)
 
     @property
     def plan(self) -> TopologyPlan:

@@ -27,7 +27,13 @@ from datetime import timedelta
 from typing import Any
 
 from inspector._messages import Message
-from inspector.rpc._errors import GatherFailedError, JobGatherError, RpcJoinError, RpcUnavailableError
+from inspector.rpc._errors import (
+    GatherFailedError,
+    JobGatherError,
+    RendezvousConfigError,
+    RpcJoinError,
+    RpcUnavailableError,
+)
 from inspector.rpc._job_payload import MAX_PAYLOAD_BYTES
 from inspector.rpc._job_state import remembered_rendezvous
 from inspector.rpc._rendezvous import Rendezvous, open_store, resolve_rendezvous
@@ -49,11 +55,37 @@ class Job:
     how: str
 
 
+JOB_VARIABLES = ("WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT")
+
+
+def no_job_found(why: str) -> RendezvousConfigError:
+    """The error for a process whose environment says "job" where gather finds none to gather over."""
+    found = ", ".join(f"{name}={os.environ[name][:40]!r}" if os.environ.get(name) else f"{name} unset"
+                      for name in JOB_VARIABLES)  # fmt: skip
+    message = Message(
+        f"gather found job variables ({found}) but no process group in this process and no job started by "
+        f"inspector.rpc.init_rpc, and cannot meet the other ranks from the variables alone: {why}",
+        next_step="in a torchrun or DDP job, call torch.distributed.init_process_group(...) on every rank before "
+        "gather; in an RPC job, start it with inspector.rpc.init_rpc(...); in a single process, unset WORLD_SIZE",
+    )
+    return RendezvousConfigError(message)
+
+
 def _env_rendezvous() -> Rendezvous | None:
     world = os.environ.get("WORLD_SIZE", "")
-    if not world.strip().isdigit() or int(world) < 2:
+    if not world.strip():
         return None
-    return resolve_rendezvous("env://", -1, int(world))
+    if not world.strip().isdigit():
+        raise no_job_found(f"WORLD_SIZE must be a whole number, got {world[:40]!r}")
+    if int(world) < 2:
+        return None
+    unset = [name for name in JOB_VARIABLES[1:] if not os.environ.get(name)]
+    if unset:
+        raise no_job_found(f"{' and '.join(unset)} {'is' if len(unset) == 1 else 'are'} not set")
+    try:
+        return resolve_rendezvous("env://", -1, int(world))
+    except RendezvousConfigError as exc:
+        raise no_job_found(str(exc).partition("\n")[0]) from None
 
 
 def _store_at(rdzv: Rendezvous, started: float, timeout: float) -> Any:

@@ -4,12 +4,17 @@ NOTE [ What differs across a job ]
 Rank 0 holds one checked record per kind from every rank (NOTE [ Job records ]); each
 comparison reads only those plain records.
 
-* SDPA: a call *signature* is what PyTorch's choice reads that a model fixes (dtype, shapes,
-  causal, dropout, mask, grad), not the enable flags: a rank steered to another backend (by
-  ``sdpa_kernel``, ``op_backend`` or a flag) has different flags for the same call, and that rank
-  is the one to name. For each signature seen on two ranks or more, the set of backends each rank
-  ran is compared; the set most ranks share is the usual one (the lowest rank's on a tie) and
-  every other rank is named with what it ran.
+* SDPA: a call *signature* is what PyTorch's choice reads that the model fixes: the dtypes, each
+  of q, k and v's heads and head dim, causal, whether there is dropout, the mask's kind (its
+  dimensions and dtype), grad and the device type. Not the batch or the sequence lengths, which
+  differ from rank to rank with the batches each one drew (a watch shows them as ranges), and not
+  what the rank's machine or settings add: the enable flags and the GPU's capability. A rank
+  steered to another backend (by ``sdpa_kernel``, ``op_backend`` or a flag) or on an older GPU
+  makes the same call with other settings, and that rank is the one to name; its flags and GPU
+  are shown beside it as the likely reason. For each signature, the set of backends each rank ran
+  is compared: the set more than half of those ranks share is the usual one, and every other
+  rank is named with what it ran; with no such majority (two ranks that differ, a three-way
+  split) no rank can be blamed, and the finding says the ranks disagree and lists each one.
 * Loader: ranks are ranked by their median wait for data per step when every rank timed a step
   (in a synchronised job every step waits for the slowest rank, so only the wait finds the rank
   that makes the others wait), else by their median time per batch. The slowest and fastest
@@ -21,6 +26,7 @@ comparison reads only those plain records.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -33,23 +39,55 @@ MISSING = "(not reported)"
 
 
 # -- SDPA -------------------------------------------------------------------------------------------
+CALL = re.compile(r"([qkv])\(([^()]*)\)")
+MASK = re.compile(r"\(([^()]*)\)\s*(.*)")
+
+
+def _widths(shapes: str) -> tuple[Any, ...]:
+    """q, k and v's sizes with the batch as ``N`` and the sequence lengths as ``L`` (q) and ``S`` (k, v),
+    or the text as sent when it does not read as ``q(...) k(...) v(...)``."""
+    found = CALL.findall(shapes)
+    if len(found) != 3 or [name for name, _ in found] != ["q", "k", "v"]:
+        return (shapes,)
+    widths = []
+    for name, inner in found:
+        dims = [d.strip() for d in inner.split(",") if d.strip()]
+        n = len(dims)
+        widths.append(tuple("N" if i == 0 and n >= 3 else ("L" if name == "q" else "S") if i == n - 2 else d
+                            for i, d in enumerate(dims)))  # fmt: skip
+    return tuple(widths)
+
+
+def _mask_kind(mask: str) -> str:
+    """A mask as its kind: dimensions and dtype (``4-D bool``), not its lengths."""
+    shape = MASK.fullmatch(mask.strip())
+    if shape is None:
+        return mask
+    dims = [d for d in shape.group(1).split(",") if d.strip()]
+    return f"{len(dims)}-D {shape.group(2)}".strip()
+
+
 def signature_of(group: Mapping[str, Any]) -> tuple[Any, ...]:
     """What a group's calls share across ranks (NOTE [ What differs across a job ])."""
     if not group["shapes"]:  # a native fast path, or calls the inspector could not read
         return ("other", group["backend"], group["module"])
-    return ("call", group["dtype"], group["shapes"], group["causal"], group["dropout_p"], group["mask"], group["grad"])
+    return ("call", group["dtype"], _widths(group["shapes"]), bool(group["causal"]), bool(group["dropout_p"]),
+            _mask_kind(group["mask"]), bool(group["grad"]), group.get("device", ""))  # fmt: skip
 
 
 def signature_text(signature: tuple[Any, ...]) -> str:
     if signature[0] == "other":
         _, backend, module = signature
         return f"{backend} in {module}" if module else str(backend)
-    _, dtype, shapes, causal, dropout, mask, grad = signature
-    parts = [dtype, shapes]
+    _, dtype, widths, causal, dropout, mask, grad, device = signature
+    shapes = str(widths[0])
+    if len(widths) == 3:
+        shapes = " ".join(f"{name}({', '.join(w)})" for name, w in zip("qkv", widths, strict=True))
+    parts = [dtype, shapes, device]
     if causal:
         parts.append("causal")
     if dropout:
-        parts.append(f"dropout {dropout:g}")
+        parts.append("dropout")
     if mask:
         parts.append(f"mask {mask}")
     if grad:
@@ -57,36 +95,88 @@ def signature_text(signature: tuple[Any, ...]) -> str:
     return " ".join(part for part in parts if part)
 
 
+def _backends_text(ran: Sequence[str]) -> str:
+    return "/".join(ran)
+
+
 @dataclass(frozen=True)
 class SignatureBackends:
-    """One call signature: the backends each rank ran for it (most calls first) and its calls there."""
+    """One call signature: the backends each rank ran for it (most calls first) and its calls there.
+
+    ``usual`` is what more than half of the ranks that made the call ran, and ``odd`` the other
+    ranks with what they ran; with no such majority ``usual`` is empty and ``odd`` holds every rank
+    (they disagree, and no rank can be blamed). ``settings`` is, per rank, the enable flags and GPU
+    its calls ran with: the usual reason a rank ran something else.
+    """
 
     signature: str
     backends: tuple[tuple[int, tuple[str, ...]], ...]
     calls: tuple[tuple[int, int], ...]
     usual: tuple[str, ...]
-    odd: tuple[tuple[int, tuple[str, ...]], ...]  # the ranks that ran something else, with what
+    odd: tuple[tuple[int, tuple[str, ...]], ...]
+    settings: tuple[tuple[int, str], ...] = ()
 
     @property
     def usual_ranks(self) -> tuple[int, ...]:
-        return tuple(rank for rank, ran in self.backends if ran == self.usual)
+        return tuple(rank for rank, ran in self.backends if self.usual and ran == self.usual)
+
+    @property
+    def disagree(self) -> bool:
+        """Ranks ran different backends and no backend set has a majority."""
+        return bool(self.odd) and not self.usual
+
+    @property
+    def usual_text(self) -> str:
+        return _backends_text(self.usual) if self.usual else "(no majority)"
+
+    def findings(self) -> list[str]:
+        """The ranks that differ, in words, with their flags or GPU where those differ too."""
+        setting = dict(self.settings)
+        if self.disagree:
+            each = [f"rank {rank} ran {_backends_text(ran)}" for rank, ran in self.odd]
+            if len({setting.get(rank, "") for rank, _ in self.odd}) > 1:
+                each = [f"{text} ({setting.get(rank, '')})" for text, (rank, _) in zip(each, self.odd, strict=True)]
+            return [f"the ranks disagree, with no majority, for {self.signature}: " + "; ".join(each)]
+        usual_settings = {setting.get(rank, "") for rank in self.usual_ranks}
+        by_backends: dict[tuple[str, ...], list[int]] = {}
+        for rank, ran in self.odd:
+            by_backends.setdefault(ran, []).append(rank)
+        lines = []
+        for ran, ranks in by_backends.items():
+            own = sorted({setting.get(rank, "") for rank in ranks} - usual_settings - {""})
+            why = f" ({'; '.join(own)}, against {'; '.join(sorted(usual_settings))})" if own else ""
+            lines.append(f"{ranks_text(ranks)} ran {_backends_text(ran)}{why} where {ranks_text(self.usual_ranks)} "
+                         f"ran {self.usual_text}, for {self.signature}")  # fmt: skip
+        return lines
+
+
+def _setting(group: Mapping[str, Any]) -> str:
+    gpu = group.get("capability") or ""
+    return f"enabled {group['enabled']}" + (f" on {gpu}" if gpu else "")
 
 
 def sdpa_signatures(records: Mapping[int, Mapping[str, Any]]) -> tuple[SignatureBackends, ...]:
     """Every signature any rank saw, the most-called first, with each rank's backends (ranks in order)."""
     ran: dict[tuple[Any, ...], dict[int, Counter[str]]] = {}
+    settings: dict[tuple[Any, ...], dict[int, set[str]]] = {}
     for rank in sorted(records):
         for group in records[rank]["groups"]:
-            ran.setdefault(signature_of(group), {}).setdefault(rank, Counter())[group["backend"]] += group["count"]
+            key = signature_of(group)
+            ran.setdefault(key, {}).setdefault(rank, Counter())[group["backend"]] += group["count"]
+            settings.setdefault(key, {}).setdefault(rank, set()).add(_setting(group))
     found = []
     for key, by_rank in ran.items():
         backends = tuple((rank, tuple(sorted(c, key=lambda b: (-c[b], b)))) for rank, c in by_rank.items())
         shared = Counter(frozenset(names) for _, names in backends)
-        top = max(shared.values())
-        usual = next(names for _, names in backends if shared[frozenset(names)] == top)
-        odd = tuple((rank, names) for rank, names in backends if frozenset(names) != frozenset(usual))
+        top, most = shared.most_common(1)[0]
+        majority = most * 2 > len(backends)
+        usual = next(names for _, names in backends if frozenset(names) == top) if majority else ()
+        odd = tuple((rank, names) for rank, names in backends if not majority or frozenset(names) != top)
+        if len(shared) == 1:
+            odd = ()
         calls = tuple((rank, sum(c.values())) for rank, c in by_rank.items())
-        found.append(SignatureBackends(signature_text(key), backends, calls, usual, odd))
+        setting = tuple((rank, "; ".join(sorted(settings[key][rank]))) for rank in by_rank)
+        found.append(SignatureBackends(signature_text(key), backends, calls, usual, odd, setting))
     return tuple(sorted(found, key=lambda s: -sum(n for _, n in s.calls)))
 
 

@@ -31,12 +31,19 @@ def _read(reader: Callable[[], Any]) -> Any:
     return clip(value)
 
 
+def _gpu_name() -> str | None:
+    """The name of this process's current GPU (the one its tensors go to), not GPU 0's."""
+    import torch
+
+    return torch.cuda.get_device_name(torch.cuda.current_device()) if torch.cuda.is_available() else None
+
+
 def _capability() -> str | None:
     import torch
 
     if not torch.cuda.is_available():
         return None
-    major, minor = torch.cuda.get_device_capability(0)
+    major, minor = torch.cuda.get_device_capability(torch.cuda.current_device())
     return f"sm{major}{minor}"
 
 
@@ -55,7 +62,7 @@ def environment_values() -> dict[str, Any]:
         "torch": lambda: torch.__version__,
         "CUDA": lambda: torch.version.cuda,
         "cuDNN": lambda: torch.backends.cudnn.version() if torch.backends.cudnn.is_available() else None,
-        "GPU": lambda: torch.cuda.get_device_name(0) if torch.cuda.is_available() else None,
+        "GPU": _gpu_name,
         "GPU capability": _capability,
         "GPUs": lambda: torch.cuda.device_count() if torch.cuda.is_available() else 0,
         "sdpa flash enabled": lambda: cuda.flash_sdp_enabled(),

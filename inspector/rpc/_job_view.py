@@ -42,7 +42,7 @@ MAX_WORLD = 1 << 20
 MAX_VIEW_BYTES = 256 << 20  # 4,096 ranks of full records
 VIEW_DEPTH = 10  # a view holds ranks, each holding what a payload does
 SDPA_COLUMNS = ["rank", "backend", "count", "dtype", "shapes", "causal", "dropout_p", "mask", "grad", "enabled",
-                "module", "answered_by", "differs"]  # fmt: skip
+                "module", "answered_by", "device", "capability", "differs"]  # fmt: skip
 LOADER_COLUMNS = ["rank", "loader", "batches", "batch_s_median", "wait_s_median", "data_wait_share", "verdict",
                   "batches_per_s", "mb_per_s", "first_batch_s", "busy_machine", "role"]  # fmt: skip
 
@@ -89,14 +89,7 @@ class JobSdpa:
         return tuple(sorted({rank for s in self.differences for rank, _ in s.odd}))
 
     def findings(self) -> list[str]:
-        lines = []
-        for s in self.differences:
-            by_backends: dict[tuple[str, ...], list[int]] = {}
-            for rank, ran in s.odd:
-                by_backends.setdefault(ran, []).append(rank)
-            for ran, ranks in by_backends.items():
-                lines.append(f"{ranks_text(ranks)} ran {'/'.join(ran)} where {ranks_text(s.usual_ranks)} ran "
-                             f"{'/'.join(s.usual)}, for {s.signature}")  # fmt: skip
+        lines = [line for s in self.differences for line in s.findings()]
         for rank, record in self.records.items():
             if record["folded_groups"]:
                 lines.append(f"rank {rank} sent its first {len(record['groups'])} groups; {record['folded_groups']} "
@@ -105,7 +98,7 @@ class JobSdpa:
 
     def rows(self) -> list[dict[str, Any]]:
         odd = {(rank, s.signature) for s in self.differences for rank, _ in s.odd}
-        return [{"rank": rank, **{k: g[k] for k in SDPA_COLUMNS[1:-1]},
+        return [{"rank": rank, **{k: g.get(k, "") for k in SDPA_COLUMNS[1:-1]},
                  "differs": (rank, signature_text(signature_of(g))) in odd}
                 for rank, record in self.records.items() for g in record["groups"]]  # fmt: skip
 
@@ -119,7 +112,7 @@ class JobSdpa:
         return head + (": " + "; ".join(found) if found else ", the same backends on every rank") + ">"
 
     def _repr_html_(self) -> str:
-        rows = [(s.signature, "/".join(s.usual), ", ".join(map(str, s.usual_ranks)),
+        rows = [(s.signature, s.usual_text, ", ".join(map(str, s.usual_ranks)),
                  "; ".join(f"rank {r}: {'/'.join(b)}" for r, b in s.odd) or "—",
                  ", ".join(f"{r}: {n:,}" for r, n in s.calls)) for s in self.signatures]  # fmt: skip
         head = ["call signature", "backend (most ranks)", "those ranks", "other ranks ran", "calls by rank"]

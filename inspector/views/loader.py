@@ -10,8 +10,8 @@ Rows may be ``BenchRow`` records or plain dicts with the same keys (what ``as_di
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import asdict, dataclass, is_dataclass
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
 from typing import Any
@@ -20,27 +20,22 @@ import numpy as np
 import pandas as pd
 from matplotlib.figure import Figure
 
-from inspector.loader import STAGE_LABELS, STAGES, LoaderProfile, LoaderStatus, LoadTiming, StorageInfo
+from inspector.loader import LoaderProfile, LoaderStatus
 from inspector.loader.bench import METHOD_LABELS, MachineLoad
 from inspector.views._figures import axes_key_above, new_figure, style_axes
 from inspector.views._palette import METHOD_COLOURS, method_colour  # noqa: F401 (re-exported)
 from inspector.views._tables import styled
 from inspector.views.loader_history import history_environments, history_table  # noqa: F401 (re-exported)
 from inspector.views.loader_profile import profile_figure, profile_table  # noqa: F401 (re-exported)
+from inspector.views.loader_stages import STAGE_COLOURS, row_records, stage_figure, stage_table  # noqa: F401 (re-exported)
+from inspector.views.loader_status import leaves_table, loaders_table, workers_table  # noqa: F401 (re-exported)
 from inspector.views.page import Block, Page, figure, lazy, note, table
 
 BASELINES = ("sync", "mp_queue", "dataloader")
-STAGE_COLOURS = dict(
-    zip(STAGES, ("#c7c7c7", "#1f77b4", "#ff7f0e", "#bcbd22", "#2ca02c", "#9467bd", "#8c564b"), strict=True)
-)
 BENCH_COLUMNS = [
     "layout", "size_mb", "workers", "device", "method", "label", "mb_s", "mb_s_min", "mb_s_max",
     "share_of_memcpy", "repeats", "loads", "leaves", "corrupt",
 ]  # fmt: skip
-
-
-def _records(rows: Iterable[Any]) -> list[dict[str, Any]]:
-    return [asdict(r) if is_dataclass(r) and not isinstance(r, type) else dict(r) for r in rows]
 
 
 def bench_table(rows: Iterable[Any]) -> pd.DataFrame:
@@ -52,7 +47,7 @@ def bench_table(rows: Iterable[Any]) -> pd.DataFrame:
 
 
 def _bench_frame(rows: Iterable[Any]) -> pd.DataFrame:
-    frame = pd.DataFrame.from_records(_records(rows))
+    frame = pd.DataFrame.from_records(row_records(rows))
     if frame.empty:
         return pd.DataFrame(columns=BENCH_COLUMNS)
     frame["label"] = frame["method"].map(lambda m: METHOD_LABELS.get(m, m))
@@ -165,99 +160,9 @@ def throughput_by_workers_figure(
     return fig
 
 
-def stage_table(source: Iterable[Any]) -> pd.DataFrame:
-    """Median milliseconds per stage, by payload size: from ``LoadTiming`` records or from bench rows (ours)."""
-    items = list(source)
-    columns = ["payload", *STAGES]
-    if not items:
-        return pd.DataFrame(columns=columns)
-    if isinstance(items[0], LoadTiming):
-        frame = pd.DataFrame.from_records([asdict(t) for t in items if t.ok])
-        if frame.empty:
-            return pd.DataFrame(columns=columns)
-        frame["payload"] = frame["nbytes"].map(_size_bucket)
-        table = frame.groupby("payload", sort=False)[list(STAGES)].median() * 1e3
-        order = sorted(table.index, key=lambda label: float(label.split()[0]))
-        return table.loc[order].reset_index()[columns]
-    records = []
-    for row in _records(items):
-        if row.get("method") != "ours" or row.get("read_ms") is None:
-            continue
-        stages = {stage: row.get(f"{stage}_ms") or 0.0 for stage in STAGES}
-        records.append({"payload": f"{row['layout']} {row['size_mb']:g} MiB", **stages})
-    return pd.DataFrame.from_records(records, columns=columns)
-
-
-def _size_bucket(nbytes: int) -> str:
-    """Loads grouped by size to the nearest power of two ("16 MiB", "0.25 MiB")."""
-    mib = max(nbytes, 1) / 2**20
-    return f"{2.0 ** round(float(np.log2(mib))):g} MiB"
-
-
-def stage_figure(source: Iterable[Any]) -> Figure:
-    """Stacked bars: where a load's time goes (read into shared memory, hand-off, build, H2D, callback)."""
-    table = stage_table(source)
-    fig = new_figure(width=6.4, height=0.5 + 0.45 * max(len(table), 2))
-    ax = fig.add_subplot(1, 1, 1)
-    left = np.zeros(len(table))
-    for stage in STAGES:
-        values = table[stage].to_numpy(dtype=float) if not table.empty else np.zeros(0)
-        if values.size and values.any():
-            ax.barh(table["payload"], values, left=left, color=STAGE_COLOURS[stage], label=STAGE_LABELS[stage])
-            left += values
-    ax.set_xlabel("median ms per load")
-    ax.invert_yaxis()
-    if not len(table):
-        ax.set_title("no timings yet")
-    style_axes(ax)
-    axes_key_above(fig, [ax])
-    return fig
-
-
-def workers_table(statuses: Sequence[LoaderStatus] | LoaderStatus) -> pd.DataFrame:
-    """One row per worker of every loader: alive, busy, requests in flight, segments it has mapped."""
-    statuses = [statuses] if isinstance(statuses, LoaderStatus) else list(statuses)
-    columns = ["loader", "worker", "pid", "alive", "ready", "busy", "in_flight", "loads_done", "segments_mapped",
-               "restarts"]  # fmt: skip
-    records = [
-        {"loader": s.name, "worker": w.index, "pid": w.pid, "alive": w.alive, "ready": w.ready, "busy": w.busy,
-         "in_flight": w.in_flight, "loads_done": w.loads_done, "segments_mapped": w.segments_mapped,
-         "restarts": w.restarts}
-        for s in statuses
-        for w in s.workers
-    ]  # fmt: skip
-    return pd.DataFrame.from_records(records, columns=columns)
-
-
-def loaders_table(statuses: Sequence[LoaderStatus] | LoaderStatus) -> pd.DataFrame:
-    """One row per loader: running, requests, and the shared-memory segments held (free, in use, leased out)."""
-    statuses = [statuses] if isinstance(statuses, LoaderStatus) else list(statuses)
-    columns = ["loader", "running", "workers", "pending", "in_flight", "loads_done", "loads_failed",
-               "segments_free", "segments_busy", "segments_leased", "segment_mib"]  # fmt: skip
-    records: list[Mapping[str, Any]] = [
-        {"loader": s.name, "running": s.running, "workers": f"{sum(w.alive for w in s.workers)}/{s.worker_num}",
-         "pending": s.pending, "in_flight": s.in_flight, "loads_done": s.loads_done, "loads_failed": s.loads_failed,
-         "segments_free": s.segments_free, "segments_busy": s.segments_busy, "segments_leased": s.segments_leased,
-         "segment_mib": round(s.segment_bytes / 2**20, 1)}
-        for s in statuses
-    ]  # fmt: skip
-    return pd.DataFrame.from_records(records, columns=columns)
-
-
-def leaves_table(info: StorageInfo) -> pd.DataFrame:
-    """Every array leaf of a storage file: where it sits in the object and where its bytes sit in the file."""
-    columns = ["where", "kind", "dtype", "shape", "offset", "bytes", "requires_grad"]
-    records = [
-        {"where": leaf.where, "kind": leaf.kind, "dtype": leaf.dtype, "shape": leaf.shape,
-         "offset": info.data_start + leaf.offset, "bytes": leaf.nbytes, "requires_grad": leaf.requires_grad}
-        for leaf in info.leaves
-    ]  # fmt: skip
-    return pd.DataFrame.from_records(records, columns=columns)
-
-
 def machine_note(rows: Iterable[Any]) -> str:
     """The busy-machine note for a set of benchmark rows ("" when every cell ran on a quiet machine)."""
-    records = _records(rows)
+    records = row_records(rows)
     loads = [MachineLoad(r.get("load_average") or 0.0, r.get("cores") or 1) for r in records if r.get("cores")]
     busiest = max(loads, key=lambda m: m.load_average - m.cores, default=None)
     return busiest.note() if busiest is not None else ""

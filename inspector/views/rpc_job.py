@@ -41,7 +41,7 @@ def _highlight(frame: pd.DataFrame, column: str) -> Styler:
 
 def sdpa_table(sdpa: JobSdpa) -> Styler:
     """One row per call signature: the backend most ranks ran, those ranks, and the others (highlighted)."""
-    records = [{"call signature": s.signature, "backend (most ranks)": "/".join(s.usual),
+    records = [{"call signature": s.signature, "backend (most ranks)": s.usual_text,
                 "those ranks": ", ".join(map(str, s.usual_ranks)),
                 "other ranks ran": "; ".join(f"rank {r}: {'/'.join(b)}" for r, b in s.odd),
                 "calls by rank": ", ".join(f"{r}: {n:,}" for r, n in s.calls)} for s in sdpa.signatures]  # fmt: skip

@@ -10,12 +10,12 @@ SHAPES = "q(2, 4, 64, 32) k(2, 4, 64, 32) v(2, 4, 64, 32)"
 def group(backend: str = "flash_attention", count: int = 5, **fields: Any) -> dict[str, Any]:
     return {"backend": backend, "count": count, "answered_by": "pytorch", "dtype": "float32", "shapes": SHAPES,
             "causal": True, "dropout_p": 0.0, "mask": "", "grad": False, "enabled": "flash, math", "module": "",
-            **fields}  # fmt: skip
+            "device": "cpu", "capability": "", **fields}  # fmt: skip
 
 
 def sdpa(*groups: dict[str, Any], folded: tuple[int, int] = (0, 0)) -> dict[str, Any]:
     groups = groups or (group(),)
-    return {"kind": "torch_sdpa.watch", "version": 1, "seen": sum(g["count"] for g in groups) + folded[1],
+    return {"kind": "torch_sdpa.watch", "version": 2, "seen": sum(g["count"] for g in groups) + folded[1],
             "groups": list(groups), "folded_groups": folded[0], "folded_calls": folded[1]}  # fmt: skip
 
 

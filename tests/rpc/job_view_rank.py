@@ -10,6 +10,10 @@ Modes:
   each rank watches five causal SDPA calls and profiles a ``DataLoader``, then gathers. ``-math``
   runs its calls under ``op_backend(torch_sdpa="math")``; ``-slow`` has a dataset that sleeps
   ``SLOW_ITEM_S`` per item. Rank 0 saves the view to ``$JOB_VIEW_OUT``.
+* ``split``: a job the user started whose ranks split three ways on three kinds of call:
+  ``SPLIT_CALLS`` says which backend each rank runs for each head dim (``flash`` as PyTorch picks,
+  ``math`` under ``op_backend``, ``both`` some of each), each rank with its own sequence lengths.
+  Rank 0 saves the view to ``$JOB_VIEW_OUT``.
 * ``rpc``, ``rpc-abstain``: a job started by ``inspector.rpc.init_rpc``; every rank gathers once,
   then gathers again with ``$GATHER_TIMEOUT`` except the ``-abstain`` rank, which calls its second
   gather only once rank 0 wrote ``$GAVE_UP`` (after raising), then every rank shuts RPC down.
@@ -75,6 +79,36 @@ def ddp(rank: int, mode: str) -> dict[str, Any]:
     return result
 
 
+SPLIT_CALLS = {32: ("flash", "flash", "flash"), 16: ("math", "flash", "flash"), 8: ("flash", "math", "both")}
+
+
+def split(rank: int) -> dict[str, Any]:
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+
+    import inspector.rpc as irpc
+    from inspector.dispatch import op_backend, torch_sdpa
+
+    dist.init_process_group("gloo")
+    with torch_sdpa.watch() as calls:
+        for head_dim, ran in SPLIT_CALLS.items():
+            for step, length in enumerate((16 + 8 * rank, 20 + 8 * rank, 30 + 8 * rank)):  # lengths of its batches
+                q = torch.randn(2, 4, length, head_dim)
+                if ran[rank] == "math" or (ran[rank] == "both" and step == 0):
+                    with op_backend(torch_sdpa="math"):
+                        F.scaled_dot_product_attention(q, q, q, is_causal=True)
+                else:
+                    F.scaled_dot_product_attention(q, q, q, is_causal=True)
+    try:
+        view = irpc.gather(calls, timeout=120)
+    finally:
+        dist.destroy_process_group()
+    if view is not None:
+        view.save(os.environ["JOB_VIEW_OUT"])
+    return {"outcome": "ok", "view": view is not None}
+
+
 def rpc(rank: int, world_size: int, mode: str) -> dict[str, Any]:
     import torch.distributed.rpc as rpc
 
@@ -112,7 +146,10 @@ def main(mode: str) -> int:
     torch.set_num_threads(1)
     started = time.monotonic()
     try:
-        result = ddp(rank, mode) if mode.startswith("ddp") else rpc(rank, world_size, mode)
+        if mode == "split":
+            result = split(rank)
+        else:
+            result = ddp(rank, mode) if mode.startswith("ddp") else rpc(rank, world_size, mode)
     except Exception as exc:
         result = _failure(exc, started)
     print(json.dumps({"rank": rank, **result}), flush=True)

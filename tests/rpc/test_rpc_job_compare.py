@@ -33,27 +33,74 @@ def test_the_rank_that_ran_another_backend_for_the_same_signature_is_named() -> 
     assert frame.loc[frame["differs"], "rank"].tolist() == [1]
 
 
-def test_the_enable_flags_are_not_part_of_a_signature_and_other_fields_are() -> None:
-    steered = group("math", enabled="math")
-    view = JobView(2, {0: by_kind(sdpa(group())), 1: by_kind(sdpa(steered))})
+def test_the_enable_flags_and_gpu_are_not_part_of_a_signature_but_are_shown_as_the_reason() -> None:
+    steered = group("math", enabled="math", capability="sm75")
+    view = JobView(3, {0: by_kind(sdpa(group())), 1: by_kind(sdpa(steered)), 2: by_kind(sdpa(group()))})
     assert view.sdpa.odd_ranks == (1,)
-    other_shape = JobView(2, {0: by_kind(sdpa(group())), 1: by_kind(sdpa(group("math", shapes="q(1, 1, 1, 1)")))})
-    assert other_shape.sdpa.differences == () and len(other_shape.sdpa.signatures) == 2
+    assert view.sdpa.findings() == [
+        "rank 1 ran math (enabled math on sm75, against enabled flash, math) where ranks [0, 2] ran "
+        "flash_attention, for float32 q(N, 4, L, 32) k(N, 4, S, 32) v(N, 4, S, 32) cpu causal"]  # fmt: skip
 
 
-def test_on_a_tie_the_lowest_ranks_backends_are_the_usual_ones_and_a_rank_running_two_is_named() -> None:
-    view = JobView(3, {0: by_kind(sdpa(group("math"))), 1: by_kind(sdpa(group())),
-                       2: by_kind(sdpa(group(count=3), group("math", count=1)))})  # fmt: skip
+def test_lengths_and_batch_are_not_part_of_a_signature_and_what_picks_a_backend_is() -> None:
+    ranged = group(shapes="q(3, 4, 1..64, 32) k(3, 4, 17..80, 32) v(3, 4, 17..80, 32)")
+    view = JobView(2, {0: by_kind(sdpa(group())), 1: by_kind(sdpa(ranged))})
+    (signature,) = view.sdpa.signatures
+    assert signature.calls == ((0, 5), (1, 5)) and signature.odd == ()
+    for change in ({"shapes": "q(2, 4, 64, 16) k(2, 4, 64, 16) v(2, 4, 64, 16)"},  # another head dim
+                   {"shapes": "q(2, 8, 64, 32) k(2, 2, 64, 32) v(2, 2, 64, 32)"},  # grouped-query heads
+                   {"dtype": "float16"}, {"causal": False}, {"dropout_p": 0.1}, {"grad": True},
+                   {"mask": "(2, 1, 64, 64) bool"}, {"device": "cuda"}):  # fmt: skip
+        other = JobView(2, {0: by_kind(sdpa(group())), 1: by_kind(sdpa(group("math", **change)))})
+        assert other.sdpa.differences == () and len(other.sdpa.signatures) == 2, change
+    masks = JobView(2, {0: by_kind(sdpa(group(mask="(2, 1, 64, 64) bool"))),
+                        1: by_kind(sdpa(group(mask="4-D bool")))})  # fmt: skip
+    assert len(masks.sdpa.signatures) == 1
+
+
+def test_the_odd_rank_is_named_against_the_majority_whichever_rank_it_is() -> None:
+    view = JobView(3, {0: by_kind(sdpa(group("math"))), 1: by_kind(sdpa(group())), 2: by_kind(sdpa(group()))})
     (difference,) = view.sdpa.differences
-    assert difference.usual == ("math",)
-    assert difference.odd == ((1, ("flash_attention",)), (2, ("flash_attention", "math")))
+    assert (difference.usual, difference.usual_ranks, difference.odd) == (("flash_attention",), (1, 2),
+                                                                          ((0, ("math",)),))  # fmt: skip
+    assert view.sdpa.findings()[0].startswith("rank 0 ran math where ranks [1, 2] ran flash_attention, for ")
+
+
+def test_with_no_majority_the_ranks_disagree_and_each_is_listed() -> None:
+    three_way = JobView(3, {0: by_kind(sdpa(group("math"))), 1: by_kind(sdpa(group())),
+                            2: by_kind(sdpa(group(count=3), group("math", count=1)))})  # fmt: skip
+    (difference,) = three_way.sdpa.differences
+    assert difference.disagree and difference.usual == () and difference.usual_ranks == ()
+    assert difference.odd == ((0, ("math",)), (1, ("flash_attention",)), (2, ("flash_attention", "math")))
+    assert three_way.sdpa.odd_ranks == (0, 1, 2)
+    assert three_way.sdpa.findings()[0] == (
+        "the ranks disagree, with no majority, for float32 q(N, 4, L, 32) k(N, 4, S, 32) v(N, 4, S, 32) cpu causal: "
+        "rank 0 ran math; rank 1 ran flash_attention; rank 2 ran flash_attention/math")
+    two = JobView(2, {0: by_kind(sdpa(group())), 1: by_kind(sdpa(group("math", enabled="math")))})
+    assert two.sdpa.findings()[0].endswith(": rank 0 ran flash_attention (enabled flash, math); "
+                                           "rank 1 ran math (enabled math)")  # fmt: skip
+    half = JobView(4, {0: by_kind(sdpa(group())), 1: by_kind(sdpa(group())), 2: by_kind(sdpa(group("math"))),
+                       3: by_kind(sdpa(group("efficient_attention")))})  # fmt: skip
+    assert half.sdpa.differences[0].disagree  # two of four is not a majority
+    assert "<td>(no majority)</td>" in half.sdpa._repr_html_()
+
+
+def test_a_version_1_record_without_devices_is_still_read_and_compared() -> None:
+    old = sdpa(group())
+    old["version"] = 1
+    for g in old["groups"]:
+        del g["device"], g["capability"]
+    view = JobView(2, {0: by_kind(old), 1: by_kind(old)})
+    assert view.sdpa.signatures[0].signature.endswith("v(N, 4, S, 32) causal")
+    assert view.sdpa.to_frame()["device"].tolist() == ["", ""]
+    assert JobView.from_dict(view.to_dict()) == view
 
 
 def test_native_fast_paths_compare_by_module() -> None:
     native = group("native fast path", shapes="", dtype="", causal=None, dropout_p=None, module="encoder.layers.0")
     view = JobView(2, {0: by_kind(sdpa(native)), 1: by_kind(sdpa(group()))})
-    assert [s.signature for s in view.sdpa.signatures] == ["native fast path in encoder.layers.0",
-                                                           f"float32 {group()['shapes']} causal"]  # fmt: skip
+    assert [s.signature for s in view.sdpa.signatures] == [
+        "native fast path in encoder.layers.0", "float32 q(N, 4, L, 32) k(N, 4, S, 32) v(N, 4, S, 32) cpu causal"]
 
 
 def test_the_straggler_is_the_rank_that_waits_longest_for_data_with_its_ratio() -> None:

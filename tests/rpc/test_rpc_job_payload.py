@@ -120,8 +120,38 @@ def test_gather_refuses_what_it_cannot_send_before_meeting_anyone() -> None:
 def test_on_a_gpu_the_environment_names_the_gpu_its_capability_and_cudnn() -> None:
     from inspector.rpc._job_environment import environment_record
 
-    values = environment_record()["values"]
-    major, minor = torch.cuda.get_device_capability(0)
-    assert values["GPU"] == torch.cuda.get_device_name(0) and values["GPU capability"] == f"sm{major}{minor}"
-    assert values["GPUs"] == torch.cuda.device_count() and values["CUDA"] == torch.version.cuda
-    assert values["cuDNN"] == torch.backends.cudnn.version()
+    for index in reversed(range(torch.cuda.device_count())):  # the current device, whichever it is (not GPU 0)
+        with torch.cuda.device(index):
+            values = environment_record()["values"]
+        major, minor = torch.cuda.get_device_capability(index)
+        assert values["GPU"] == torch.cuda.get_device_name(index), index
+        assert values["GPU capability"] == f"sm{major}{minor}", index
+        assert values["GPUs"] == torch.cuda.device_count() and values["CUDA"] == torch.version.cuda
+        assert values["cuDNN"] == torch.backends.cudnn.version()
+
+
+@pytest.mark.parametrize(
+    ("variables", "found", "why"),
+    [
+        ({"WORLD_SIZE": "3"}, "WORLD_SIZE='3', RANK unset, MASTER_ADDR unset, MASTER_PORT unset",
+         "RANK and MASTER_ADDR and MASTER_PORT are not set"),
+        ({"WORLD_SIZE": "3", "RANK": "1", "MASTER_ADDR": "10.0.0.7"},
+         "WORLD_SIZE='3', RANK='1', MASTER_ADDR='10.0.0.7', MASTER_PORT unset", "MASTER_PORT is not set"),
+        ({"WORLD_SIZE": "three"}, "WORLD_SIZE='three'", "WORLD_SIZE must be a whole number, got 'three'"),
+        ({"WORLD_SIZE": "3", "RANK": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}, "RANK='5'",
+         "rank 5 is outside 0 .. 2 for world_size 3"),
+    ],
+)
+def test_job_variables_without_a_job_name_what_was_found_and_both_ways_out(monkeypatch, variables, found, why) -> None:
+    for name in ("WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in variables.items():
+        monkeypatch.setenv(name, value)
+    with pytest.raises(irpc.RendezvousConfigError) as caught:
+        irpc.gather(timeout=5)
+    message = str(caught.value)
+    assert message.startswith("gather found job variables (") and found in message.splitlines()[0]
+    assert message.splitlines()[0].endswith(why)
+    assert "no process group in this process and no job started by inspector.rpc.init_rpc" in message
+    assert ("next step = in a torchrun or DDP job, call torch.distributed.init_process_group(...) on every rank "
+            "before gather; in an RPC job, start it with inspector.rpc.init_rpc(...)") in message

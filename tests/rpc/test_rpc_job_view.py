@@ -68,7 +68,7 @@ def test_a_ddp_job_names_the_rank_on_another_backend_the_straggler_and_the_envir
     (difference,) = view.sdpa.differences
     assert difference.usual == ("flash_attention",) and difference.usual_ranks == (0, 2)
     assert difference.odd == ((1, ("math",)),)
-    assert difference.signature == "float32 q(2, 4, 64, 32) k(2, 4, 64, 32) v(2, 4, 64, 32) causal"
+    assert difference.signature == "float32 q(N, 4, L, 32) k(N, 4, S, 32) v(N, 4, S, 32) cpu causal"
     assert view.sdpa.odd_ranks == (1,)
 
     loader = view.loader
@@ -82,11 +82,57 @@ def test_a_ddp_job_names_the_rank_on_another_backend_the_straggler_and_the_envir
     assert env.values == (("None", (0, 1)), ("'profile=reference'", (2,)))
 
     findings = results[0]["findings"]
-    assert findings[0] == ("rank 1 ran math where ranks [0, 2] ran flash_attention, for float32 "
-                           "q(2, 4, 64, 32) k(2, 4, 64, 32) v(2, 4, 64, 32) causal")  # fmt: skip
+    assert findings[0] == ("rank 1 ran math (enabled math, against enabled flash_attention, math) where ranks [0, 2] "
+                           "ran flash_attention, for float32 q(N, 4, L, 32) k(N, 4, S, 32) v(N, 4, S, 32) cpu causal")
     assert findings[1].startswith("rank 2 is the straggler: its median wait for data per step is ")
     assert findings[2] == "INSPECTOR_OPS differs: None on ranks [0, 1], 'profile=reference' on rank 2"
     assert new_processes() == []
+
+
+@pytest.fixture(scope="module")
+def split_view(tmp_path_factory) -> JobView:
+    """One real 3-rank job whose ranks had other sequence lengths and split on two kinds of call."""
+    out = tmp_path_factory.mktemp("split") / "job.json"
+    results = run_ranks(["split"] * 3, JOB_VIEW_OUT=str(out))
+    for rank, result in enumerate(results):
+        assert result["outcome"] == "ok" and result["view"] is (rank == 0), result
+    return JobView.load(out)
+
+
+def signature(view: JobView, head_dim: int):
+    (found,) = [s for s in view.sdpa.signatures if s.signature.startswith(f"float32 q(N, 4, L, {head_dim})")]
+    return found
+
+
+def test_ranks_whose_calls_had_other_sequence_lengths_are_still_compared(split_view, new_processes) -> None:
+    assert len(split_view.sdpa.signatures) == 3  # one per head dim, whatever lengths each rank's batches had
+    agreed = signature(split_view, 32)
+    assert agreed.calls == ((0, 3), (1, 3), (2, 3)) and agreed.odd == ()
+    assert agreed.usual == ("flash_attention",) and agreed.usual_ranks == (0, 1, 2)
+    rows = split_view.sdpa.to_frame()
+    shapes = set(rows.loc[rows["shapes"].str.endswith("32)"), "shapes"])
+    assert shapes == {f"q(2, 4, {16 + 8 * r}..{30 + 8 * r}, 32) k(2, 4, {16 + 8 * r}..{30 + 8 * r}, 32) "
+                      f"v(2, 4, {16 + 8 * r}..{30 + 8 * r}, 32)" for r in range(3)}  # fmt: skip
+    assert new_processes() == []
+
+
+def test_the_odd_rank_of_a_two_against_one_split_is_named_even_when_it_is_rank_0(split_view) -> None:
+    odd = signature(split_view, 16)
+    assert (odd.usual, odd.usual_ranks, odd.odd, odd.disagree) == (("flash_attention",), (1, 2), ((0, ("math",)),),
+                                                                   False)  # fmt: skip
+    found = ("rank 0 ran math (enabled math, against enabled flash_attention, math) where ranks [1, 2] ran "
+             "flash_attention, for float32 q(N, 4, L, 16) k(N, 4, S, 16) v(N, 4, S, 16) cpu causal")
+    assert found in split_view.findings()
+
+
+def test_a_three_way_split_says_the_ranks_disagree_and_lists_each(split_view) -> None:
+    split = signature(split_view, 8)
+    assert split.disagree and split.usual == ()
+    assert split.odd == ((0, ("flash_attention",)), (1, ("math",)), (2, ("flash_attention", "math")))
+    assert ("the ranks disagree, with no majority, for float32 q(N, 4, L, 8) k(N, 4, S, 8) v(N, 4, S, 8) cpu causal: "
+            "rank 0 ran flash_attention (enabled flash_attention, math); rank 1 ran math (enabled math); "
+            "rank 2 ran flash_attention/math (enabled flash_attention, math; enabled math)") in split_view.findings()
+    assert split_view.sdpa.odd_ranks == (0, 1, 2)
 
 
 def test_a_rank_that_never_gathers_is_named_by_the_others_within_the_bound(tmp_path, new_processes) -> None:

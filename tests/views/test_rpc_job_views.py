@@ -38,7 +38,8 @@ def test_the_findings_say_how_many_ranks_sent_records() -> None:
 
 
 def test_the_sdpa_table_highlights_the_signature_another_rank_ran_differently() -> None:
-    view = JobView(2, {0: by_kind(sdpa(group(), group("math", shapes="q(1)"))), 1: by_kind(sdpa(group("math")))})
+    view = JobView(3, {0: by_kind(sdpa(group(), group("math", shapes="q(1)"))), 1: by_kind(sdpa(group("math"))),
+                       2: by_kind(sdpa(group()))})  # fmt: skip
     styler = sdpa_table(view.sdpa)
     frame = styler.data
     assert frame["other ranks ran"].tolist() == ["rank 1: math", ""]
