@@ -1,4 +1,4 @@
-"""``benchmarks/loader_peers.py``: the ratios and verdicts it prints from one peer run, and the way to build its venv."""
+"""``benchmarks/loader_peers.py``: the ratios and verdicts it prints from one peer run, and how to build its venv."""
 
 from __future__ import annotations
 
