@@ -16,7 +16,7 @@ and the 1 MiB steps payload against a synchronous load, each pair taking turns i
 same run (the ratio is the median of the rounds'), and prints every target with PASS or MISS,
 and a note when the machine was busy. The run is appended to the benchmark history
 (``inspector bench loader --compare``). Then ``loader_peers.py`` compares the loader with
-DI-engine's ``FileStorageLoader`` in one run of the peer script (``--no-peers`` skips it).
+the peer storage loader (``ding_w3``) in one run of the peer script (``--no-peers`` skips it).
 
 Only the standard library is imported at the top: the baselines' worker processes started with
 ``spawn`` re-import this script.
@@ -74,7 +74,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 and 16 MiB only (about a minute)")
     parser.add_argument("--json", help="also write the rows to this file")
-    parser.add_argument("--no-peers", action="store_true", help="skip the comparison with DI-engine (loader_peers.py)")
+    parser.add_argument("--no-peers", action="store_true", help="skip the peer comparison (loader_peers.py)")
     args = parser.parse_args()
     global SIZES
     if args.quick:
@@ -131,7 +131,7 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as out:
             json.dump([r.as_dict() for r in rows], out, indent=1)
-    if not args.no_peers:  # in a separate virtualenv with DI-engine, when there is one (else: how to make it)
+    if not args.no_peers:  # in the peers' own virtualenv, when there is one (else: how to make it)
         import loader_peers
 
         print("\n=== loader vs peers ===", flush=True)

@@ -1,11 +1,11 @@
-"""The loader against its peers, in one run: DI-engine's ``FileStorageLoader``, ``pickle.load`` and memcpy.
+"""The loader against its peers, in one run: the peer storage loader ``ding_w3``, ``pickle.load``, memcpy.
 
     python benchmarks/loader_peers.py [--quick] [--json results.json]
 
 It runs the peer benchmark ``loader_peers.py`` (``$INSPECTOR_PEERS_SCRIPT``, else
 ``../shared/bench/loader_peers.py`` beside the project) in the peers' own virtualenv
-(``$INSPECTOR_PEERS_VENV``, else ``.venv-peers`` in the project), which holds DI-engine: it is
-never installed into the project's ``.venv``. This checkout goes first on that interpreter's path,
+(``$INSPECTOR_PEERS_VENV``, else ``.venv-peers`` in the project), which holds the peer loader: it
+is never installed into the project's ``.venv``. This checkout goes first on that interpreter's path,
 so the figures are those of the code here, not of a copy installed there. Every method runs in a
 process of its own, on the same payload files (page cache warm), and every delivery is checked.
 
@@ -54,7 +54,7 @@ def missing() -> str | None:
         build = script.parent / "peers-venv.sh"
         venv = python.parent.parent
         return (f"peer comparison skipped: no peers virtualenv at {venv}\n"
-                f"next step = build it (DI-engine, kept out of .venv), from {ROOT}: bash {build} {venv}")  # fmt: skip
+                f"next step = build it (the peers, kept out of .venv), from {ROOT}: bash {build} {venv}")  # fmt: skip
     return None
 
 
