@@ -78,10 +78,11 @@ _NUMBER = re.compile(r"\.(\d+)\.")
 
 
 def summarise(paths: Iterable[str], most: int = 3) -> str:
-    """``model.layers.{0..3}.self_attn`` for paths that differ only in one index; else a short list."""
+    """Every path in full (``model.layers.1.self_attn``) when there are at most ``most``; past
+    that, ``model.layers.{0..31}.self_attn`` for paths that differ only in one index, else a short list."""
     unique = sorted(set(p for p in paths if p), key=_natural)
-    if not unique:
-        return ""
+    if len(unique) <= most:
+        return ", ".join(unique)
     patterns: dict[str, list[int]] = {}
     others: list[str] = []
     for path in unique:

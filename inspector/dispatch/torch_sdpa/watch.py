@@ -7,7 +7,9 @@
 Each call is counted under its call signature (shapes, strides, dtypes, devices, mask, options,
 grad mode and the enable flags): the first call of a signature asks PyTorch itself which
 backend it runs (``torch._fused_sdp_choice``; the ported rules where PyTorch cannot answer),
-every later one is a dictionary lookup and a count (NOTE [ Bounded watching ]). The call itself
+every later one is a dictionary lookup and a count (NOTE [ Bounded watching ]); a signature that
+differs from a seen one only in its sequence lengths costs one more question to PyTorch (NOTE
+[ Growing sequences ]). A call PyTorch refuses (it raises) is counted as refused, with its error. The call itself
 runs unchanged; while a profiler records, inside a ``torch.profiler.record_function(
 "torch_sdpa:<backend>")`` range, so the choice shows in its trace. Only calls made by the thread
 that entered the block are recorded.
@@ -24,14 +26,14 @@ from torch.overrides import TorchFunctionMode
 
 from inspector.dispatch.torch_sdpa import interception
 from inspector.dispatch.torch_sdpa.facts import facts_from_call
-from inspector.dispatch.torch_sdpa.flags import READERS
 from inspector.dispatch.torch_sdpa.modules import ModulePaths
-from inspector.dispatch.torch_sdpa.names import CUDNN, EFFICIENT, FLASH, MATH, OVERRIDEABLE
 from inspector.dispatch.torch_sdpa.prediction import pytorch_choice
 from inspector.dispatch.torch_sdpa.tables import choose
+from inspector.dispatch.torch_sdpa.watch_keys import SHAPES, relaxed, signature
 from inspector.dispatch.torch_sdpa.watch_records import (
     MAX_GROUPS,
     NATIVE,
+    REFUSED,
     UNKNOWN,
     Decision,
     Group,
@@ -42,41 +44,12 @@ from inspector.dispatch.torch_sdpa.watch_records import (
     coarse_key,
 )
 
-__all__ = ["WatchGroup", "WatchTable", "WatchedCall", "WatchedCalls", "last_watch", "watch"]
+__all__ = ["WatchGroup", "WatchTable", "WatchedCall", "WatchedCalls", "last_watch", "signature", "watch"]
 
-MAX_SIGNATURES = 4096
+MAX_SIGNATURES = 1024  # exact signatures remembered (and as many relaxed ones); each cache starts afresh when full
 _last: list[WatchedCalls] = []
 _get_ident = threading.get_ident
-_grad_enabled = torch.is_grad_enabled
 _profiler_on = torch._C._autograd._profiler_enabled
-_flash, _efficient, _cudnn, _math, _overrideable = (READERS[n] for n in (FLASH, EFFICIENT, CUDNN, MATH, OVERRIDEABLE))
-_order = torch._C._get_sdp_priority_order
-
-
-def signature(
-    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
-    scale: float | None = None, enable_gqa: bool = False,
-) -> tuple[Any, ...]:
-    """Everything PyTorch's choice reads for one call, as a hashable key (straight-line: it runs
-    on every watched call). Raises for calls it cannot read (nested tensors, bad arguments)."""
-    device, key_device, value_device = query.device, key.device, value.device
-    mask = None if attn_mask is None else (
-        attn_mask.__class__, attn_mask.device, attn_mask.shape, attn_mask.dtype, attn_mask.stride(),
-        attn_mask.requires_grad,
-    )
-    found: tuple[Any, ...] = (
-        query.__class__, key.__class__, value.__class__, device, key_device, value_device,
-        query.shape, key.shape, value.shape, query.stride(), key.stride(), value.stride(),
-        query.dtype, key.dtype, value.dtype, query.requires_grad, key.requires_grad, value.requires_grad,
-        _grad_enabled(), mask, dropout_p, is_causal, enable_gqa, _flash(), _math(),
-    )
-    if device.type != "cpu" or key_device != device or value_device != device or (
-        mask is not None and mask[1] != device
-    ):  # off the CPU, the other flags, alignment, determinism and the priority order matter too
-        found += (_efficient(), _cudnn(), _overrideable(), query.storage_offset(), key.storage_offset(),
-                  value.storage_offset(), torch.are_deterministic_algorithms_enabled(),
-                  torch.is_deterministic_algorithms_warn_only_enabled(), tuple(_order()))
-    return found
 
 
 def _decide(args: tuple[Any, ...], kwargs: dict[str, Any]) -> Decision:
@@ -124,6 +97,7 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         self._thread = 0
         self._mode: _PreboundCalls | None = None
         self._slots: dict[tuple[Any, ...], Decision] = {}
+        self._families: dict[tuple[Any, ...], dict[str, Decision]] = {}  # relaxed key -> backend -> decision
         self._paths = ModulePaths()
 
     def __enter__(self) -> WatchedCalls:
@@ -149,6 +123,7 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         finally:
             interception.remove(self._around, self._native)
             self._slots.clear()
+            self._families.clear()
             _last[:] = [self.calls]
 
     # -- the hot path -------------------------------------------------------------------------
@@ -169,11 +144,15 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         if index < self.keep:
             module = self._paths.caller(sys._getframe(1))
             decision.group.note_module(module)  # type: ignore[union-attr]
-            calls.calls.append(WatchedCall(index, decision, module))
-        if _profiler_on():
-            with torch.profiler.record_function(f"torch_sdpa:{decision.backend}"):
-                return call(*args, **kwargs)
-        return call(*args, **kwargs)
+            calls.calls.append(WatchedCall(index, decision, module, key))
+        try:
+            if _profiler_on():
+                with torch.profiler.record_function(f"torch_sdpa:{decision.backend}"):
+                    return call(*args, **kwargs)
+            return call(*args, **kwargs)
+        except Exception as exc:
+            self._refused(decision, index, exc)
+            raise
 
     def _count(self, decision: Decision, call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         group = decision.group
@@ -185,15 +164,37 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
             module = self._paths.caller(sys._getframe(1))
             group.note_module(module)  # type: ignore[union-attr]
             calls.calls.append(WatchedCall(index, decision, module))
-        if _profiler_on():
-            with torch.profiler.record_function(f"torch_sdpa:{decision.backend}"):
-                return call(*args, **kwargs)
-        return call(*args, **kwargs)
+        try:
+            if _profiler_on():
+                with torch.profiler.record_function(f"torch_sdpa:{decision.backend}"):
+                    return call(*args, **kwargs)
+            return call(*args, **kwargs)
+        except Exception as exc:
+            self._refused(decision, index, exc)
+            raise
 
     def _first_seen(self, key: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Decision:
+        """The decision for a signature not in the cache: one of its relaxed key's when PyTorch
+        picks the same backend (NOTE [ Growing sequences ]), else decided afresh."""
         if len(self._slots) >= MAX_SIGNATURES:
             self._slots.clear()
+        loose = relaxed(key)
+        family = None if loose is None else self._families.get(loose)
+        if family is not None:
+            choice = pytorch_choice(*args, **kwargs)
+            decision = None if choice is None else family.get(choice.name.lower())
+            if decision is not None:
+                q, k = key[SHAPES][:2]
+                decision.group.widen(q, k)  # type: ignore[union-attr]
+                self._slots[key] = decision
+                return decision
         decision = self._grouped(_decide(args, kwargs))
+        if loose is not None and decision.answered_by == "pytorch":
+            if family is None:
+                if len(self._families) >= MAX_SIGNATURES:
+                    self._families.clear()
+                family = self._families[loose] = {}
+            family[decision.backend] = decision
         self._slots[key] = decision
         return decision
 
@@ -201,11 +202,24 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         try:
             decision = _decide(args, kwargs)
         except Exception as exc:  # a call the inspector cannot read: PyTorch answers it, in its own words
-            result = call(*args, **kwargs)  # a call PyTorch refuses raises here, and nothing is recorded
             note = f"the inspector could not read this call ({type(exc).__name__}: {exc})"
-            self._count(self._grouped(Decision(UNKNOWN, "inspector", None, note)), _returns(result), (), {})
-            return result
+            unread = self._grouped(Decision(UNKNOWN, "inspector", None, note))
+            return self._count(unread, call, args, kwargs)  # a refusal is recorded, then raised
         return self._count(self._grouped(decision), call, args, kwargs)
+
+    def _refused(self, decision: Decision, index: int, exc: Exception) -> None:
+        """Move a call PyTorch refused (it raised) from its decision's group to a refusal's."""
+        decision.group.count -= 1  # type: ignore[union-attr]
+        words = str(exc).strip().splitlines()
+        error = f"{type(exc).__name__}: {words[0] if words else ''}".rstrip(": ")[:300]
+        note = f"PyTorch refused the call ({error})"
+        if decision.note:
+            note += f"; {decision.note}"
+        refusal = self._grouped(Decision(REFUSED, "pytorch", decision.facts, note, decision.name))
+        refusal.group.count += 1  # type: ignore[union-attr]
+        kept = self.calls.calls
+        if kept and kept[-1].index == index:
+            kept[-1].refused(refusal)
 
     def _grouped(self, decision: Decision) -> Decision:
         """``decision`` counted in its group (a new group when none matches)."""
@@ -242,10 +256,6 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
             module = self._paths.caller(sys._getframe(1))
             group.note_module(module)
             self.calls.calls.append(WatchedCall(index, group.decision, module))
-
-
-def _returns(result: Any) -> Any:
-    return lambda: result
 
 
 def last_watch() -> WatchedCalls | None:

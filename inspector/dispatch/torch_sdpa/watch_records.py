@@ -28,6 +28,7 @@ from inspector.dispatch.trace import MATCH, Trace
 
 NATIVE = "native fast path"
 UNKNOWN = "unknown"
+REFUSED = "refused"  # PyTorch raised: no backend ran
 MAX_GROUPS = 1024
 MAX_MODULES = 64  # distinct module paths remembered per group
 NOTHING_SEEN = (
@@ -108,8 +109,8 @@ def _rejected(trace: Trace, chosen: str) -> tuple[tuple[str, str], ...]:
 def coarse_key(decision: Decision) -> tuple[Any, ...]:
     """What a group shares: everything but the sequence lengths (NOTE [ Bounded watching ])."""
     f = decision.facts
-    if f is None:
-        return (decision.backend, decision.name, decision.note)
+    if f is None or decision.backend == REFUSED:
+        return (decision.backend, decision.name, decision.note, None if f is None else str(f))
     q, k = f.shapes[0], f.shapes[1]
     q_len = q[-2] if len(q) >= 2 else None
     kv_len = k[-2] if len(k) >= 2 else None
@@ -142,11 +143,15 @@ class Group:
         """A new signature joined the group: widen the length ranges, note the module."""
         f = decision.facts
         if f is not None:
-            for lengths, shape in ((self.q_lens, f.shapes[0]), (self.kv_lens, f.shapes[1])):
-                if len(shape) >= 2:
-                    n = int(shape[-2])
-                    lengths[:] = [min(lengths[0], n), max(lengths[1], n)] if lengths else [n, n]
+            self.widen(f.shapes[0], f.shapes[1])
         self.note_module(module)
+
+    def widen(self, q: tuple[int, ...], k: tuple[int, ...]) -> None:
+        """Take a call with these query and key shapes into the length ranges."""
+        for lengths, shape in ((self.q_lens, q), (self.kv_lens, k)):
+            if len(shape) >= 2:
+                n = int(shape[-2])
+                lengths[:] = [min(lengths[0], n), max(lengths[1], n)] if lengths else [n, n]
 
     def note_module(self, module: str) -> None:
         if module and len(self.modules) < MAX_MODULES:
@@ -185,6 +190,46 @@ class WatchGroup:
     note: str
 
 
+def _options(g: WatchGroup, enabled: bool) -> list[str]:
+    """What sets a group's calls apart beyond backend, dtype and shapes (the table's option columns)."""
+    found = []
+    if g.causal:
+        found.append("causal")
+    if g.dropout_p:
+        found.append(f"dropout_p={g.dropout_p:g}")
+    if g.mask:
+        found.append(f"mask {g.mask}")
+    if g.grad:
+        found.append("grad")
+    if enabled:
+        found.append(f"enabled: {g.enabled}")
+    return found
+
+
+def _line_texts(groups: tuple[WatchGroup, ...]) -> list[str]:
+    """One line of text per group, each different from the others: the options that vary are
+    shown, and where two lines would still read alike, what else tells them apart."""
+    usual = Counter(g.enabled for g in groups).most_common(1)[0][0] if groups else ""
+    texts = []
+    for g in groups:
+        where = f" [{g.module}]" if g.module else ""
+        texts.append(" ".join([g.dtype, g.shapes, *_options(g, g.enabled != usual)]).strip() + where)
+    for text in set(texts):
+        alike = [i for i, t in enumerate(texts) if t == text]
+        if len(alike) < 2:
+            continue
+        for field_name in ("answered_by", "predicted", "note", "rejected"):
+            values = [getattr(groups[i], field_name) for i in alike]
+            if len(set(values)) > 1:
+                for i, value in zip(alike, values, strict=True):
+                    texts[i] += f" ({field_name.replace('_', ' ')}: {value or '-'})"
+                break
+        else:
+            for number, i in enumerate(alike, 1):
+                texts[i] += f" (kind {number})"
+    return texts
+
+
 def snapshot(group: Group) -> WatchGroup:
     d, f = group.decision, group.decision.facts
     modules = summarise(group.modules)
@@ -220,9 +265,9 @@ class WatchTable:
         if not self.groups:
             return f"(no SDPA calls) {self.why_nothing}".rstrip()
         lines = [f"{self.seen:,} SDPA call(s) seen, first {self.kept:,} kept in full"]
-        for g in self.groups[:10]:
-            where = f" [{g.module}]" if g.module else ""
-            lines.append(f"{g.count:>9,} x {g.backend:<20} {g.dtype:<9} {g.shapes}{where}")
+        shown = self.groups[:10]
+        for g, text in zip(shown, _line_texts(shown), strict=True):
+            lines.append(f"{g.count:>9,} x {g.backend:<20} {text}")
             if g.next_step:
                 lines.append(f"{'':>13}{g.next_step}")
         more = len(self.groups) - 10
@@ -274,26 +319,46 @@ class WatchTable:
 class WatchedCall:
     """One call kept in full (no tensors): its index, where it came from, and its decision."""
 
-    __slots__ = ("_decision", "index", "module")
+    __slots__ = ("_decision", "_key", "index", "module")
 
-    def __init__(self, index: int, decision: Decision, module: str) -> None:
-        self.index, self._decision, self.module = index, decision, module
+    def __init__(self, index: int, decision: Decision, module: str, key: tuple[Any, ...] | None = None) -> None:
+        self.index, self._decision, self.module, self._key = index, decision, module, key
+
+    def _own(self) -> Decision:
+        """The decision with this call's own facts: a call that joined a signature with other
+        sequence lengths (NOTE [ Growing sequences ]) has its own shapes, and so its own reasons."""
+        decision, key = self._decision, self._key
+        if key is not None:
+            self._key = None
+            if decision.facts is not None:
+                from inspector.dispatch.torch_sdpa.watch_keys import facts_for
+
+                facts = facts_for(decision.facts, key)
+                if facts is not decision.facts:
+                    own = Decision(decision.backend, decision.answered_by, facts, decision.note, decision.name)
+                    own.group = decision.group
+                    self._decision = decision = own
+        return decision
+
+    def refused(self, refusal: Decision) -> None:
+        """PyTorch raised for this call: it ran no backend."""
+        self._decision = refusal
 
     backend = property(lambda self: self._decision.backend)
     answered_by = property(lambda self: self._decision.answered_by)
-    predicted = property(lambda self: self._decision.predicted)
-    rejected = property(lambda self: self._decision.rejected)
-    next_step = property(lambda self: self._decision.next_step)
-    note = property(lambda self: self._decision.full_note())
-    facts = property(lambda self: self._decision.facts)
+    predicted = property(lambda self: self._own().predicted)
+    rejected = property(lambda self: self._own().rejected)
+    next_step = property(lambda self: self._own().next_step)
+    note = property(lambda self: self._own().full_note())
+    facts = property(lambda self: self._own().facts)
 
     @property
     def trace(self) -> Trace | None:
-        return self._decision.trace()
+        return self._own().trace()
 
     @property
     def shapes(self) -> tuple[tuple[int, ...], ...]:
-        f = self._decision.facts
+        f = self._own().facts
         return () if f is None else tuple(tuple(int(d) for d in s) for s in f.shapes)
 
     dtype = property(lambda self: "" if self.facts is None else format_value(self.facts.dtypes[0]))
@@ -342,7 +407,8 @@ class WatchedCalls:
         """How many calls ran each backend (every call seen, not only the ones kept)."""
         counts: Counter[str] = Counter()
         for group in self._groups.values():
-            counts[group.decision.backend] += group.count
+            if group.count:
+                counts[group.decision.backend] += group.count
         return counts
 
     def _ordered(self) -> list[Group]:

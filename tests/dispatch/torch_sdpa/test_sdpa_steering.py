@@ -177,4 +177,7 @@ def test_a_call_pytorch_refuses_raises_pytorchs_own_error_inside_the_blocks(bloc
         got = [outcome(*args, **kwargs) for args, kwargs in calls]
     assert got == expected
     if block == "watch":
-        assert list(watched) == []  # a call PyTorch refused ran nothing to record
+        # a call PyTorch refused ran no backend: it is counted as refused, with PyTorch's error
+        assert [c.backend for c in watched] == ["refused"] * 3 and watched.backends() == {"refused": 3}
+        for call, (_, message) in zip(watched, expected, strict=True):
+            assert message.splitlines()[0][:40] in call.note

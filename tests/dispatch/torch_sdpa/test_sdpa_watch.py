@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
 import threading
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from inspector.dispatch import torch_sdpa
 from inspector.dispatch.torch_sdpa import interception
 from inspector.dispatch.torch_sdpa.bench_model import LlamaConfig, LlamaStyle
-from inspector.dispatch.torch_sdpa.watch_records import COLUMNS, NOTHING_SEEN
+from inspector.dispatch.torch_sdpa.watch_records import COLUMNS, NOTHING_SEEN, WatchTable
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -108,11 +109,49 @@ def test_a_llama_style_model_is_one_group_per_kind_of_call_with_module_paths() -
     groups = calls.table().groups
     assert calls.seen == 2 * 6 and len(groups) == 2
     prefill, decode = sorted(groups, key=lambda g: g.causal is False)
-    assert prefill.causal and prefill.count == 2 and prefill.module == "model.layers.{0..1}.self_attn"
+    assert prefill.causal and prefill.count == 2
+    assert prefill.module == "model.layers.0.self_attn, model.layers.1.self_attn"
     assert not decode.causal and decode.count == 10
     assert "k(1, 2, 13..17, 16)" in decode.shapes  # the cache's length as a range, in one group
     assert all(g.backend == "flash_attention" and g.answered_by == "pytorch" for g in groups)
     assert calls[0].module == "model.layers.0.self_attn" and calls[1].module == "model.layers.1.self_attn"
+
+
+def test_module_paths_keep_their_index_and_collapse_only_many_layers() -> None:
+    from inspector.dispatch.torch_sdpa.modules import summarise
+
+    model = LlamaStyle(LlamaConfig(vocab=64, dim=64, layers=6, heads=4, kv_heads=2, hidden=96, max_len=64))
+    ids = torch.randint(0, 64, (1, 8))
+    with torch.no_grad(), torch_sdpa.watch() as calls:
+        model(ids)
+    assert [c.module for c in calls] == [f"model.layers.{i}.self_attn" for i in range(6)]
+    assert calls.table().groups[0].module == "model.layers.{0..5}.self_attn"
+    assert summarise(["model.layers.1.self_attn"]) == "model.layers.1.self_attn"
+    assert summarise(["b.10.attn", "b.2.attn"]) == "b.2.attn, b.10.attn"
+    assert summarise([f"b.{i}.attn" for i in (0, 1, 5, 7)]) == "b.{0,1,5,7}.attn"
+
+
+def test_every_printed_line_tells_its_group_apart() -> None:
+    q, mask = torch.randn(1, 2, 8, 16), torch.ones(8, 8, dtype=torch.bool)
+    with torch_sdpa.watch() as calls:
+        F.scaled_dot_product_attention(q, q, q)
+        F.scaled_dot_product_attention(q, q, q, is_causal=True)
+        F.scaled_dot_product_attention(q, q, q, attn_mask=mask)
+        F.scaled_dot_product_attention(q.clone().requires_grad_(), q, q)
+        with sdpa_kernel([SDPBackend.FLASH_ATTENTION]):
+            F.scaled_dot_product_attention(q, q, q)
+        kv = torch.randn(1, 1, 8, 16)
+        F.scaled_dot_product_attention(q, kv, kv, enable_gqa=True)
+    lines = repr(calls.table()).splitlines()[1:]
+    assert len(lines) == len(calls.table().groups) == 6 and len(set(lines)) == 6
+    assert any(line.endswith(" causal") for line in lines) and any("mask (8, 8) bool" in line for line in lines)
+    assert any(line.endswith(" grad") for line in lines) and any("enabled: flash_attention" in line for line in lines)
+    group = calls.table().groups[0]
+    twins = dataclasses.replace(group, answered_by="inspector"), dataclasses.replace(group, count=3)
+    lines = repr(WatchTable(twins, 4, 4)).splitlines()[1:]
+    assert len(set(lines)) == 2 and "(answered by: inspector)" in lines[0]
+    lines = repr(WatchTable((group, group), 2, 2)).splitlines()[1:]
+    assert lines[0].endswith("(kind 1)") and lines[1].endswith("(kind 2)")
 
 
 def test_counts_go_on_past_the_calls_kept_in_full() -> None:
@@ -181,7 +220,42 @@ def test_watch_records_a_refused_call_and_lets_pytorch_raise() -> None:
     q = torch.randn(2, 8, 16)  # 3-D: flash cannot take it
     with torch_sdpa.watch() as calls, sdpa_kernel([SDPBackend.FLASH_ATTENTION]), pytest.raises(RuntimeError):
         F.scaled_dot_product_attention(q, q, q)
-    assert calls[0].backend == "error" and calls[0].predicted == "error"
+    assert calls[0].backend == "refused" and calls[0].predicted == "error" and calls.backends() == {"refused": 1}
+    assert "No available kernel" in calls[0].note and "No available kernel" in calls.table().groups[0].note
+
+
+def test_a_call_the_kernel_refuses_is_counted_as_refused_not_as_the_backend_chosen() -> None:
+    q, k = torch.randn(1, 2, 8, 16), torch.randn(1, 2, 8, 16, dtype=torch.float64)
+    with torch_sdpa.watch() as calls:
+        for _ in range(3):
+            with pytest.raises(RuntimeError, match="same dtype"):
+                F.scaled_dot_product_attention(q, k, k)  # PyTorch's check says math; the math kernel raises
+        F.scaled_dot_product_attention(q, q, q)
+    assert calls.backends() == {"refused": 3, "flash_attention": 1}
+    refused = [g for g in calls.table().groups if g.backend == "refused"]
+    assert len(refused) == 1 and refused[0].count == 3 and "same dtype" in refused[0].note
+    assert [c.backend for c in calls] == ["refused"] * 3 + ["flash_attention"]
+
+
+def test_a_growing_cache_asks_pytorch_again_but_keeps_each_calls_own_facts(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
+    watch_module = importlib.import_module("inspector.dispatch.torch_sdpa.watch")  # the module, not the class
+    decided = []
+    real = watch_module._decide
+    monkeypatch.setattr(watch_module, "_decide", lambda *a: decided.append(1) or real(*a))
+    q = torch.randn(1, 4, 1, 16)
+    with torch_sdpa.watch() as calls:
+        for length in range(8, 20):
+            kv = torch.randn(1, 4, length, 16)
+            F.scaled_dot_product_attention(q, kv, kv)
+        F.scaled_dot_product_attention(q, kv, kv, dropout_p=0.5)  # another answer: decided afresh
+    assert len(decided) == 2  # the first length, and the dropout call; every other length joined it
+    [decode, dropout] = calls.table().groups
+    assert decode.count == 12 and "k(1, 4, 8..19, 16)" in decode.shapes and dropout.backend == "math"
+    assert [c.shapes[1][2] for c in calls[:12]] == list(range(8, 20))  # each kept call's own length
+    assert "seq_len_kv" not in calls[5].trace.rows[0].failing  # its own trace, from its own facts
+    assert calls[5].facts.shapes[1] == (1, 4, 13, 16) and calls[5].trace.chosen == "flash_attention"
 
 
 def test_watch_ignores_other_threads() -> None:

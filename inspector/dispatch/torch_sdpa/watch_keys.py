@@ -1,0 +1,106 @@
+"""The keys a ``watch()`` counts calls under: a call's exact signature, and the same without its lengths.
+
+NOTE [ Growing sequences ]
+A decode loop makes a call signature never seen before at every step: its KV cache grows by a
+token, so the key and value lengths (and the strides that follow from them) change. Deciding
+such a call from scratch (reading its facts, PyTorch's choice, grouping) costs tens of
+microseconds, far more than a lookup. So a new signature is first looked up by its *relaxed*
+key: the signature without the sequence lengths and the strides other than the last, keeping
+what PyTorch's checks read of the lengths (zero lengths, equal lengths, one query token, how a
+mask broadcasts over them). When a call with the same relaxed key was seen, only PyTorch's own
+choice is asked (``torch._fused_sdp_choice``, about 2 µs); if it names the same backend, the call
+joins that decision's group. Its own facts (and so its own reasons) are derived from its key only
+when a kept call is read.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import torch
+
+from inspector.dispatch.torch_sdpa.facts import SdpaCall
+from inspector.dispatch.torch_sdpa.flags import READERS
+from inspector.dispatch.torch_sdpa.names import CUDNN, EFFICIENT, FLASH, MATH, OVERRIDEABLE
+
+_grad_enabled = torch.is_grad_enabled
+_flash, _efficient, _cudnn, _math, _overrideable = (READERS[n] for n in (FLASH, EFFICIENT, CUDNN, MATH, OVERRIDEABLE))
+_order = torch._C._get_sdp_priority_order
+_Tensor = torch.Tensor
+
+# Where each part sits in a signature.
+CLASSES, DEVICES, SHAPES, STRIDES, DTYPES = slice(0, 3), slice(3, 6), slice(6, 9), slice(9, 12), slice(12, 15)
+GRAD, MASK, OPTIONS, OFF_CPU = 15, 16, slice(17, 22), 22
+# Where each part sits in a mask's part: class, device, shape, dtype, strides, requires_grad.
+MASK_SHAPE, MASK_STRIDES = 2, 4
+
+
+def signature(
+    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
+    scale: float | None = None, enable_gqa: bool = False,
+) -> tuple[Any, ...]:
+    """Everything PyTorch's choice reads for one call, as a hashable key (straight-line: it runs
+    on every watched call). Raises for calls it cannot read (nested tensors, bad arguments)."""
+    device, key_device, value_device = query.device, key.device, value.device
+    mask = None if attn_mask is None else (
+        attn_mask.__class__, attn_mask.device, attn_mask.shape, attn_mask.dtype, attn_mask.stride(),
+        attn_mask.requires_grad,
+    )
+    found: tuple[Any, ...] = (
+        query.__class__, key.__class__, value.__class__, device, key_device, value_device,
+        query.shape, key.shape, value.shape, query.stride(), key.stride(), value.stride(),
+        query.dtype, key.dtype, value.dtype,
+        # PyTorch reads one autograd fact: grad mode on and any input requiring grad
+        _grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad),
+        mask, dropout_p, is_causal, enable_gqa, _flash(), _math(),
+    )
+    if device.type != "cpu" or key_device != device or value_device != device or (
+        mask is not None and mask[1] != device
+    ):  # off the CPU, the other flags, alignment, determinism and the priority order matter too
+        found += (_efficient(), _cudnn(), _overrideable(), query.storage_offset(), key.storage_offset(),
+                  value.storage_offset(), torch.are_deterministic_algorithms_enabled(),
+                  torch.is_deterministic_algorithms_warn_only_enabled(), tuple(_order()))
+    return found
+
+
+def _without_length(shape: tuple[int, ...]) -> tuple[int, ...]:
+    return (*shape[:-2], shape[-1])
+
+
+def relaxed(found: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """``found`` without its sequence lengths (NOTE [ Growing sequences ]); ``None`` for calls
+    PyTorch cannot be asked about cheaply (tensor subclasses) or without a length dimension."""
+    if found[0] is not _Tensor or found[1] is not _Tensor or found[2] is not _Tensor:
+        return None
+    q, k, v = found[SHAPES]
+    if len(q) < 2 or len(k) < 2 or len(v) < 2:
+        return None
+    q_len, kv_len = q[-2], k[-2]
+    mask = found[MASK]
+    if mask is not None:
+        shape = mask[MASK_SHAPE]
+        if mask[0] is not _Tensor or len(shape) < 2:
+            return None
+        mask = (mask[1], mask[3], mask[5], len(shape), shape[:-2], mask[MASK_STRIDES][-1],
+                shape[-2] == 1, shape[-2] == q_len, shape[-1] == 1, shape[-1] == kv_len)
+    return (
+        found[DEVICES], _without_length(q), _without_length(k), _without_length(v),
+        tuple(s[-1] if s else None for s in found[STRIDES]), found[DTYPES], found[GRAD], mask, found[OPTIONS],
+        found[OFF_CPU:], q_len == kv_len, q_len == 0, kv_len == 0, q_len == 1, v[-2] == kv_len,
+    )
+
+
+def facts_for(facts: SdpaCall, found: tuple[Any, ...]) -> SdpaCall:
+    """The facts of the call whose signature is ``found``, from those of a call that shares its
+    relaxed key (``facts`` itself when nothing differs)."""
+    shapes, strides, mask = found[SHAPES], found[STRIDES], found[MASK]
+    mask_shape = None if mask is None else tuple(mask[MASK_SHAPE])
+    if shapes == facts.shapes and strides == facts.strides and mask_shape == facts.mask_shape:
+        return facts
+    cuda = facts.cuda
+    if cuda is not None:
+        cuda = cuda._replace(numels=tuple(math.prod(s) for s in shapes))
+    last_stride = None if mask is None or not mask[MASK_STRIDES] else mask[MASK_STRIDES][-1]
+    return facts._replace(shapes=tuple(shapes), strides=tuple(strides), mask_shape=mask_shape,
+                          mask_last_stride=last_stride, cuda=cuda)
