@@ -19,8 +19,8 @@ Modes:
   sends an envelope of another version, ``oversized`` sends 256 KiB of bytes, ``die-gather`` and
   ``die-sizes`` and ``die-group`` exit the process inside the gather (in its ``gather``, its
   first ``all_gather``, or as it makes its gloo group, right after the ranks met), which has
-  ``$GATHER_TIMEOUT`` seconds (default 60). Before that, every rank tries ``gather(group=<ranks 0 and 1>)``. Rank 0 saves
-  the view (if any) to ``$JOB_VIEW_OUT``.
+  ``$GATHER_TIMEOUT`` seconds (default 60). Before that, every rank tries
+  ``gather(group=<ranks 0 and 1>)``. Rank 0 saves the view (if any) to ``$JOB_VIEW_OUT``.
 * ``rpc``, ``rpc-abstain``: a job started by ``inspector.rpc.init_rpc``; every rank gathers once,
   then gathers again with ``$GATHER_TIMEOUT`` except the ``-abstain`` rank, which calls its second
   gather only once rank 0 wrote ``$GAVE_UP`` (after raising), then every rank shuts RPC down.
