@@ -13,7 +13,7 @@ Modes:
 * ``split``: a job the user started whose ranks split three ways on three kinds of call:
   ``SPLIT_CALLS`` says which backend each rank runs for each head dim (``flash`` as PyTorch picks,
   ``math`` under ``op_backend``, ``both`` some of each), each rank with its own sequence lengths.
-  Rank 0 saves the view to ``$JOB_VIEW_OUT``.
+  Every rank gathers twice in a row; rank 0 saves the first view to ``$JOB_VIEW_OUT``.
 * ``fault``: a job the user started in which the rank's ``$FAULT`` (if any) goes wrong on purpose,
   as another inspector version, something that is no inspector, or a crash would: ``version``
   sends an envelope of another version, ``oversized`` sends 256 KiB of bytes, ``die-gather`` and
@@ -109,11 +109,12 @@ def split(rank: int) -> dict[str, Any]:
                     F.scaled_dot_product_attention(q, q, q, is_causal=True)
     try:
         view = irpc.gather(calls, timeout=120)
+        again = irpc.gather(calls, timeout=120)  # at once, while rank 0 may still be cleaning up the first
     finally:
         dist.destroy_process_group()
     if view is not None:
         view.save(os.environ["JOB_VIEW_OUT"])
-    return {"outcome": "ok", "view": view is not None}
+    return {"outcome": "ok", "view": view is not None, "same_again": again == view}
 
 
 def fault(rank: int) -> dict[str, Any]:

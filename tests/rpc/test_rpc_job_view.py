@@ -97,6 +97,7 @@ def split_view(tmp_path_factory) -> JobView:
     results = run_ranks(["split"] * 3, JOB_VIEW_OUT=str(out))
     for rank, result in enumerate(results):
         assert result["outcome"] == "ok" and result["view"] is (rank == 0), result
+        assert result["same_again"] is True, result  # a second gather at once meets the second of the others
     return JobView.load(out)
 
 
