@@ -30,8 +30,8 @@ def test_the_rpc_errors_are_counted_and_the_special_ones_are_the_builtins_they_m
     from inspector.errors import Cancelled
 
     errors = [getattr(rpc, name) for name in rpc.__all__ if name.endswith("Error") and name != "InitError"]
-    assert len(errors) == 21
+    assert len(errors) == 22
     assert issubclass(rpc.WorldCancelled, Cancelled) and issubclass(rpc.WorldCancelled, rpc.LocalWorldError)
     assert issubclass(rpc.RpcJoinError, TimeoutError) and issubclass(rpc.JobTopologyError, ValueError)
     assert issubclass(rpc.JobGatherError, TimeoutError) and issubclass(rpc.JobViewError, ValueError)
-    assert issubclass(rpc.GatherFailedError, RuntimeError)
+    assert issubclass(rpc.GatherFailedError, RuntimeError) and issubclass(rpc.GatherUsageError, ValueError)
