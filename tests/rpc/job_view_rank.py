@@ -14,6 +14,12 @@ Modes:
   ``SPLIT_CALLS`` says which backend each rank runs for each head dim (``flash`` as PyTorch picks,
   ``math`` under ``op_backend``, ``both`` some of each), each rank with its own sequence lengths.
   Rank 0 saves the view to ``$JOB_VIEW_OUT``.
+* ``fault``: a job the user started in which the rank's ``$FAULT`` (if any) goes wrong on purpose,
+  as another inspector version, something that is no inspector, or a crash would: ``version``
+  sends an envelope of another version, ``oversized`` sends 256 KiB of bytes, ``die-gather`` and
+  ``die-sizes`` exit the process inside the gather (in its ``gather``, or its first
+  ``all_gather``). Before that, every rank tries ``gather(group=<ranks 0 and 1>)``. Rank 0 saves
+  the view (if any) to ``$JOB_VIEW_OUT``.
 * ``rpc``, ``rpc-abstain``: a job started by ``inspector.rpc.init_rpc``; every rank gathers once,
   then gathers again with ``$GATHER_TIMEOUT`` except the ``-abstain`` rank, which calls its second
   gather only once rank 0 wrote ``$GAVE_UP`` (after raising), then every rank shuts RPC down.
@@ -109,6 +115,51 @@ def split(rank: int) -> dict[str, Any]:
     return {"outcome": "ok", "view": view is not None}
 
 
+def fault(rank: int) -> dict[str, Any]:
+    import torch.distributed as dist
+
+    import inspector.rpc as irpc
+    from inspector.rpc import _gather
+
+    what = os.environ.get("FAULT", "")
+    dist.init_process_group("gloo")
+    subgroup = dist.new_group([0, 1])  # every rank of the job makes it, members or not
+    result: dict[str, Any] = {}
+    try:
+        irpc.gather(group=subgroup, timeout=60)
+    except irpc.RpcError as exc:
+        result["subgroup"] = _failure(exc, time.monotonic())
+    if what in ("version", "oversized"):
+        made = _gather.encode
+
+        def encode(rank: int, world_size: int, records: list[dict[str, Any]]) -> bytes:
+            if what == "oversized":
+                return b" " * (256 * 1024)
+            return made(rank, world_size, records).replace(b'"version":1,"rank"', b'"version":99,"rank"', 1)
+
+        _gather.encode = encode  # type: ignore[assignment]
+    elif what.startswith("die-"):
+        name = "gather" if what == "die-gather" else "all_gather"
+
+        def die(*args: Any, **kwargs: Any) -> None:
+            print(json.dumps({"rank": rank, "outcome": "died", "in": name}), flush=True)
+            os._exit(3)
+
+        setattr(dist, name, die)
+    started = time.monotonic()
+    try:
+        view = irpc.gather(timeout=60)
+    except irpc.RpcError as exc:
+        result.update(_failure(exc, started), gone=getattr(exc, "gone", None))
+        return result
+    finally:
+        dist.destroy_process_group()
+    if view is not None:
+        view.save(os.environ["JOB_VIEW_OUT"])
+    result.update(outcome="ok", view=view is not None, seconds=time.monotonic() - started)
+    return result
+
+
 def rpc(rank: int, world_size: int, mode: str) -> dict[str, Any]:
     import torch.distributed.rpc as rpc
 
@@ -148,6 +199,8 @@ def main(mode: str) -> int:
     try:
         if mode == "split":
             result = split(rank)
+        elif mode == "fault":
+            result = fault(rank)
         else:
             result = ddp(rank, mode) if mode.startswith("ddp") else rpc(rank, world_size, mode)
     except Exception as exc:

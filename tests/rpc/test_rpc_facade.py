@@ -29,7 +29,7 @@ def test_every_rpc_error_is_an_rpc_error_and_the_builtin_it_would_otherwise_be()
     from inspector.errors import Cancelled, InspectorError
 
     errors = [getattr(rpc, name) for name in rpc.__all__ if name.endswith("Error") and name != "InitError"]
-    assert len(errors) == 21
+    assert len(errors) == 22
     builtins = (ValueError, TypeError, KeyError, RuntimeError, TimeoutError)
     for error in errors:
         assert issubclass(error, rpc.RpcError) and issubclass(error, InspectorError), error
@@ -37,4 +37,4 @@ def test_every_rpc_error_is_an_rpc_error_and_the_builtin_it_would_otherwise_be()
     assert issubclass(rpc.WorldCancelled, Cancelled) and issubclass(rpc.WorldCancelled, rpc.LocalWorldError)
     assert issubclass(rpc.RpcJoinError, TimeoutError) and issubclass(rpc.JobTopologyError, ValueError)
     assert issubclass(rpc.JobGatherError, TimeoutError) and issubclass(rpc.JobViewError, ValueError)
-    assert issubclass(rpc.GatherFailedError, RuntimeError)
+    assert issubclass(rpc.GatherFailedError, RuntimeError) and issubclass(rpc.GatherUsageError, ValueError)

@@ -18,6 +18,7 @@ import pytest
 
 from inspector._processes import stop_processes
 from inspector.rpc import JobView
+from inspector.rpc._gather_meeting import REPORT_S
 from tests.rpc.test_rpc_job import PACKAGE_ROOT, RANK_WAIT_S, SLACK_S, free_port
 
 pytestmark = pytest.mark.slow
@@ -153,4 +154,43 @@ def test_a_rank_that_never_gathers_is_named_by_the_others_within_the_bound(tmp_p
     assert (late["exception"], late["missing"]) == ("JobGatherError", [2])
     assert "this rank (rank 2) called gather after rank" in late["message"]
     assert late["seconds"] <= SLACK_S, late  # it found the verdict at once, no wait of its own
+    assert new_processes() == []
+
+
+def test_a_rank_of_another_version_and_one_sending_too_much_are_refused_by_name(tmp_path, new_processes) -> None:
+    out = tmp_path / "job.json"
+    results = run_ranks(["fault"] * 3, {1: {"FAULT": "version"}, 2: {"FAULT": "oversized"}}, JOB_VIEW_OUT=str(out))
+    for rank, result in enumerate(results):
+        assert result.get("outcome") == "ok" and result["view"] is (rank == 0), result
+        refusal = result["subgroup"]
+        assert refusal["exception"] == "GatherUsageError", refusal
+        assert refusal["message"].startswith(f"gather compares every rank of the job, and rank {rank} of 3 was given "
+                                             "a subgroup (ranks [0, 1]).")  # fmt: skip
+        assert "next step = call gather(...) without group= on every rank of the job" in refusal["message"]
+    view = JobView.load(out)
+    assert view.ranks == (0,) and sorted(view.refused) == [1, 2]
+    assert view.refused[1] == ("payload.version: is 99; this inspector reads 1: run one inspector version on every "
+                               "rank")  # fmt: skip
+    assert view.refused[2].startswith("payload: claims 262,144 bytes; a payload holds 1 .. 65,536, so that rank ")
+    assert view.findings()[:2] == [f"rank {rank}'s records were refused: {view.refused[rank]}" for rank in (1, 2)]
+    assert new_processes() == []
+
+
+@pytest.mark.parametrize(("dies", "where"), [(2, "die-gather"), (1, "die-sizes"), (0, "die-gather")],
+                         ids=["rank 2 in the gather", "rank 1 in the sizes", "rank 0, the store's host"])
+def test_a_rank_that_dies_mid_gather_is_named_by_every_other_rank(dies, where, new_processes) -> None:
+    results = run_ranks(["fault"] * 3, {dies: {"FAULT": where}})
+    assert results[dies]["outcome"] == "died", results[dies]
+    for rank, result in enumerate(results):
+        if rank == dies:
+            continue
+        assert (result.get("exception"), result["gone"]) == ("GatherFailedError", [dies]), result
+        message = result["message"]
+        assert message.startswith("gather failed after every rank had come ("), message
+        if dies == 0:
+            assert "is gone too: rank 0 (or torchrun's agent), which hosts it, died or was killed" in message
+        else:
+            assert f"ranks [{dies}] did not report back within 5 s after it: they died, hung or were killed" in message
+        assert f"next step = look at the log of rank {dies} (its exit code, an out-of-memory kill)" in message
+        assert result["seconds"] <= REPORT_S + SLACK_S, result  # the report window, not the 60 s gather bound
     assert new_processes() == []
