@@ -386,10 +386,9 @@ class DispatchPanel(Panel[DispatchState]):
         import torch
 
         from inspector.dispatch.torch_sdpa import compare
+        from inspector.dispatch.torch_sdpa.compare_limits import refuse_what_cannot_run
         from inspector.dispatch.torch_sdpa.described import complete
         from inspector.dispatch.torch_sdpa.inputs import tensors_for
-
-        from inspector.dispatch.torch_sdpa.compare_limits import refuse_what_cannot_run
 
         ctx = complete(self.context)
         facts = ctx.extra["sdpa"]
