@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from inspector._job_records import clip
 from inspector._messages import Message
 from inspector.rpc._errors import (
     GatherFailedError,
@@ -34,7 +35,6 @@ from inspector.rpc._errors import (
     RendezvousConfigError,
     RpcJoinError,
     RpcUnavailableError,
-    short,
 )
 from inspector.rpc._gather_meeting import REPORT_S, Meeting
 from inspector.rpc._job_payload import MAX_PAYLOAD_BYTES
@@ -196,7 +196,7 @@ def failed(job: Job, meeting: Meeting, exc: BaseException) -> GatherFailedError:
             "an out-of-memory kill); restart the job once it is whole" if gone else
             "check the network between the ranks (GLOO_SOCKET_IFNAME), then call gather again on every rank")
     message = Message(
-        f"gather failed after every rank had come ({short(SOURCE_LOCATION.sub('', first_line(exc)), 160)}); {what}",
+        f"gather failed after every rank had come ({clip(SOURCE_LOCATION.sub('', first_line(exc)), 160)}); {what}",
         {"rank": job.rank, "world size": job.world_size, "gone": gone, "met through": job.where},
         next_step=step,
     )
