@@ -13,13 +13,14 @@ Modes:
 * ``split``: a job the user started whose ranks split three ways on three kinds of call:
   ``SPLIT_CALLS`` says which backend each rank runs for each head dim (``flash`` as PyTorch picks,
   ``math`` under ``op_backend``, ``both`` some of each), each rank with its own sequence lengths.
-  Rank 0 saves the view to ``$JOB_VIEW_OUT``.
+  Every rank gathers twice in a row; rank 0 saves the first view to ``$JOB_VIEW_OUT``.
 * ``fault``: a job the user started in which the rank's ``$FAULT`` (if any) goes wrong on purpose,
   as another inspector version, something that is no inspector, or a crash would: ``version``
   sends an envelope of another version, ``oversized`` sends 256 KiB of bytes, ``die-gather`` and
-  ``die-sizes`` exit the process inside the gather (in its ``gather``, or its first
-  ``all_gather``). Before that, every rank tries ``gather(group=<ranks 0 and 1>)``. Rank 0 saves
-  the view (if any) to ``$JOB_VIEW_OUT``.
+  ``die-sizes`` and ``die-group`` exit the process inside the gather (in its ``gather``, its
+  first ``all_gather``, or as it makes its gloo group, right after the ranks met), which has
+  ``$GATHER_TIMEOUT`` seconds (default 60). Before that, every rank tries
+  ``gather(group=<ranks 0 and 1>)``. Rank 0 saves the view (if any) to ``$JOB_VIEW_OUT``.
 * ``rpc``, ``rpc-abstain``: a job started by ``inspector.rpc.init_rpc``; every rank gathers once,
   then gathers again with ``$GATHER_TIMEOUT`` except the ``-abstain`` rank, which calls its second
   gather only once rank 0 wrote ``$GAVE_UP`` (after raising), then every rank shuts RPC down.
@@ -108,11 +109,12 @@ def split(rank: int) -> dict[str, Any]:
                     F.scaled_dot_product_attention(q, q, q, is_causal=True)
     try:
         view = irpc.gather(calls, timeout=120)
+        again = irpc.gather(calls, timeout=120)  # at once, while rank 0 may still be cleaning up the first
     finally:
         dist.destroy_process_group()
     if view is not None:
         view.save(os.environ["JOB_VIEW_OUT"])
-    return {"outcome": "ok", "view": view is not None}
+    return {"outcome": "ok", "view": view is not None, "same_again": again == view}
 
 
 def fault(rank: int) -> dict[str, Any]:
@@ -139,7 +141,7 @@ def fault(rank: int) -> dict[str, Any]:
 
         _gather.encode = encode  # type: ignore[assignment]
     elif what.startswith("die-"):
-        name = "gather" if what == "die-gather" else "all_gather"
+        name = {"die-gather": "gather", "die-sizes": "all_gather", "die-group": "new_group"}[what]
 
         def die(*args: Any, **kwargs: Any) -> None:
             print(json.dumps({"rank": rank, "outcome": "died", "in": name}), flush=True)
@@ -148,7 +150,7 @@ def fault(rank: int) -> dict[str, Any]:
         setattr(dist, name, die)
     started = time.monotonic()
     try:
-        view = irpc.gather(timeout=60)
+        view = irpc.gather(timeout=float(os.environ.get("GATHER_TIMEOUT", "60")))
     except irpc.RpcError as exc:
         result.update(_failure(exc, started), gone=getattr(exc, "gone", None))
         return result

@@ -97,6 +97,7 @@ def split_view(tmp_path_factory) -> JobView:
     results = run_ranks(["split"] * 3, JOB_VIEW_OUT=str(out))
     for rank, result in enumerate(results):
         assert result["outcome"] == "ok" and result["view"] is (rank == 0), result
+        assert result["same_again"] is True, result  # a second gather at once meets the second of the others
     return JobView.load(out)
 
 
@@ -193,4 +194,15 @@ def test_a_rank_that_dies_mid_gather_is_named_by_every_other_rank(dies, where, n
             assert f"ranks [{dies}] did not report back within 5 s after it: they died, hung or were killed" in message
         assert f"next step = look at the log of rank {dies} (its exit code, an out-of-memory kill)" in message
         assert result["seconds"] <= REPORT_S + SLACK_S, result  # the report window, not the 60 s gather bound
+    assert new_processes() == []
+
+
+def test_a_rank_that_dies_right_after_the_ranks_met_is_named_within_the_gathers_bound(new_processes) -> None:
+    timeout = 10.0  # the others wait for it in the group's set-up, bounded by what is left of the gather's time
+    results = run_ranks(["fault"] * 3, {1: {"FAULT": "die-group"}}, GATHER_TIMEOUT=str(timeout))
+    assert results[1] == {**results[1], "outcome": "died", "in": "new_group"}
+    for result in (results[0], results[2]):
+        assert (result.get("exception"), result["gone"]) == ("GatherFailedError", [1]), result
+        assert "ranks [1] did not report back within 5 s after it" in result["message"]
+        assert result["seconds"] <= timeout + REPORT_S + SLACK_S, result
     assert new_processes() == []
