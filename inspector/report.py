@@ -14,6 +14,7 @@ import importlib
 import os
 import time
 from collections.abc import Mapping
+from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,12 @@ def part_section(part: Part, state: Any = None) -> str:
 DEFAULT_STATE_OPTIONS: dict[str, dict[str, Any]] = {"dispatch": {"what_if_all": True}}
 
 
+class ReportSection(StrEnum):
+    """The report's own section keys, besides each part's page (named, as the pages' keys are)."""
+
+    ENVIRONMENT = "environment"
+
+
 def environment_section(env: Mapping[str, Any]) -> str:
     """Where the report was written, as a two-column table (``env``: ``inspector._environment.environment()``)."""
     import pandas as pd
@@ -71,7 +78,7 @@ def environment_section(env: Mapping[str, Any]) -> str:
     ]
     frame = pd.DataFrame([(what, "" if value is None else str(value)) for what, value in rows],
                          columns=["item", "value"])
-    return Page("Environment", (section("environment", "", [table(frame)]),)).to_html()
+    return Page("Environment", (section(ReportSection.ENVIRONMENT, "", [table(frame)]),)).to_html()
 
 
 def build_report(

@@ -116,3 +116,11 @@ def test_mask_dtypes_are_real_dtype_names_only(text: str) -> None:
     else:
         assert result.returncode == 2 and len(result.stderr.strip().splitlines()) == 1
         assert "axis mask_dtype=" in result.stderr and "give a dtype name such as bool" in result.stderr
+
+
+def test_time_refuses_a_call_too_big_for_this_machine_before_allocating_it() -> None:
+    result = invoke("explain", "torch_sdpa", "--extra", "seq_len=200000", "--extra", "kv_len=200000", "--time")
+    assert result.returncode == 2 and result.stdout == ""
+    line = result.stderr.strip()
+    assert "\n" not in line and "Traceback" not in line and "would allocate about" in line
+    assert "smaller --extra seq_len=" in line and "drop --time" in line

@@ -61,3 +61,14 @@ def test_dispatch_plans_watched_calls_and_recorders_show_briefly_and_as_tables()
     with record_decisions() as recorder:
         resolve("attention", contexts["attention"])
     assert len(repr(recorder)) < LIMIT and "<table" in recorder._repr_html_()
+
+
+def test_the_table_builder_heads_rows_spans_a_short_row_and_escapes_every_header() -> None:
+    from inspector._display import html_table
+
+    markup = html_table(("name", "a", "b"), [("<x>", True, ""), ("<y>", "failed: <e>")], row_headers=True)
+    assert "<th scope='row' style='text-align:left'>&lt;x&gt;</th><td>✓</td><td></td>" in markup
+    assert "<th scope='row' style='text-align:left'>&lt;y&gt;</th><td colspan='2'>failed: &lt;e&gt;</td>" in markup
+    assert markup.startswith("<table class='inspector-table'><thead><tr><th>name</th><th>a</th><th>b</th>")
+    facts = html_table((), [("key", "value")], css_class="", row_headers=True)
+    assert facts.startswith("<table><tbody><tr><th") and "<thead>" not in facts

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import html
 from dataclasses import dataclass
 
 from inspector.backends._errors import UnknownBackendError, UnknownVerbError
@@ -91,16 +90,14 @@ class RegistrySnapshot:
 
     def _repr_html_(self) -> str:
         """The backend × verb matrix as a plain table (no pandas): ✓ where a backend publishes a verb."""
+        from inspector._display import html_table
+
         verbs = self.verbs
-        head = "".join(f"<th>{html.escape(v)}</th>" for v in verbs)
-        rows = []
+        rows: list[tuple[str, ...]] = []
         for info in sorted(self.backends, key=lambda b: b.name):
             mark = " (active)" if info.name == self.active else ""
-            cells = "".join(f"<td>{'✓' if info.supports(v) else ''}</td>" for v in verbs)
-            rows.append(f"<tr><th>{html.escape(info.name + mark)}</th>{cells}</tr>")
+            rows.append((info.name + mark, *("✓" if info.supports(v) else "" for v in verbs)))
         for failure in self.failed:
-            rows.append(f"<tr><th>{html.escape(failure.name)}</th><td colspan='{len(verbs)}'>✗ "
-                        f"{html.escape(failure.error_type)}: {html.escape(failure.error)}"
-                        f"{' — ' + html.escape(failure.install) if failure.install else ''}</td></tr>")
-        return (f"<table class='inspector-registry'><thead><tr><th>backend</th>{head}</tr></thead>"
-                f"<tbody>{''.join(rows)}</tbody></table>")
+            install = f" — {failure.install}" if failure.install else ""
+            rows.append((failure.name, f"✗ {failure.error_type}: {failure.error}{install}"))  # spans every verb
+        return html_table(("backend", *verbs), rows, css_class="inspector-registry", row_headers=True)

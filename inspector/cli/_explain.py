@@ -108,7 +108,8 @@ def add_parser(verbs: Any) -> None:
                          help="torch_sdpa: also run every backend that can serve the call on this machine and time it "
                               "(forward, and backward when grad is on)")
     explain.add_argument("--budget", type=positive_seconds, default=0.5, metavar="SECONDS",
-                         help="with --time: seconds of timed runs per backend (default 0.5)")
+                         help="with --time: seconds for every backend's warm-up and timed runs together "
+                              "(default 0.5)")
     add_import_option(explain)
 
 
@@ -246,15 +247,26 @@ def _timed(result: Any, args: argparse.Namespace) -> Any:
 
     if args.family != FAMILY:
         raise UsageError(f"--time runs PyTorch's SDPA backends: it describes the {FAMILY} family, not {args.family}")
+    from inspector.dispatch.torch_sdpa.compare_limits import refuse_what_cannot_run
+
     facts = result.context.extra.get("sdpa")
     try:
+        # before any tensor is made: a call too big for this machine is refused, not an allocator traceback
+        refuse_what_cannot_run(facts, args.budget, facts.requires_grad and not args.no_grad,
+                               how="smaller --extra seq_len=/kv_len=/batch=/heads= or --head-dim")
         call, options = tensors_for(facts)
     except ValueError as exc:
-        raise UsageError(f"--time: {str(exc).splitlines()[0]}") from None
+        message = str(exc).splitlines()[0]
+        if "drop the timing" in message:
+            message = message.replace("drop the timing", "drop --time")
+        raise UsageError(f"--time: {message}") from None
     import torch
 
     with torch.set_grad_enabled(not args.no_grad):
-        return compare(*call, **options, budget_s=args.budget)
+        try:
+            return compare(*call, **options, total_s=args.budget)
+        except ValueError as exc:
+            raise UsageError(f"--time: {str(exc).splitlines()[0]}") from None
 
 
 def _refuse_unread_extras(family: str, extra: dict[str, Any]) -> None:

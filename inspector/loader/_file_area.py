@@ -16,6 +16,7 @@ import time
 import uuid
 import warnings
 
+from inspector._messages import Message
 from inspector.loader.storage.layout import SUFFIX
 
 _GONE_KEPT = 10_000  # how many deleted paths we remember, to say *why* a load found nothing
@@ -57,10 +58,13 @@ def warn_if_others_can_replace(directory: str) -> None:
     if not (mode & stat.S_IWOTH) or (mode & stat.S_ISVTX) or directory in _warned:
         return
     _warned.add(directory)
-    warnings.warn(
+    message = Message(
         f"the loader's directory {directory!r} is writable by every user and has no sticky bit, so another user "
-        f"could replace a storage file there before it is loaded\n"
-        f"next step = chmod o-w (or +t) {directory!r}, or pass dirname=None for a private 0700 directory",
+        "could replace a storage file there before it is loaded",
+        next_step=f"chmod o-w (or +t) {directory!r}, or pass dirname=None for a private 0700 directory",
+    )
+    warnings.warn(
+        str(message),
         UserWarning,
         stacklevel=4,  # the FileStorageLoader(...) call
     )

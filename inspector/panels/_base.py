@@ -183,6 +183,11 @@ class Panel(Generic[S]):
         done = self.guard(on_done) if done_errors is None else self.guard_into(done_errors, on_done)
         job.start(work, done, self.guard(on_error))
         if wait:
+            # Unbounded on purpose: ``wait`` makes the call synchronous, so it blocks exactly as long as
+            # calling ``work`` directly would; a bound would return before the result is shown. The job
+            # ends when ``work`` does: a benchmark's batch count or time cap, a world's own timeouts, or the
+            # user's own code (a backend's build, their loader), which hangs here only where it would hang
+            # anyway. Ctrl-C still interrupts the join.
             job.wait()
 
     def _displayed(self) -> widgets.Widget:

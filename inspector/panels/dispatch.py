@@ -386,11 +386,16 @@ class DispatchPanel(Panel[DispatchState]):
         import torch
 
         from inspector.dispatch.torch_sdpa import compare
+        from inspector.dispatch.torch_sdpa.compare_limits import refuse_what_cannot_run
         from inspector.dispatch.torch_sdpa.described import complete
         from inspector.dispatch.torch_sdpa.inputs import tensors_for
 
         ctx = complete(self.context)
-        call, options = tensors_for(ctx.extra["sdpa"])  # a GPU this machine lacks: ValueError, shown by the button
+        facts = ctx.extra["sdpa"]
+        # too big for this machine, or a GPU it lacks: ValueError before any tensor is made, shown by the button
+        refuse_what_cannot_run(facts, budget_s, facts.requires_grad and ctx.grad_enabled,
+                               how="smaller batch, heads, seq_len, kv_len or head_dim in the context editor")
+        call, options = tensors_for(facts)
         with torch.set_grad_enabled(ctx.grad_enabled):
             self._sdpa_runs = compare(*call, **options, budget_s=budget_s)
         self._render()

@@ -15,6 +15,7 @@ from inspector.rpc._devices import Device, DeviceSpecError, as_device
 from inspector.rpc._errors import (
     DeviceCountError,
     GatherFailedError,
+    GatherUsageError,
     JobGatherError,
     JobTopologyError,
     JobViewError,
@@ -75,6 +76,7 @@ __all__ = [
     "DeviceSpecError",
     "DuplicateBackendError",
     "GatherFailedError",
+    "GatherUsageError",
     "InitError",
     "JobEnvironment",
     "JobGatherError",

@@ -175,5 +175,15 @@ class JobViewError(RpcError, ValueError):
     """A job view (a file written by ``JobView.save``, or records gathered) that cannot be read; says why."""
 
 
+class GatherUsageError(RpcError, ValueError):
+    """``gather`` called in a way it cannot serve: with a subgroup, or while another gather runs in this process."""
+
+
 class GatherFailedError(RpcError, RuntimeError):
-    """Every rank came to ``gather``, then its collective failed (a rank died in between, a network fault)."""
+    """Every rank came to ``gather``, then its collective failed (a rank died in between, a network fault).
+
+    ``.gone`` lists the ranks that did not report back after the failure (``[0]`` when the store's
+    host is gone), empty when every rank did.
+    """
+
+    gone: tuple[int, ...] = ()

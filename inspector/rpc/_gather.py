@@ -17,12 +17,13 @@ from __future__ import annotations
 import itertools
 import math
 import numbers
+import threading
 import time
 from typing import Any
 
 from inspector._job_records import ENVIRONMENT, RecordProblem, check_record
 from inspector._messages import Message
-from inspector.rpc._errors import short
+from inspector.rpc._errors import GatherUsageError, short
 from inspector.rpc._gather_meeting import Meeting
 from inspector.rpc._gather_transport import exchange, job_here
 from inspector.rpc._job_environment import environment_record
@@ -35,6 +36,7 @@ ACCEPTED = ("the `calls` of `with torch_sdpa.watch() as calls:`, a LoaderProfile
             "LoopProfiler.result()), or the job_record() of either")  # fmt: skip
 
 _gathers = itertools.count()
+_running = threading.Lock()  # one gather at a time in a process (NOTE [ Gather protocol ]: n-th meets n-th)
 
 
 def _record_of(result: Any) -> dict[str, Any]:
@@ -77,7 +79,28 @@ def _seconds(timeout: object) -> float:
     return seconds
 
 
-def gather(*results: Any, timeout: float = DEFAULT_GATHER_TIMEOUT_S) -> JobView | None:
+def _whole_job(group: Any) -> None:
+    """Refuse a process group other than the whole job's: gather's gloo group is made with
+    ``new_group``, which every rank of the job must call, members of a subgroup or not."""
+    if group is None:
+        return
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized() and group is dist.group.WORLD:
+        return
+    try:
+        ranks = f"ranks {dist.get_process_group_ranks(group)}" if dist.is_initialized() else "a group"
+    except Exception:
+        ranks = "a group that is not this job's (this rank is not in it, or it was destroyed)"
+    here = f"rank {dist.get_rank()} of {dist.get_world_size()}" if dist.is_initialized() else "this process"
+    raise GatherUsageError(Message(
+        f"gather compares every rank of the job, and {here} was given a subgroup ({ranks}).",
+        next_step="call gather(...) without group= on every rank of the job; the view's rows of the ranks you "
+        "care about are `view.sdpa.to_frame().query('rank in [...]')` and the like",
+    ))  # fmt: skip
+
+
+def gather(*results: Any, timeout: float = DEFAULT_GATHER_TIMEOUT_S, group: Any = None) -> JobView | None:
     """Send this rank's results and environment to rank 0, which gets them all compared as a ``JobView``.
 
     Every rank calls it at the same point, with its own results: the ``calls`` of a
@@ -97,20 +120,37 @@ def gather(*results: Any, timeout: float = DEFAULT_GATHER_TIMEOUT_S) -> JobView 
         >>> if view is not None:                      # rank 0
         ...     print(view)                           # the ranks that differ, named
         ...     view.save("job.json")                 # for `inspector report --job job.json`
+
+    ``group`` may only be ``None`` or ``torch.distributed.group.WORLD``: a gather is always the whole
+    job's (``GatherUsageError`` for a subgroup). One gather runs at a time in a process; a second
+    one from another thread meanwhile raises ``GatherUsageError`` at once.
     """
     seconds = _seconds(timeout)
-    started = time.monotonic()
-    number = next(_gathers)
+    _whole_job(group)
     records = _records(results)
+    if not _running.acquire(blocking=False):
+        raise GatherUsageError(Message(
+            "gather is already running in this process (another thread called it and has not returned).",
+            next_step="call gather from one thread, once at the same point on every rank; wait for the first "
+            "call to return",
+        ))  # fmt: skip
+    try:
+        return _gather(records, seconds)
+    finally:
+        _running.release()
+
+
+def _gather(records: list[dict[str, Any]], seconds: float) -> JobView | None:
+    started = time.monotonic()
     job = job_here(started, seconds)
     payload = encode(job.rank, job.world_size, records)
     if job.store is None:
         view = JobView(1, {0: decode(payload, 0, 1)}, how=job.how)
         remember_view(view)
         return view
-    meeting = Meeting(job.store, job.rank, job.world_size, number, seconds, job.where)
+    meeting = Meeting(job.store, job.rank, job.world_size, next(_gathers), seconds, job.where)
     meeting.meet(started + seconds)
-    received = exchange(job, meeting.store, payload, started + seconds - time.monotonic())
+    received = exchange(job, meeting, payload, started + seconds - time.monotonic())
     if received is None:
         return None
     meeting.forget()
@@ -125,8 +165,9 @@ def _view(world_size: int, received: list[tuple[int, bytes]], how: str) -> JobVi
     for rank, (claimed, data) in enumerate(received):
         try:
             if not 0 < claimed <= MAX_PAYLOAD_BYTES:
-                raise RecordProblem("payload", f"claims {claimed:,} bytes; a payload holds 1 .. "
-                                               f"{MAX_PAYLOAD_BYTES:,}")  # fmt: skip
+                why = (f"claims {claimed:,} bytes; a payload holds 1 .. {MAX_PAYLOAD_BYTES:,}, so that rank does not "
+                       "run this inspector's gather: run one inspector version on every rank")
+                raise RecordProblem("payload", why)
             records[rank] = decode(data, rank, world_size)
         except RecordProblem as exc:
             refused[rank] = str(exc)

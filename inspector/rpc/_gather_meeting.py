@@ -17,7 +17,10 @@ without an agent) waits, bounded, until the other ranks that came have read the 
 exit cannot cut them off. Only non-blocking store calls are used (``check``, ``add``,
 ``append``, ``compare_set``; ``get`` of a key known to exist), so a store whose host is gone
 fails at once. Once the collective has finished on rank 0, every rank is past the meeting and
-rank 0 deletes its keys.
+rank 0 deletes its keys. When the collective fails instead (a rank died or hung after the
+meeting), every rank that is still there reports in (``failed``, ``failed_n``) and waits up to
+``REPORT_S`` for the others; the ranks that never report are the ones named as gone, and rank 0
+waits, bounded, until the others have read the reports.
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from inspector.rpc._errors import JobGatherError
 from inspector.rpc._rendezvous import Backoff
 
 LINGER_S = 10.0  # how long rank 0 waits for the others to read a verdict
+REPORT_S = 5.0  # after a failed collective, how long the ranks wait for each other to report in
 KEYS = ("arrived", "arrived_n", "verdict", "acks")
 
 
@@ -113,6 +117,27 @@ class Meeting:
         backoff = Backoff()
         while int(self._op(self.store.add, "acks", 0)) < arrived and time.monotonic() < until:
             backoff.sleep()
+
+    def gone_after_failure(self, wait_s: float = REPORT_S) -> list[int] | None:
+        """After a failed collective, the ranks that did not report in within ``wait_s``; ``None`` when the
+        store is gone with its host (NOTE [ Gather protocol ])."""
+        try:
+            self._op(self.store.append, "failed", f"{self.rank},")  # type: ignore[attr-defined]
+            self._op(self.store.add, "failed_n", 1)
+            until = time.monotonic() + wait_s
+            backoff = Backoff()
+            while int(self._op(self.store.add, "failed_n", 0)) < self.world_size and time.monotonic() < until:
+                backoff.sleep()
+            text = self._op(self.store.get, "failed").decode()
+            reported = sorted({int(part) for part in text.split(",") if part.strip().isdigit()})
+            self._op(self.store.add, "failed_read", 1)
+            if self.rank == 0:
+                until = time.monotonic() + 2 * wait_s
+                while int(self._op(self.store.add, "failed_read", 0)) < len(reported) and time.monotonic() < until:
+                    backoff.sleep()
+        except _StoreLost:
+            return None
+        return [rank for rank in range(self.world_size) if rank not in reported]
 
     def forget(self) -> None:
         """Delete this meeting's keys (rank 0, once the collective has finished: no rank reads them any more)."""

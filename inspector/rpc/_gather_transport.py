@@ -22,10 +22,12 @@ rank that claims more is refused, not allocated for). No ``all_gather_object``: 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from inspector._job_records import clip
 from inspector._messages import Message
 from inspector.rpc._errors import (
     GatherFailedError,
@@ -34,12 +36,14 @@ from inspector.rpc._errors import (
     RpcJoinError,
     RpcUnavailableError,
 )
+from inspector.rpc._gather_meeting import REPORT_S, Meeting
 from inspector.rpc._job_payload import MAX_PAYLOAD_BYTES
 from inspector.rpc._job_state import remembered_rendezvous
 from inspector.rpc._rendezvous import Rendezvous, open_store, resolve_rendezvous
 from inspector.rpc._torch_internals import _resolves
 
 DEFAULT_STORE = "torch.distributed.distributed_c10d._get_default_store"
+SOURCE_LOCATION = re.compile(r"^\[[^\]]*\.(?:cc|cpp|h|hpp):\d+\]\s*")  # gloo's "[.../pair.cc:553] " prefix
 MIN_COLLECTIVE_S = 5.0  # the collective's timeout, at least: the meeting may have used most of the bound
 
 
@@ -142,16 +146,18 @@ def _group(job: Job, prefixed_store: Any, seconds: float) -> Any:
     return None
 
 
-def exchange(job: Job, prefixed_store: Any, payload: bytes, seconds: float) -> list[tuple[int, bytes]] | None:
+def exchange(job: Job, meeting: Meeting, payload: bytes, seconds: float) -> list[tuple[int, bytes]] | None:
     """Every rank's payload on rank 0 as (claimed size, bytes received); ``None`` on the other ranks.
 
-    Raises ``GatherFailedError`` when the collective fails (a rank died after the meeting).
+    Raises ``GatherFailedError`` naming the ranks that are gone when the collective fails (a rank
+    died or hung after the meeting). It ends with a barrier, so a rank that dies at any point of
+    the exchange fails every other rank, not only rank 0, and every rank can say which one it was.
     """
     import torch
     import torch.distributed as dist
 
     try:
-        group = _group(job, prefixed_store, seconds)
+        group = _group(job, meeting.store, seconds)
         try:
             sizes = [torch.zeros(1, dtype=torch.int64) for _ in range(job.world_size)]
             dist.all_gather(sizes, torch.tensor([len(payload)], dtype=torch.int64), group=group)
@@ -162,16 +168,38 @@ def exchange(job: Job, prefixed_store: Any, payload: bytes, seconds: float) -> l
                 mine[: min(len(payload), width)] = torch.frombuffer(bytearray(payload[:width]), dtype=torch.uint8)
             received = [torch.zeros(width, dtype=torch.uint8) for _ in range(job.world_size)] if job.rank == 0 else None
             dist.gather(mine, received, dst=0, group=group)
+            dist.barrier(group=group)
         finally:
             dist.destroy_process_group(group)
     except RuntimeError as exc:  # torch's DistError family: a peer's connection closed, a timeout
-        message = Message(
-            f"gather failed after every rank had come: {str(exc).partition(chr(10))[0]}",
-            {"rank": job.rank, "world size": job.world_size, "met through": job.where},
-            next_step="look at the other ranks' logs: one of them probably died or was killed during the gather",
-        )
-        raise GatherFailedError(message) from exc
+        raise failed(job, meeting, exc) from exc
     if received is None:
         return None
     return [(size, bytes(t[: max(0, min(size, width))].numpy().tobytes())) for size, t in zip(claimed, received,
                                                                                            strict=True)]  # fmt: skip
+
+
+def first_line(exc: BaseException) -> str:
+    return str(exc).partition("\n")[0]
+
+
+def failed(job: Job, meeting: Meeting, exc: BaseException) -> GatherFailedError:
+    """The error for a collective that failed after the meeting, naming the ranks that did not report back."""
+    gone = meeting.gone_after_failure()
+    if gone is None:
+        gone, what = [0], f"{job.where} is gone too: rank 0 (or torchrun's agent), which hosts it, died or was killed"
+    elif gone:
+        what = f"ranks {gone} did not report back within {REPORT_S:g} s after it: they died, hung or were killed"
+    else:
+        what = "every rank reported back after it, so no rank is missing: a network fault between the ranks"
+    step = (f"look at the log of {'rank' if len(gone) == 1 else 'ranks'} {', '.join(map(str, gone))} (its exit code, "
+            "an out-of-memory kill); restart the job once it is whole" if gone else
+            "check the network between the ranks (GLOO_SOCKET_IFNAME), then call gather again on every rank")
+    message = Message(
+        f"gather failed after every rank had come ({clip(SOURCE_LOCATION.sub('', first_line(exc)), 160)}); {what}",
+        {"rank": job.rank, "world size": job.world_size, "gone": gone, "met through": job.where},
+        next_step=step,
+    )
+    error = GatherFailedError(message)
+    error.gone = tuple(gone)
+    return error

@@ -51,15 +51,6 @@ class UnsupportedTorchError(RpcError, RuntimeError):
         super().__init__(message)
 
 
-def is_tested_torch(version: str | None = None) -> bool:
-    """Whether ``version`` (default: the installed torch's) is the tested major.minor, ``TESTED_TORCH``."""
-    if version is None:
-        import torch
-
-        version = str(torch.__version__)
-    return version.split("+")[0].split(".")[:2] == TESTED_TORCH.split(".")
-
-
 def _resolves(path: str) -> bool:
     """Whether a dotted name exists: the longest importable module prefix, then attributes."""
     parts = path.split(".")

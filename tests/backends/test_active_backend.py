@@ -5,6 +5,7 @@ from __future__ import annotations
 import threading
 
 import pytest
+from waiting import WAIT_S
 
 import inspector.backends as backends
 from inspector.backends import ActiveBackendConflictError, NoActiveBackendError, isolated_registry
@@ -64,10 +65,12 @@ def test_the_active_backend_is_visible_from_other_threads(registry):
     seen = []
     worker = threading.Thread(target=lambda: registry.set_active("a"))
     worker.start()
-    worker.join()
+    worker.join(WAIT_S)
+    assert not worker.is_alive()
     reader = threading.Thread(target=lambda: seen.append(backends.active_backend()))
     reader.start()
-    reader.join()
+    reader.join(WAIT_S)
+    assert not reader.is_alive()
     assert seen == ["a"]
 
 

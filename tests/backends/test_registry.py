@@ -7,6 +7,7 @@ import pickle
 import threading
 
 import pytest
+from waiting import WAIT_S
 
 import inspector.backends as backends
 from inspector.backends import (
@@ -222,5 +223,6 @@ def test_concurrent_registrations_all_land(make_backend):
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(WAIT_S)
+    assert not any(thread.is_alive() for thread in threads)
     assert reg.available_backends() == sorted(f"b{i}" for i in range(32))

@@ -7,6 +7,7 @@ import contextvars
 import threading
 
 import torch
+from waiting import WAIT_S
 
 from inspector.dispatch import CallContext, current_overrides, get_override, op_backend, resolve
 
@@ -18,7 +19,8 @@ def test_a_thread_does_not_see_the_callers_scope(toy: str) -> None:
     with op_backend(toy="fp8"):
         worker = threading.Thread(target=lambda: seen.update(name=resolve(toy, CallContext(toy, dtype=F32)).name))
         worker.start()
-        worker.join()
+        worker.join(WAIT_S)
+        assert not worker.is_alive()
         assert resolve(toy, CallContext(toy, dtype=F32)).name == "fp8"
     assert seen["name"] == "beta"
 
@@ -38,7 +40,8 @@ def test_a_thread_scope_does_not_leak_into_the_main_thread(toy: str) -> None:
     assert inside.wait(5)
     observed.append(get_override(toy))
     release.set()
-    thread.join()
+    thread.join(WAIT_S)
+    assert not thread.is_alive()
     assert observed == [None]
 
 
@@ -48,7 +51,8 @@ def test_copy_context_carries_a_scope_into_a_thread(toy: str) -> None:
         ctx = contextvars.copy_context()
     thread = threading.Thread(target=ctx.run, args=(lambda: seen.append(resolve(toy, CallContext(toy)).name),))
     thread.start()
-    thread.join()
+    thread.join(WAIT_S)
+    assert not thread.is_alive()
     assert seen == ["fp8"]
 
 
@@ -98,7 +102,8 @@ def test_one_scope_object_can_be_shared_by_threads(toy: str) -> None:
     for thread in threads:
         thread.start()
     for thread in threads:
-        thread.join()
+        thread.join(WAIT_S)
+    assert not any(thread.is_alive() for thread in threads)
     assert sorted(map(str, results)) == sorted(["fp8"] * 4 + ["None"] * 4)
 
 

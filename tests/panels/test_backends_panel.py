@@ -6,6 +6,7 @@ import threading
 from collections.abc import Iterator
 
 import pytest
+from waiting import WAIT_S
 
 from inspector.backends import BackendRegistry, isolated_registry
 from inspector.examples.data_backends import install, write_example_episodes
@@ -89,7 +90,7 @@ def test_build_sample_of_an_npz_directory_given_in_configs(registry: BackendRegi
     panel = BackendsPanel(registry, configs={"npz": {"data": {"dataset_type": "npz", "path": str(tmp_path)}}})
     panel.select("npz")
     panel.build_button.click()
-    panel.job.wait()
+    assert panel.job.wait(WAIT_S)
     assert [f.key for f in panel.last_batch or ()] == ["action", "observation", "reward", "episode_index", "step_index"]
 
 

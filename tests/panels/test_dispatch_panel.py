@@ -338,6 +338,10 @@ def test_run_and_compare_times_every_torch_sdpa_backend_here() -> None:
     assert list(ran["backend"]) == ["flash_attention", "math"] and bool(frame.loc[0, "pick"])
     shown = html_of(panel.compare_out)
     assert "PyTorch picks flash_attention" in shown and "cannot serve" in shown
+    panel.editor.fields["seq_len"].value = panel.editor.fields["kv_len"].value = "200000"
+    with pytest.raises(ValueError, match=r"would allocate about .* in the context editor"):  # before allocating
+        panel.run_and_compare()
+    panel.editor.fields["seq_len"].value = panel.editor.fields["kv_len"].value = "16"
     panel.editor.device.value = "cuda"  # a GPU this machine does not have cannot be timed here
     with pytest.raises(ValueError, match="does not have that GPU"):
         panel.run_and_compare()

@@ -8,6 +8,7 @@ import time
 import pytest
 import torch
 from torch.utils.data import DataLoader, Dataset
+from waiting import WAIT_S
 
 from inspector.loader import LoopProfiler
 from inspector.panels.loader import LoaderPanel
@@ -103,7 +104,7 @@ def test_cancel_stops_a_sweep_and_shows_what_it_measured(new_processes) -> None:
     panel.sweep(factory, num_workers=[1, 2, 2], batches=10**6, time_cap_s=1.0, warmup=0)
     assert first_done.wait(120)
     panel.sweep_job.cancel_button.click()
-    panel.sweep_job.wait()
+    assert panel.sweep_job.wait(WAIT_S)
     assert "cancelled after 1 settings" in panel.sweep_html.value
     assert "num_workers=1" in html_of(panel.sweep_out) and new_processes() == []
 

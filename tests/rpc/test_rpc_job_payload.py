@@ -84,7 +84,8 @@ def test_rank_0_refuses_one_ranks_bytes_names_it_and_compares_the_others() -> No
     assert view.ranks == (0,)
     assert view.refused[1].startswith("payload: is not JSON")
     claims = f"claims {MAX_PAYLOAD_BYTES + 5:,} bytes; a payload holds 1 .. {MAX_PAYLOAD_BYTES:,}"
-    assert view.refused[2] == f"payload: {claims}"
+    assert view.refused[2] == (f"payload: {claims}, so that rank does not run this inspector's gather: run one "
+                               "inspector version on every rank")  # fmt: skip
 
 
 def test_outside_a_job_gather_returns_this_process_alone_and_keeps_it(monkeypatch) -> None:
@@ -155,3 +156,41 @@ def test_job_variables_without_a_job_name_what_was_found_and_both_ways_out(monke
     assert "no process group in this process and no job started by inspector.rpc.init_rpc" in message
     assert ("next step = in a torchrun or DDP job, call torch.distributed.init_process_group(...) on every rank "
             "before gather; in an RPC job, start it with inspector.rpc.init_rpc(...)") in message
+
+
+@pytest.mark.slow
+def test_a_second_gather_while_one_runs_is_refused_at_once_and_the_first_still_names_the_missing_rank(
+    monkeypatch,
+) -> None:
+    import threading
+
+    from waiting import WAIT_S, wait_until
+
+    from inspector.rpc import _gather, _job_state
+    from tests.rpc.test_rpc_job import free_port
+
+    monkeypatch.setattr(_job_state, "_last_rendezvous", [])
+    for name, value in {"WORLD_SIZE": "2", "RANK": "0", "MASTER_ADDR": "127.0.0.1",
+                        "MASTER_PORT": str(free_port())}.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    first: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            irpc.gather(timeout=6)
+        except BaseException as exc:
+            first.append(exc)
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    try:
+        wait_until(lambda: _gather._running.locked() or not thread.is_alive(), what="the first gather to start")
+        with pytest.raises(irpc.GatherUsageError, match=r"^gather is already running in this process") as caught:
+            irpc.gather(timeout=6)
+        assert "next step = call gather from one thread, once at the same point on every rank" in str(caught.value)
+    finally:
+        thread.join(WAIT_S)
+    assert not thread.is_alive()
+    (error,) = first
+    assert isinstance(error, irpc.JobGatherError) and error.missing == [1] and error.arrived == [0]
+    assert not _gather._running.locked()

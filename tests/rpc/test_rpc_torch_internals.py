@@ -23,9 +23,14 @@ from inspector.rpc._torch_internals import (
     INIT_RPC_INTERNALS,
     TENSORPIPE_INTERNALS,
     TESTED_TORCH,
-    is_tested_torch,
     require_torch_internals,
 )
+
+
+def is_tested_torch() -> bool:
+    """Whether the installed torch is the tested major.minor, ``TESTED_TORCH``."""
+    return str(torch.__version__).split("+")[0].split(".")[:2] == TESTED_TORCH.split(".")
+
 
 if not is_tested_torch():
     pytest.skip(f"pins torch {TESTED_TORCH}'s RPC internals; this is torch {torch.__version__}",

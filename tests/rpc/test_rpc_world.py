@@ -249,19 +249,28 @@ def test_a_worker_blocked_in_rendezvous_exits_when_its_parent_is_killed(tmp_path
     script = tmp_path / "parent.py"
     script.write_text(
         textwrap.dedent("""
-        import os, signal, threading, time
+        import os, signal, sys, threading
         import psutil
+        sys.path.insert(0, TESTS_DIR)  # for waiting.wait_until
+        from waiting import wait_until
         from inspector.rpc import LocalWorld
-        threading.Thread(target=lambda: LocalWorld(2, devices={"worker1": ["cpu"]}), daemon=True).start()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:  # until worker1 has failed, leaving worker0 waiting for it
+
+        def worker1_failed():
             children = psutil.Process().children()
             if len(children) == 2 and any(c.status() == psutil.STATUS_ZOMBIE for c in children):
-                break
-            time.sleep(0.05)
+                return children
+            return None
+
+        threading.Thread(target=lambda: LocalWorld(2, devices={"worker1": ["cpu"]}), daemon=True).start()
+        try:  # a world that never gets there fails the test, its workers killed, never goes on silently
+            children = wait_until(worker1_failed, interval=0.05, what="worker1 to fail, leaving worker0 waiting")
+        except TimeoutError:
+            for child in psutil.Process().children(recursive=True):
+                child.kill()
+            raise
         print(" ".join(str(p.pid) for p in children if p.status() != psutil.STATUS_ZOMBIE), flush=True)
         os.kill(os.getpid(), signal.SIGKILL)  # no close(), no atexit: the workers are on their own
-    """)
+    """).replace("TESTS_DIR", repr(str(Path(__file__).parents[1])))
     )
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     workers = [p for p in map(_process, (int(pid) for pid in result.stdout.split())) if p is not None]

@@ -1,13 +1,22 @@
 """``compare``: run every backend PyTorch has on one call, and say whether PyTorch's pick is the fastest.
 
 Each backend that can serve the call (by PyTorch's checks, with every backend enabled) runs
-alone inside ``sdpa_kernel([backend])`` on the caller's own tensors: warm-up first, then timed
-runs until the per-backend time budget is spent (at least one), forward and, when autograd
-would run it, backward (``torch.autograd.grad``: the tensors' ``.grad`` are left alone).
-Memory is CUDA's peak (``max_memory_allocated``) or, on CPU, the bytes the call's operations
-allocated as ``torch.profiler`` counts them, from one more run. Errors are against ``math`` in
-float64 on the same inputs. Backends that cannot serve the call are listed with PyTorch's
-reason and not run.
+alone inside ``sdpa_kernel([backend])`` on the caller's own tensors, forward and, when autograd
+would run it, backward (``torch.autograd.grad``: the tensors' ``.grad`` are left alone). Each
+backend's time budget holds its warm-up and its timed runs (NOTE [ Settled timings ]). Memory
+is the peak of the bytes the call holds at once, from one more run: CUDA's
+``max_memory_allocated``, or on CPU ``torch.profiler``'s allocation records. Errors are against
+``math`` in float64 on the same inputs. Backends that cannot serve the call are listed with
+PyTorch's reason and not run; calls too big to run here are refused before anything is
+allocated (``compare_limits``).
+
+NOTE [ Settled timings ]
+A kernel's first calls are slow (a cold CPU flash kernel takes about 25 calls to reach its
+speed), so one warm-up run gives a verdict that flips from run to run. Each backend is warmed
+up until its times stop falling: until the median of the last ``SETTLE_WINDOW`` runs is within
+``SETTLE_TOLERANCE`` of the window before, or half its time budget is spent. The verdict then
+calls two backends "about the same" when their difference is within the noise of the runs
+(``comparison.NOISE``).
 """
 
 from __future__ import annotations
@@ -23,6 +32,7 @@ from typing import Any
 import torch
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
+from inspector.dispatch.torch_sdpa.compare_limits import refuse_what_cannot_run
 from inspector.dispatch.torch_sdpa.comparison import BackendRun, SdpaComparison, Timing
 from inspector.dispatch.torch_sdpa.facts import SdpaCall, context_of, facts_from_call
 from inspector.dispatch.torch_sdpa.interception import BUILTIN_SDPA
@@ -31,6 +41,9 @@ from inspector.dispatch.torch_sdpa.prediction import predict
 from inspector.dispatch.torch_sdpa.tables import MEMBERS, SPECS, order_for
 
 Inputs = tuple[Any, Any, Any, Any]
+SETTLE_WINDOW = 5
+SETTLE_TOLERANCE = 0.1
+MAX_WARMUP = 200
 
 
 def _capable(facts: SdpaCall) -> dict[str, str]:
@@ -99,8 +112,8 @@ def _quiet_native_stderr() -> Iterator[None]:
         os.close(saved)
 
 
-def _cpu_allocated(run: Callable[[], object]) -> int | None:
-    """Bytes the operations of ``run`` left allocated, as ``torch.profiler`` counts them on CPU."""
+def _cpu_peak(run: Callable[[], object]) -> int | None:
+    """The most bytes ``run`` held at once on the CPU, from ``torch.profiler``'s allocation records."""
     from torch.profiler import ProfilerActivity, profile
 
     try:
@@ -112,8 +125,13 @@ def _cpu_allocated(run: Callable[[], object]) -> int | None:
         finally:
             with _quiet_native_stderr():
                 session.__exit__(None, None, None)
-        return int(sum(e.cpu_memory_usage for e in session.events() if e.cpu_parent is None
-                       and e.cpu_memory_usage > 0))
+        events: list[Any] = list(session.profiler.kineto_results.events())  # type: ignore[union-attr]
+        records = [e for e in events if e.name() == "[memory]" and e.device_type() == torch.autograd.DeviceType.CPU]
+        live = peak = 0
+        for record in sorted(records, key=lambda e: e.start_ns()):
+            live += record.nbytes()
+            peak = max(peak, live)
+        return int(peak)
     except Exception:  # a profiler that cannot start here (another one running): no figure
         return None
 
@@ -126,7 +144,7 @@ def _memory(run: Callable[[], object], cuda: bool, device: Any) -> tuple[int | N
         run()
         torch.cuda.synchronize(device)
         return int(torch.cuda.max_memory_allocated(device) - base), "peak"
-    return _cpu_allocated(run), "allocated"
+    return _cpu_peak(run), "peak"
 
 
 def _errors(got: Any, want: Any) -> tuple[float, float]:
@@ -153,29 +171,36 @@ def _reference(inputs: Inputs, options: dict[str, Any], backward: bool, grad_out
 def compare(
     query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
     scale: float | None = None, enable_gqa: bool = False, *, budget_s: float = 1.0, warmup: int = 1,
-    max_runs: int = 50, backward: bool | None = None,
+    max_runs: int = 50, backward: bool | None = None, total_s: float | None = None,
 ) -> SdpaComparison:
     """Time every backend that can serve this call against PyTorch's pick (see the module's docstring).
 
-    ``budget_s`` bounds the timed runs of each backend (at least one run); ``backward`` defaults
-    to whether autograd would run one (grad mode on and an input that requires grad).
+    ``budget_s`` bounds each backend's warm-up and timed runs (at least ``warmup`` warm-up runs
+    and one timed run); ``total_s``, when given, bounds them all together instead, shared
+    between the backends and the float64 reference. ``backward`` defaults to whether autograd
+    would run one (grad mode on and an input that requires grad).
 
     >>> q = torch.randn(1, 2, 16, 8)
     >>> result = compare(q, q, q, budget_s=0.05)
     >>> result.pick, sorted(r.backend for r in result.ran())
     ('flash_attention', ['flash_attention', 'math'])
     """
-    if isinstance(budget_s, bool) or not isinstance(budget_s, (int, float)) or not budget_s > 0:
-        raise ValueError(f"compare(budget_s=...) is seconds per backend: a positive number, got {budget_s!r}")
+    for name, seconds in (("budget_s", budget_s), ("total_s", 1.0 if total_s is None else total_s)):
+        if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds > 0:
+            raise ValueError(f"compare({name}=...) is seconds: a positive number, got {seconds!r}")
     facts = facts_from_call(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if facts.device not in ("cpu", "cuda"):
         raise ValueError(f"compare runs the call, so it needs CPU or CUDA tensors, not {facts.device}: for a GPU "
                          "this machine lacks, trace_call(..., gpu=...) gives PyTorch's rules without running")
-    pick = predict(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa).name.lower()
     inputs: Inputs = (query, key, value, attn_mask)
     if backward is None:
         backward = torch.is_grad_enabled() and bool(_grads_of(inputs))
     backward = bool(backward) and bool(_grads_of(inputs))
+    capable = _capable(facts)
+    if total_s is not None:
+        budget_s = total_s / (sum(not reason for reason in capable.values()) + 1)
+    refuse_what_cannot_run(facts, budget_s, backward)
+    pick = predict(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa).name.lower()
     options = {"dropout_p": dropout_p, "is_causal": is_causal, "scale": scale, "enable_gqa": enable_gqa}
     cuda = facts.device == "cuda"
     notes = []
@@ -189,7 +214,7 @@ def compare(
         notes.append("dropout_p > 0 makes every output random, so errors against math are not compared")
     runs = []
     with torch.set_grad_enabled(backward or torch.is_grad_enabled()):
-        for name, reason in _capable(facts).items():
+        for name, reason in capable.items():
             if reason:
                 runs.append(BackendRun(name, "cannot serve", reason))
                 continue
@@ -198,17 +223,31 @@ def compare(
     return SdpaComparison(str(facts), pick, tuple(runs), backward, float(budget_s), tuple(notes))
 
 
+def _settled(times: list[float]) -> bool:
+    """Whether the last runs stopped getting faster (NOTE [ Settled timings ])."""
+    if len(times) < 2 * SETTLE_WINDOW:
+        return False
+    last = statistics.median(times[-SETTLE_WINDOW:])
+    before = statistics.median(times[-2 * SETTLE_WINDOW:-SETTLE_WINDOW])
+    return last >= (1.0 - SETTLE_TOLERANCE) * before
+
+
 def _measure(name: str, inputs: Inputs, options: dict[str, Any], grad_out: Any, backward: bool, cuda: bool,
              budget_s: float, warmup: int, max_runs: int, ref_out: Any, ref_grads: Any) -> BackendRun:
     """Warm up, time, measure memory and errors for one backend (any failure is that backend's)."""
     grad_out = None if grad_out is None else grad_out.to(inputs[0].dtype)
     try:
         with sdpa_kernel([MEMBERS[name]]):
-            for _ in range(max(warmup, 0)):
-                _once(inputs, options, grad_out, backward, cuda)
+            start = time.perf_counter()
+            warm_until, deadline = start + budget_s / 2, start + budget_s
+            warm: list[float] = []
+            while len(warm) < max(warmup, 0) or (
+                len(warm) < MAX_WARMUP and not _settled(warm) and time.perf_counter() < warm_until
+            ):
+                _, _, ms_forward, ms_backward = _once(inputs, options, grad_out, backward, cuda)
+                warm.append(ms_forward + ms_backward)
             forward: list[float] = []
             backward_ms: list[float] = []
-            deadline = time.perf_counter() + budget_s
             out = grads = None
             while not forward or (time.perf_counter() < deadline and len(forward) < max_runs):
                 out, grads, ms_forward, ms_backward = _once(inputs, options, grad_out, backward, cuda)
@@ -225,4 +264,4 @@ def _measure(name: str, inputs: Inputs, options: dict[str, Any], grad_out: Any, 
             errors["grad_abs"] = max((p[0] for p in pairs), default=0.0)
             errors["grad_rel"] = max((p[1] for p in pairs), default=0.0)
     return BackendRun(name, "ran", "", _timing(forward), _timing(backward_ms) if backward else None, memory, kind,
-                      errors["abs"], errors["rel"], errors["grad_abs"], errors["grad_rel"])
+                      errors["abs"], errors["rel"], errors["grad_abs"], errors["grad_rel"], len(warm))

@@ -30,11 +30,12 @@ class BackendRun:
     forward: Timing | None = None
     backward: Timing | None = None
     memory_bytes: int | None = None
-    memory_kind: str = ""  # "peak" (CUDA: max_memory_allocated) or "allocated" (CPU: torch.profiler)
+    memory_kind: str = ""  # "peak": the most bytes held at once (CUDA's allocator, or torch.profiler on CPU)
     max_abs_error: float | None = None  # against math in float64
     max_rel_error: float | None = None
     grad_max_abs_error: float | None = None
     grad_max_rel_error: float | None = None
+    warmup_runs: int = 0  # runs before the timed ones, until the times settled
 
     @property
     def total_ms(self) -> float | None:
@@ -44,9 +45,27 @@ class BackendRun:
         return self.forward.median_ms + (self.backward.median_ms if self.backward is not None else 0.0)
 
 
+NOISE = 0.1  # differences under this share of the slower time, or under the runs' own spread, are noise
+
+
+def _spread(run: BackendRun) -> float:
+    """How far a backend's median sits above its fastest run: the noise of its timings."""
+    spread = 0.0
+    for timing in (run.forward, run.backward):
+        if timing is not None:
+            spread += timing.median_ms - timing.min_ms
+    return spread
+
+
+def within_noise(a: BackendRun, b: BackendRun) -> bool:
+    """Whether two timed backends differ by no more than the noise of their runs."""
+    ta, tb = a.total_ms or 0.0, b.total_ms or 0.0
+    return abs(ta - tb) <= max(NOISE * max(ta, tb), _spread(a) + _spread(b))
+
+
 COLUMNS = ["backend", "status", "pick", "forward_ms", "forward_min_ms", "forward_max_ms", "backward_ms",
            "total_ms", "runs", "memory_bytes", "memory_kind", "max_abs_error", "max_rel_error",
-           "grad_max_abs_error", "grad_max_rel_error", "reason"]
+           "grad_max_abs_error", "grad_max_rel_error", "warmup_runs", "reason"]
 
 
 @dataclass(frozen=True)
@@ -83,6 +102,18 @@ class SdpaComparison:
         return fastest == self.pick
 
     @property
+    def about_the_same(self) -> str | None:
+        """The backend whose time is within the noise of PyTorch's pick's, where the verdict
+        would otherwise turn on noise: the fastest when it is not the pick, else the runner-up."""
+        if self.pick_is_fastest is None:
+            return None
+        pick = self.run(self.pick)
+        others = sorted((r for r in self.ran() if r.backend != self.pick), key=lambda r: r.total_ms or 0.0)
+        if not others:
+            return None
+        return others[0].backend if within_noise(pick, others[0]) else None
+
+    @property
     def saving_ms(self) -> float | None:
         """What running the fastest backend instead of PyTorch's pick saves per call (0 when it is the pick)."""
         if self.pick_is_fastest is None:
@@ -103,6 +134,11 @@ class SdpaComparison:
         if self.pick_is_fastest is None:
             return f"PyTorch picks {self.pick}, which could not be timed; {fastest.backend} is the fastest timed."
         pick = self.run(self.pick)
+        same = self.about_the_same
+        if same is not None:
+            other = self.run(same)
+            return (f"PyTorch picks {self.pick}, and {same} is about the same ({what}: {pick.total_ms:.3g} ms against "
+                    f"{other.total_ms:.3g} ms per call, within the noise of these runs): nothing to gain by switching.")
         if self.pick_is_fastest:
             others = [r for r in ran if r.backend != self.pick]
             slower = ", ".join(f"{r.backend} {(r.total_ms or 0) / (pick.total_ms or 1):.2g}x slower" for r in others)

@@ -163,6 +163,8 @@ class LoaderProfile:
                 f"{self.batches_per_s:,.1f} batches/s, {self.mb_per_s:,.1f} MiB/s{verdict}{ended}>")  # fmt: skip
 
     def _repr_html_(self) -> str:
+        from inspector._display import html_table
+
         summary = self.summary()
         rows = []
         if self.has_step:
@@ -186,11 +188,10 @@ class LoaderProfile:
             shown = ", ".join(f"{name} {spread.median * 1e3:.3g}" for name, spread in self.stages.stages.items())
             rows.append(("ms per batch by stage", shown))
         note = self.machine.note()
-        body = "".join(f"<tr><th style='text-align:left'>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>"
-                       for k, v in rows)  # fmt: skip
+        table = html_table((), rows, css_class="", row_headers=True)
         foot = f"<p><i>{html.escape(note)}</i></p>" if note else ""
         title = html.escape(self.label or self.name)
-        return f"<div class='inspector-loader-profile'><b>{title}</b><table>{body}</table>{foot}</div>"
+        return f"<div class='inspector-loader-profile'><b>{title}</b>{table}{foot}</div>"
 
 
 def batch_nbytes(batch: Any) -> int:

@@ -8,6 +8,7 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from inspector.dispatch import CallContext, torch_sdpa
 from inspector.dispatch.torch_sdpa.compare import compare
+from inspector.dispatch.torch_sdpa.comparison import BackendRun, SdpaComparison, Timing
 from inspector.dispatch.torch_sdpa.described import complete
 from inspector.dispatch.torch_sdpa.inputs import tensors_for
 
@@ -23,7 +24,7 @@ def test_compare_times_flash_and_math_on_cpu_with_their_errors() -> None:
     for run in result.ran():
         assert run.forward is not None and run.backward is not None
         assert run.forward.min_ms <= run.forward.median_ms <= run.forward.max_ms and run.forward.runs >= 1
-        assert run.memory_kind == "allocated" and (run.memory_bytes is None or run.memory_bytes >= 0)
+        assert run.memory_kind == "peak" and (run.memory_bytes is None or run.memory_bytes >= 0)
         assert run.max_abs_error is not None and run.max_abs_error < 1e-4 and run.max_rel_error is not None
         assert run.grad_max_abs_error is not None and run.grad_max_abs_error < 1e-4
     assert q.grad is None  # compare takes gradients with autograd.grad, never into .grad
@@ -93,3 +94,73 @@ def test_compare_on_a_gpu_reports_peak_memory_and_runs_the_fused_kernels() -> No
     assert fused and all(r.memory_kind == "peak" and (r.memory_bytes or 0) > 0 for r in result.ran())
     assert result.pick in {r.backend for r in result.ran()}
     assert all((r.max_abs_error or 0.0) < 5e-2 for r in result.ran())
+
+
+def test_cpu_memory_is_the_peak_math_holds_not_the_net_bytes_left() -> None:
+    q = torch.randn(1, 2, 256, 16)
+    result = compare(q, q, q, budget_s=0.05)
+    scores = 2 * 256 * 256 * 4  # the (batch, heads, seq_len, kv_len) float32 scores math materialises
+    math_run, flash = result.run("math"), result.run("flash_attention")
+    assert math_run.memory_kind == flash.memory_kind == "peak"
+    assert (math_run.memory_bytes or 0) >= scores > (flash.memory_bytes or 0)  # flash never holds the scores
+    assert "peak" in str(result) and "peak" in result._repr_html_()
+
+
+def test_each_backend_warms_up_until_its_times_settle_within_its_budget() -> None:
+    from inspector.dispatch.torch_sdpa.compare import SETTLE_WINDOW, _settled
+
+    assert not _settled([5.0, 4.0, 3.0, 2.5, 2.0, 1.5, 1.2, 1.0, 0.9, 0.6])  # still getting faster
+    assert _settled([2.0] * 5 + [1.95] * 5) and not _settled([1.0] * (2 * SETTLE_WINDOW - 1))
+    q = torch.randn(1, 1, 8, 8)
+    result = compare(q, q, q, budget_s=0.5)
+    assert all(r.warmup_runs >= 2 * SETTLE_WINDOW for r in result.ran())  # more than one cold run
+    slow = compare(q, q, q, budget_s=0.5, warmup=0, max_runs=1)
+    assert all(r.forward is not None and r.forward.runs == 1 for r in slow.ran())
+    shared = compare(q, q, q, total_s=0.3)
+    assert shared.budget_s == pytest.approx(0.1)  # two backends and the reference share the total
+    with pytest.raises(ValueError, match="total_s"):
+        compare(q, q, q, total_s=-1)
+
+
+def _timed(backend: str, median: float, low: float) -> BackendRun:
+    return BackendRun(backend, "ran", "", Timing(median, low, median * 1.1, 9))
+
+
+def test_times_within_the_noise_of_the_runs_are_called_about_the_same() -> None:
+    close = SdpaComparison("call", "flash_attention", (_timed("flash_attention", 1.0, 0.98),
+                                                       _timed("math", 0.95, 0.93)), False, 0.1)
+    assert close.pick_is_fastest is False and close.about_the_same == "math"
+    assert "math is about the same" in close.summary() and "nothing to gain" in close.summary()
+    noisy = SdpaComparison("call", "math", (_timed("flash_attention", 1.0, 0.5), _timed("math", 1.4, 1.3)), False,
+                           0.1)
+    assert noisy.about_the_same == "flash_attention"  # 0.4 ms apart, but the runs spread by 0.6 ms
+    apart = SdpaComparison("call", "math", (_timed("flash_attention", 1.0, 0.99), _timed("math", 2.0, 1.98)), False,
+                           0.1)
+    assert apart.about_the_same is None and "but flash_attention is faster" in apart.summary()
+
+
+def test_when_pytorchs_pick_is_steered_to_a_slower_backend_the_faster_one_is_named() -> None:
+    q = torch.randn(1, 4, 1024, 32)  # math materialises 4 x 1024 x 1024 scores; CPU flash works in blocks
+    with sdpa_kernel([SDPBackend.MATH]):
+        result = compare(q, q, q, budget_s=0.3)
+    assert result.pick == "math" and result.fastest == "flash_attention" and result.pick_is_fastest is False
+    assert result.about_the_same is None and (result.saving_ms or 0.0) > 0.0
+    summary = result.summary()
+    assert summary.startswith("PyTorch picks math, but flash_attention is faster") and "saving" in summary
+    assert str(result).splitlines()[1].strip() == summary
+
+
+def test_calls_too_big_for_this_machine_and_nested_inputs_are_refused_before_anything_runs() -> None:
+    from inspector.dispatch.torch_sdpa import compare_limits
+
+    q = torch.randn(1, 1, 200_000, 8)  # small inputs, but 200,000 x 200,000 scores
+    with pytest.raises(ValueError, match=r"allocate about .* GiB .* smaller batch, heads, sequence lengths"):
+        compare(q, q, q)
+    free = compare_limits.free_bytes()
+    assert free is None or free > 0
+    nested = torch.nested.nested_tensor([torch.randn(2, 5, 8), torch.randn(2, 7, 8)])
+    with pytest.raises(ValueError, match="cannot run nested ones"):
+        compare(nested, nested, nested)
+    with pytest.raises(ValueError, match="cannot run nested ones"):
+        jagged = torch.nested.nested_tensor([torch.randn(2, 5, 8), torch.randn(2, 7, 8)], layout=torch.jagged)
+        compare(jagged, jagged, jagged)
