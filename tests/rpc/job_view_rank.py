@@ -13,13 +13,15 @@ Modes:
 * ``split``: a job the user started whose ranks split three ways on three kinds of call:
   ``SPLIT_CALLS`` says which backend each rank runs for each head dim (``flash`` as PyTorch picks,
   ``math`` under ``op_backend``, ``both`` some of each), each rank with its own sequence lengths.
-  Rank 0 saves the view to ``$JOB_VIEW_OUT``.
+  Every rank gathers twice in a row; rank 0 saves the first view to ``$JOB_VIEW_OUT``.
 * ``fault``: a job the user started in which the rank's ``$FAULT`` (if any) goes wrong on purpose,
   as another inspector version, something that is no inspector, or a crash would: ``version``
   sends an envelope of another version, ``oversized`` sends 256 KiB of bytes, ``die-gather`` and
-  ``die-sizes`` exit the process inside the gather (in its ``gather``, or its first
-  ``all_gather``). Before that, every rank tries ``gather(group=<ranks 0 and 1>)``. Rank 0 saves
-  the view (if any) to ``$JOB_VIEW_OUT``.
+  ``die-sizes`` and ``die-group`` exit the process inside the gather (in its ``gather``, its
+  first ``all_gather``, or as it makes its gloo group, right after the ranks met), which has
+  ``$GATHER_TIMEOUT`` seconds (default 60). Before that, every rank tries
+  ``gather(group=<ranks 0 and 1>)``. Rank 0 saves the view (if any) to ``$JOB_VIEW_OUT``.
+* ``rpc-fault``: the same faults in a job started by ``inspector.rpc.init_rpc`` (no subgroup).
 * ``rpc``, ``rpc-abstain``: a job started by ``inspector.rpc.init_rpc``; every rank gathers once,
   then gathers again with ``$GATHER_TIMEOUT`` except the ``-abstain`` rank, which calls its second
   gather only once rank 0 wrote ``$GAVE_UP`` (after raising), then every rank shuts RPC down.
@@ -108,27 +110,20 @@ def split(rank: int) -> dict[str, Any]:
                     F.scaled_dot_product_attention(q, q, q, is_causal=True)
     try:
         view = irpc.gather(calls, timeout=120)
+        again = irpc.gather(calls, timeout=120)  # at once, while rank 0 may still be cleaning up the first
     finally:
         dist.destroy_process_group()
     if view is not None:
         view.save(os.environ["JOB_VIEW_OUT"])
-    return {"outcome": "ok", "view": view is not None}
+    return {"outcome": "ok", "view": view is not None, "same_again": again == view}
 
 
-def fault(rank: int) -> dict[str, Any]:
+def _break(rank: int, what: str) -> None:
+    """Make this rank's gather go wrong as ``$FAULT`` says (see the modes above)."""
     import torch.distributed as dist
 
-    import inspector.rpc as irpc
     from inspector.rpc import _gather
 
-    what = os.environ.get("FAULT", "")
-    dist.init_process_group("gloo")
-    subgroup = dist.new_group([0, 1])  # every rank of the job makes it, members or not
-    result: dict[str, Any] = {}
-    try:
-        irpc.gather(group=subgroup, timeout=60)
-    except irpc.RpcError as exc:
-        result["subgroup"] = _failure(exc, time.monotonic())
     if what in ("version", "oversized"):
         made = _gather.encode
 
@@ -139,24 +134,64 @@ def fault(rank: int) -> dict[str, Any]:
 
         _gather.encode = encode  # type: ignore[assignment]
     elif what.startswith("die-"):
-        name = "gather" if what == "die-gather" else "all_gather"
+        name = {"die-gather": "gather", "die-sizes": "all_gather", "die-group": "new_group"}[what]
 
         def die(*args: Any, **kwargs: Any) -> None:
             print(json.dumps({"rank": rank, "outcome": "died", "in": name}), flush=True)
             os._exit(3)
 
         setattr(dist, name, die)
+
+
+def _faulty_gather(result: dict[str, Any]) -> Any:
+    """The gather of a ``fault`` mode: its view, or ``None`` with the error put in ``result``."""
+    import inspector.rpc as irpc
+
     started = time.monotonic()
     try:
-        view = irpc.gather(timeout=60)
+        view = irpc.gather(timeout=float(os.environ.get("GATHER_TIMEOUT", "60")))
     except irpc.RpcError as exc:
         result.update(_failure(exc, started), gone=getattr(exc, "gone", None))
-        return result
+        return None
+    result.update(outcome="ok", view=view is not None, seconds=time.monotonic() - started)
+    return view
+
+
+def fault(rank: int) -> dict[str, Any]:
+    import torch.distributed as dist
+
+    import inspector.rpc as irpc
+
+    dist.init_process_group("gloo")
+    subgroup = dist.new_group([0, 1])  # every rank of the job makes it, members or not
+    result: dict[str, Any] = {}
+    try:
+        irpc.gather(group=subgroup, timeout=60)
+    except irpc.RpcError as exc:
+        result["subgroup"] = _failure(exc, time.monotonic())
+    _break(rank, os.environ.get("FAULT", ""))
+    try:
+        view = _faulty_gather(result)
     finally:
         dist.destroy_process_group()
     if view is not None:
         view.save(os.environ["JOB_VIEW_OUT"])
-    result.update(outcome="ok", view=view is not None, seconds=time.monotonic() - started)
+    return result
+
+
+def rpc_fault(rank: int, world_size: int) -> dict[str, Any]:
+    import torch.distributed.rpc as rpc
+
+    import inspector.rpc as irpc
+
+    options = rpc.TensorPipeRpcBackendOptions(num_worker_threads=4, rpc_timeout=120)
+    irpc.init_rpc(f"worker{rank}", rank=rank, world_size=world_size, rpc_backend_options=options, join_timeout=120)
+    _break(rank, os.environ.get("FAULT", ""))
+    result: dict[str, Any] = {}
+    try:
+        _faulty_gather(result)
+    finally:
+        rpc.shutdown(graceful=False)  # a rank is gone: a graceful shutdown would wait for it
     return result
 
 
@@ -201,6 +236,8 @@ def main(mode: str) -> int:
             result = split(rank)
         elif mode == "fault":
             result = fault(rank)
+        elif mode == "rpc-fault":
+            result = rpc_fault(rank, world_size)
         else:
             result = ddp(rank, mode) if mode.startswith("ddp") else rpc(rank, world_size, mode)
     except Exception as exc:

@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from inspector.rpc import JobView, JobViewError
-from inspector.rpc._job_compare import STRAGGLER_RATIO
+from inspector.rpc._job_compare import STRAGGLER_RATIO, signature_of, signature_text
 from tests.rpc.job_records_made import by_kind, environment, group, loader, sdpa
 
 
@@ -93,7 +93,11 @@ def test_a_version_1_record_without_devices_is_still_read_and_compared() -> None
     view = JobView(2, {0: by_kind(old), 1: by_kind(old)})
     assert view.sdpa.signatures[0].signature.endswith("v(N, 4, S, 32) causal")
     assert view.sdpa.to_frame()["device"].tolist() == ["", ""]
-    assert JobView.from_dict(view.to_dict()) == view
+    assert JobView.from_dict(view.to_dict()) == view and view.sdpa.findings() == []
+    mixed = JobView(3, {0: by_kind(old), 1: by_kind(sdpa()), 2: by_kind(sdpa())})
+    assert mixed.sdpa.findings() == ["the ranks sent SDPA records of different versions (1 from rank 0, 2 from "
+                                     "ranks [1, 2]), so some calls may not be compared: run one inspector version "
+                                     "on every rank"]  # fmt: skip
 
 
 def test_native_fast_paths_compare_by_module() -> None:
@@ -227,3 +231,36 @@ def test_any_view_round_trips_through_json_and_shows_itself(ranks) -> None:
     for part in (view.sdpa, view.loader, view.environment):
         if part is not None:
             part.to_frame()
+
+
+DIMS = st.lists(st.integers(1, 4096), min_size=2, max_size=5)
+
+
+@settings(max_examples=200, deadline=None)
+@given(DIMS, st.integers(1, 64), st.integers(1, 8192), st.integers(1, 8192), st.integers(1, 8192))
+def test_a_signature_ignores_the_batch_and_lengths_and_keeps_every_other_size(dims, batch, q_len, kv_len, top) -> None:
+    def shapes(batch: int, q_len: object, kv_len: object) -> str:
+        def one(length: object) -> str:
+            sizes = [str(d) for d in dims]
+            if len(sizes) >= 3:
+                sizes[0] = str(batch)
+            sizes[-2] = str(length)
+            return ", ".join(sizes)
+
+        return f"q({one(q_len)}) k({one(kv_len)}) v({one(kv_len)})"
+
+    plain = signature_of(group(shapes=shapes(batch, q_len, kv_len)))
+    ranged = signature_of(group(shapes=shapes(batch + 1, f"{min(q_len, top)}..{max(q_len, top)}", kv_len)))
+    assert plain == ranged
+    wider = [d + 1 for d in dims]
+    other = signature_of(group(shapes=shapes(batch, q_len, kv_len).replace(f"{dims[-1]})", f"{wider[-1]})")))
+    assert other != plain  # another head dim is another call
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.text(max_size=200), st.text(max_size=200))
+def test_any_shapes_or_mask_text_a_rank_sends_makes_a_signature_and_its_text(shapes, mask) -> None:
+    signature = signature_of(group(shapes=shapes, mask=mask))
+    assert isinstance(signature_text(signature), str)
+    view = JobView(2, {0: by_kind(sdpa(group(shapes=shapes, mask=mask))), 1: by_kind(sdpa(group("math")))})
+    repr(view.sdpa), view.sdpa._repr_html_(), view.sdpa.findings()

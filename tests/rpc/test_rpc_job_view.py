@@ -97,6 +97,7 @@ def split_view(tmp_path_factory) -> JobView:
     results = run_ranks(["split"] * 3, JOB_VIEW_OUT=str(out))
     for rank, result in enumerate(results):
         assert result["outcome"] == "ok" and result["view"] is (rank == 0), result
+        assert result["same_again"] is True, result  # a second gather at once meets the second of the others
     return JobView.load(out)
 
 
@@ -176,10 +177,13 @@ def test_a_rank_of_another_version_and_one_sending_too_much_are_refused_by_name(
     assert new_processes() == []
 
 
-@pytest.mark.parametrize(("dies", "where"), [(2, "die-gather"), (1, "die-sizes"), (0, "die-gather")],
-                         ids=["rank 2 in the gather", "rank 1 in the sizes", "rank 0, the store's host"])
-def test_a_rank_that_dies_mid_gather_is_named_by_every_other_rank(dies, where, new_processes) -> None:
-    results = run_ranks(["fault"] * 3, {dies: {"FAULT": where}})
+@pytest.mark.parametrize(
+    ("mode", "dies", "where"),
+    [("fault", 2, "die-gather"), ("fault", 1, "die-sizes"), ("fault", 0, "die-gather"), ("rpc-fault", 2, "die-gather")],
+    ids=["rank 2 in the gather", "rank 1 in the sizes", "rank 0, the store's host", "rank 2 of an RPC job"],
+)
+def test_a_rank_that_dies_mid_gather_is_named_by_every_other_rank(mode, dies, where, new_processes) -> None:
+    results = run_ranks([mode] * 3, {dies: {"FAULT": where}})
     assert results[dies]["outcome"] == "died", results[dies]
     for rank, result in enumerate(results):
         if rank == dies:
@@ -187,10 +191,22 @@ def test_a_rank_that_dies_mid_gather_is_named_by_every_other_rank(dies, where, n
         assert (result.get("exception"), result["gone"]) == ("GatherFailedError", [dies]), result
         message = result["message"]
         assert message.startswith("gather failed after every rank had come ("), message
+        assert ".cc:" not in message.splitlines()[0] and "('" not in message, message  # gloo's location left out
         if dies == 0:
             assert "is gone too: rank 0 (or torchrun's agent), which hosts it, died or was killed" in message
         else:
             assert f"ranks [{dies}] did not report back within 5 s after it: they died, hung or were killed" in message
         assert f"next step = look at the log of rank {dies} (its exit code, an out-of-memory kill)" in message
         assert result["seconds"] <= REPORT_S + SLACK_S, result  # the report window, not the 60 s gather bound
+    assert new_processes() == []
+
+
+def test_a_rank_that_dies_right_after_the_ranks_met_is_named_within_the_gathers_bound(new_processes) -> None:
+    timeout = 10.0  # the others wait for it in the group's set-up, bounded by what is left of the gather's time
+    results = run_ranks(["fault"] * 3, {1: {"FAULT": "die-group"}}, GATHER_TIMEOUT=str(timeout))
+    assert results[1] == {**results[1], "outcome": "died", "in": "new_group"}
+    for result in (results[0], results[2]):
+        assert (result.get("exception"), result["gone"]) == ("GatherFailedError", [1]), result
+        assert "ranks [1] did not report back within 5 s after it" in result["message"]
+        assert result["seconds"] <= timeout + REPORT_S + SLACK_S, result
     assert new_processes() == []

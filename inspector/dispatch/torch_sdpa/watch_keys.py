@@ -28,6 +28,7 @@ _grad_enabled = torch.is_grad_enabled
 _flash, _efficient, _cudnn, _math, _overrideable = (READERS[n] for n in (FLASH, EFFICIENT, CUDNN, MATH, OVERRIDEABLE))
 _order = torch._C._get_sdp_priority_order
 _Tensor = torch.Tensor
+_CPU = torch.device("cpu")
 
 # Where each part sits in a signature.
 CLASSES, DEVICES, SHAPES, STRIDES, DTYPES = slice(0, 3), slice(3, 6), slice(6, 9), slice(9, 12), slice(12, 15)
@@ -42,22 +43,27 @@ def signature(
 ) -> tuple[Any, ...]:
     """Everything PyTorch's choice reads for one call, as a hashable key (straight-line: it runs
     on every watched call). Raises for calls it cannot read (nested tensors, bad arguments)."""
-    device, key_device, value_device = query.device, key.device, value.device
-    mask = None if attn_mask is None else (
-        attn_mask.__class__, attn_mask.device, attn_mask.shape, attn_mask.dtype, attn_mask.stride(),
-        attn_mask.requires_grad,
-    )
+    # ``is_cpu`` is a flag read; ``.device`` makes a new object and ``.device.type`` a new string
+    if attn_mask is None:
+        mask = None
+        cpu = query.is_cpu and key.is_cpu and value.is_cpu
+    else:
+        cpu = query.is_cpu and key.is_cpu and value.is_cpu and attn_mask.is_cpu
+        mask = (attn_mask.__class__, _CPU if cpu else attn_mask.device, attn_mask.shape, attn_mask.dtype,
+                attn_mask.stride(), attn_mask.requires_grad)
+    if cpu:
+        on_query = on_key = on_value = _CPU
+    else:
+        on_query, on_key, on_value = query.device, key.device, value.device
     found: tuple[Any, ...] = (
-        query.__class__, key.__class__, value.__class__, device, key_device, value_device,
+        query.__class__, key.__class__, value.__class__, on_query, on_key, on_value,
         query.shape, key.shape, value.shape, query.stride(), key.stride(), value.stride(),
         query.dtype, key.dtype, value.dtype,
         # PyTorch reads one autograd fact: grad mode on and any input requiring grad
         _grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad),
         mask, dropout_p, is_causal, enable_gqa, _flash(), _math(),
     )
-    if device.type != "cpu" or key_device != device or value_device != device or (
-        mask is not None and mask[1] != device
-    ):  # off the CPU, the other flags, alignment, determinism and the priority order matter too
+    if not cpu:  # off the CPU, the other flags, alignment, determinism and the priority order matter too
         found += (_efficient(), _cudnn(), _overrideable(), query.storage_offset(), key.storage_offset(),
                   value.storage_offset(), torch.are_deterministic_algorithms_enabled(),
                   torch.is_deterministic_algorithms_warn_only_enabled(), tuple(_order()))
