@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -97,3 +98,64 @@ def test_a_module_whose_error_cannot_be_printed_still_gets_one_line(tmp_path: Pa
         assert str(caught.value) == "--import unprintable_for_inspector: Odd: <a Odd whose message cannot be shown>"
     finally:
         sys.modules.pop("unprintable_for_inspector", None)
+
+
+# Every interpreter the inspector starts (NOTE [ Child interpreters ]), started from a planted folder by a parent
+# that itself runs with -P, so only the children could import the planted modules.
+CHILDREN = """
+from inspector.loader import FileStorageLoader
+from inspector.rpc import LocalWorld
+with FileStorageLoader(worker_num=1) as loader:
+    assert loader.load(loader.save([1, 2])).result(60) == [1, 2]
+with LocalWorld(1) as world:
+    assert world.measure_rtt(count=2, warmup=1) is not None
+print("children ran")
+"""
+
+
+@pytest.mark.slow
+def test_loader_and_rpc_workers_never_import_a_stray_module_from_the_working_folder(tmp_path: Path) -> None:
+    marks = plant(tmp_path)
+    result = subprocess.run([sys.executable, "-P", "-c", CHILDREN], capture_output=True, text=True,
+                            timeout=PROCESS_WAIT_S, cwd=tmp_path)  # fmt: skip
+    assert result.returncode == 0, result.stderr
+    assert "children ran" in result.stdout
+    assert sorted(p.name for p in marks.iterdir()) == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("verb", ["lab", "app"])
+def test_the_servers_never_import_a_stray_module_from_the_working_folder(tmp_path: Path, verb: str) -> None:
+    from servers import free_port, serve
+
+    folder = tmp_path / "work"
+    folder.mkdir()
+    marks = plant(folder)
+    port = free_port()
+    inspector = str(Path(sys.executable).with_name("inspector"))
+    command = [inspector, verb, "--no-browser", "--port", str(port), "--import", "my_kernels"]
+    if verb == "lab":
+        command += ["--notebooks", str(Path(__file__).parents[1] / "notebooks")]
+    home = tmp_path / "home"
+    home.mkdir()
+    with serve(verb, command, home, f"http://127.0.0.1:{port}/", cwd=folder):
+        pass
+    assert sorted(p.name for p in marks.iterdir()) == []
+
+
+def test_the_kernels_import_the_users_modules_from_the_folder_the_command_ran_in(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from inspector._user_modules import IMPORT_ENV, IMPORT_PATH_ENV, import_user_modules
+
+    (tmp_path / "kernel_probe_for_inspector.py").write_text("import sys, os\nseen = sys.path.copy()\n")
+    monkeypatch.setenv(IMPORT_ENV, "kernel_probe_for_inspector")
+    monkeypatch.setenv(IMPORT_PATH_ENV, str(tmp_path))
+    before = list(sys.path)
+    try:
+        assert import_user_modules() == ()
+        seen = sys.modules["kernel_probe_for_inspector"].seen
+        assert str(tmp_path) in seen and seen.index(str(tmp_path)) > seen.index(os.path.dirname(os.__file__))
+        assert sys.path == before  # gone again once imported
+    finally:
+        sys.modules.pop("kernel_probe_for_inspector", None)

@@ -38,7 +38,7 @@ def add_parser(verbs: Any) -> None:
 
 def voila_command(notebook: Path, port: int | None, *, no_browser: bool, dark: bool) -> list[str]:
     """The Voila command line serving ``notebook`` with the ``inspector`` template."""
-    command = [sys.executable, "-m", "voila", str(notebook), f"--template={TEMPLATE}", "--strip_sources=True"]
+    command = [sys.executable, "-P", "-m", "voila", str(notebook), f"--template={TEMPLATE}", "--strip_sources=True"]
     if port:
         command += [f"--port={port}", "--Voila.port_retries=0"]
     if dark:

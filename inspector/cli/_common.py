@@ -9,10 +9,11 @@ import importlib
 import os
 import secrets
 import sys
-import sysconfig
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, NoReturn
+
+from inspector._user_modules import folder_importable
 
 
 class UsageError(Exception):
@@ -148,25 +149,8 @@ def working_directory_importable() -> Iterator[None]:
     modules are imported the folder is gone from the path, so the inspector's own later
     imports cannot pick a stray file up from it.
     """
-    entry = os.getcwd()
-    if entry in sys.path:
+    with folder_importable(os.getcwd()):
         yield
-        return
-    sys.path.insert(_after_standard_library(), entry)
-    try:
-        yield
-    finally:
-        with contextlib.suppress(ValueError):
-            sys.path.remove(entry)
-
-
-def _after_standard_library() -> int:
-    """The position in ``sys.path`` just after its last standard-library folder (0 when it lists none)."""
-    library = {os.path.realpath(p) for key in ("stdlib", "platstdlib") if (p := sysconfig.get_path(key))}
-    positions = [i for i, p in enumerate(sys.path)
-                 if p and (os.path.realpath(p) in library or os.path.basename(p) == "lib-dynload"
-                           or p.endswith(".zip"))]  # fmt: skip
-    return max(positions) + 1 if positions else len(sys.path)
 
 
 def import_modules(modules: Sequence[str]) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from inspector._messages import Message
-from inspector._user_modules import IMPORT_ENV
+from inspector._user_modules import IMPORT_ENV, IMPORT_PATH_ENV
 from inspector.cli._common import UsageError, check_module_name, working_directory_importable
 
 WORKING_COPY = "inspector-notebooks"
@@ -67,7 +67,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(Message(f"no {tour}", next_step=step).one_line())
     require_extra("lab", "inspector lab")
     env = user_modules_env(args.imports, dict(os.environ))
-    command = [sys.executable, "-m", "inspector.cli._lab_server", str(tour)]  # NOTE [ The token warning ]
+    # -P: the server never imports a stray html.py from the folder it starts in.
+    command = [sys.executable, "-P", "-m", "inspector.cli._lab_server", str(tour)]  # NOTE [ The token warning ]
     if args.port:
         command.append(f"--port={args.port}")
     if args.no_browser or os.environ.get("CI"):
@@ -87,7 +88,7 @@ def user_modules_env(imports: list[str], env: dict[str, str]) -> dict[str, str]:
         if missing:
             raise UsageError(f"--import {missing[0]}: no such module here (is it on PYTHONPATH?)")
         env[IMPORT_ENV] = ",".join([*filter(None, env.get(IMPORT_ENV, "").split(",")), *imports])
-        env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.getcwd(), env.get("PYTHONPATH")]))
+        env[IMPORT_PATH_ENV] = os.getcwd()  # on the kernels' path only while they import these
     return env
 
 

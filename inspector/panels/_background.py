@@ -13,6 +13,7 @@ thread (see NOTE [ Rendering into Output ]).
 
 from __future__ import annotations
 
+import html
 import logging
 import threading
 from collections.abc import Callable, Sequence
@@ -131,4 +132,4 @@ class BackgroundJob:
     def _report(self, done: int, total: int, message: str = "") -> None:
         self.progress.max = max(total, 1)
         self.progress.value = min(done, self.progress.max)
-        self.label.value = message
+        self.label.value = html.escape(message)  # progress text quotes the user's settings

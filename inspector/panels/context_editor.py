@@ -8,6 +8,7 @@ family on CUDA, a GPU picker (presets, or this machine's GPU) with its cuDNN ver
 
 from __future__ import annotations
 
+import html
 from collections.abc import Callable
 from typing import Any
 
@@ -174,10 +175,8 @@ class ContextEditor:
         try:
             profile = gpu_profile(self.gpu.value, cudnn=self.cudnn.value.strip() or None)
         except ValueError as exc:
-            self.gpu_label.value = f"<small>{exc}</small>"
+            self.gpu_label.value = f"<small>{html.escape(str(exc))}</small>"  # it quotes what was typed
         else:
-            import html
-
             self.gpu_label.value = f"<small class='inspector-gpu-label'>{html.escape(profile.rules_label())}</small>"
 
     def _read(self, name: str) -> Any:

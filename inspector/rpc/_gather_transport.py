@@ -22,10 +22,12 @@ rank that claims more is refused, not allocated for). No ``all_gather_object``: 
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
 
+from inspector._job_records import clip
 from inspector._messages import Message
 from inspector.rpc._errors import (
     GatherFailedError,
@@ -41,6 +43,7 @@ from inspector.rpc._rendezvous import Rendezvous, open_store, resolve_rendezvous
 from inspector.rpc._torch_internals import _resolves
 
 DEFAULT_STORE = "torch.distributed.distributed_c10d._get_default_store"
+SOURCE_LOCATION = re.compile(r"^\[[^\]]*\.(?:cc|cpp|h|hpp):\d+\]\s*")  # gloo's "[.../pair.cc:553] " prefix
 MIN_COLLECTIVE_S = 5.0  # the collective's timeout, at least: the meeting may have used most of the bound
 
 
@@ -176,6 +179,10 @@ def exchange(job: Job, meeting: Meeting, payload: bytes, seconds: float) -> list
                                                                                            strict=True)]  # fmt: skip
 
 
+def first_line(exc: BaseException) -> str:
+    return str(exc).partition("\n")[0]
+
+
 def failed(job: Job, meeting: Meeting, exc: BaseException) -> GatherFailedError:
     """The error for a collective that failed after the meeting, naming the ranks that did not report back."""
     gone = meeting.gone_after_failure()
@@ -189,7 +196,7 @@ def failed(job: Job, meeting: Meeting, exc: BaseException) -> GatherFailedError:
             "an out-of-memory kill); restart the job once it is whole" if gone else
             "check the network between the ranks (GLOO_SOCKET_IFNAME), then call gather again on every rank")
     message = Message(
-        f"gather failed after every rank had come ({str(exc).partition(chr(10))[0][:200]}); {what}",
+        f"gather failed after every rank had come ({clip(SOURCE_LOCATION.sub('', first_line(exc)), 160)}); {what}",
         {"rank": job.rank, "world size": job.world_size, "gone": gone, "met through": job.where},
         next_step=step,
     )

@@ -90,6 +90,13 @@ class JobSdpa:
 
     def findings(self) -> list[str]:
         lines = [line for s in self.differences for line in s.findings()]
+        versions: dict[int, list[int]] = {}
+        for rank, record in self.records.items():
+            versions.setdefault(record["version"], []).append(rank)
+        if len(versions) > 1:  # a version 1 record has no devices: its calls match only other version 1 records
+            lines.append("the ranks sent SDPA records of different versions (" + ", ".join(
+                f"{version} from {ranks_text(ranks)}" for version, ranks in sorted(versions.items())) + "), so some "
+                "calls may not be compared: run one inspector version on every rank")  # fmt: skip
         for rank, record in self.records.items():
             if record["folded_groups"]:
                 lines.append(f"rank {rank} sent its first {len(record['groups'])} groups; {record['folded_groups']} "

@@ -9,18 +9,17 @@ from __future__ import annotations
 import os
 import socket
 import subprocess
-import sys
 import tempfile
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
-from pathlib import Path
 from typing import IO, Any
 
+from inspector._child_python import child_command, module_main
 from inspector._processes import stop_processes, wait_or_kill
 from inspector.rpc._records import WorkerFailure
 
 KILL_WAIT_S = 3.0
-WORKER_CODE = "from inspector.rpc._worker import main; main()"
+WORKER_CODE = module_main("inspector.rpc._worker")
 
 
 @dataclass
@@ -54,8 +53,8 @@ def _loopback_interface() -> str:
 
 
 def world_environment() -> dict[str, str]:
-    """The workers' environment: a free port on 127.0.0.1, loopback interfaces, this package importable."""
-    package_root = str(Path(__file__).resolve().parents[2])
+    """The workers' environment: a free port on 127.0.0.1, loopback interfaces (the package is found by the
+    command line: NOTE [ Child interpreters ])."""
     loopback = _loopback_interface()
     return {
         **os.environ,
@@ -64,7 +63,6 @@ def world_environment() -> dict[str, str]:
         "GLOO_SOCKET_IFNAME": loopback,
         "TP_SOCKET_IFNAME": loopback,
         "OMP_NUM_THREADS": "1",
-        "PYTHONPATH": os.pathsep.join(filter(None, [package_root, os.environ.get("PYTHONPATH")])),
     }
 
 
@@ -73,7 +71,7 @@ def spawn_worker(rank: int, name: str, env: dict[str, str], config: dict[str, An
     parent_end, child_end = socket.socketpair()
     stderr = tempfile.TemporaryFile()  # noqa: SIM115  # owned by WorkerProcess, closed by close_pipes
     popen = subprocess.Popen(
-        [sys.executable, "-c", WORKER_CODE], env={**env, "INSPECTOR_RPC_FD": str(child_end.fileno())},
+        child_command(WORKER_CODE), env={**env, "INSPECTOR_RPC_FD": str(child_end.fileno())},
         pass_fds=[child_end.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
     )  # fmt: skip
     child_end.close()

@@ -16,12 +16,12 @@ import os
 import socket
 import statistics
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from typing import Any
 
 from inspector._bench import Measurement, Progress, best_of
+from inspector._child_python import child_command
 from inspector._processes import stop_processes
 from inspector.rpc._plan import TopologyPlan
 from inspector.rpc._validation import validate_device_maps
@@ -93,7 +93,7 @@ def two_rank_job_seconds(mode: str = "bare") -> float:
     }
     procs = [
         subprocess.Popen(
-            [sys.executable, "-c", BARE_WORKER, str(rank), mode],
+            child_command(BARE_WORKER, str(rank), mode),
             env=env,
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,

@@ -11,6 +11,13 @@ and never cover a point, and always fit the figure's width: a key too wide for i
 fewer columns, and labels too long for one column wrap (a key wider than its figure was cut off
 by the figure's edge: "memcpy (ce"). ``figure_to_png`` writes where each key entry landed into
 the PNG (``KEYS_METADATA``), so a browser test can check every entry is inside the figure shown.
+
+NOTE [ Literal text ]
+Figures carry the user's strings (loader labels, sweep settings, family and backend names, error
+text), and matplotlib reads ``$...$`` in any text as mathtext: ``cost $5`` loses its dollar and
+``$\foo{$`` raises while drawing, which broke every page showing that figure. Our figures are
+``LiteralFigure``: whatever draws them (``figure_to_png``, Jupyter's display, ``savefig``), every
+text is drawn as written, tick labels made during the draw included.
 """
 
 from __future__ import annotations
@@ -26,8 +33,10 @@ import zlib
 from collections.abc import Sequence
 from typing import Any
 
+import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
+from matplotlib.text import Text
 
 # Transparent background and a mid-grey foreground read on JupyterLab's light and dark themes.
 NEUTRAL_INK = "#7f7f7f"
@@ -41,9 +50,25 @@ def fitted_size(width: float, height: float) -> tuple[float, float]:
     return min(width, MAX_WIDTH_IN), min(height, MAX_HEIGHT_IN)
 
 
+class LiteralFigure(Figure):
+    """A figure whose texts are never read as mathtext (NOTE [ Literal text ])."""
+
+    def draw(self, renderer: Any) -> None:
+        with matplotlib.rc_context({"text.parse_math": False}):  # for texts the draw itself makes (ticks)
+            literal(self)
+            super().draw(renderer)
+
+
+def literal(artist: Any) -> Any:
+    """``artist`` with every text in it drawn and measured as written (NOTE [ Literal text ])."""
+    for text in artist.findobj(Text):
+        text.set_parse_math(False)
+    return artist
+
+
 def new_figure(width: float = 6.4, height: float = 4.0) -> Figure:
     """A figure built with matplotlib's object API (never registered with pyplot), fitted to the notebook."""
-    fig = Figure(figsize=fitted_size(width, height), layout="constrained", dpi=DPI)
+    fig = LiteralFigure(figsize=fitted_size(width, height), layout="constrained", dpi=DPI)
     fig.patch.set_alpha(0.0)
     return fig
 
@@ -76,8 +101,8 @@ def key_above(fig: Figure, handles: Sequence[Any], labels: Sequence[str] | None 
     wrap = 0
     for ncols in itertools.chain(range(max(1, min(columns, len(handles))), 0, -1), itertools.repeat(1, 4)):
         shown = [textwrap.fill(label, wrap) if wrap else label for label in labels]
-        legend = fig.legend(handles, shown, loc="outside upper center", ncols=ncols, fontsize=7, frameon=False,
-                            labelcolor=NEUTRAL_INK)  # fmt: skip
+        legend = literal(fig.legend(handles, shown, loc="outside upper center", ncols=ncols, fontsize=7,
+                                    frameon=False, labelcolor=NEUTRAL_INK))  # fmt: skip
         width = legend.get_window_extent(renderer).width
         if width <= room:
             return legend
@@ -85,8 +110,8 @@ def key_above(fig: Figure, handles: Sequence[Any], labels: Sequence[str] | None 
         if ncols == 1:  # one column and still too wide: wrap the labels, narrower each time
             longest = max(len(label) for label in labels)
             wrap = max(8, int((wrap or longest) * room / width) - 1)
-    return fig.legend(handles, shown, loc="outside upper center", ncols=1, fontsize=7, frameon=False,
-                      labelcolor=NEUTRAL_INK)  # fmt: skip
+    return literal(fig.legend(handles, shown, loc="outside upper center", ncols=1, fontsize=7, frameon=False,
+                              labelcolor=NEUTRAL_INK))  # fmt: skip
 
 
 KEY_ROOM = 0.98  # of the figure's width a key may take
@@ -137,7 +162,7 @@ def key_boxes(fig: Figure, dpi: int = DPI) -> list[list[Any]]:
     for legend in [*fig.legends, *(ax.get_legend() for ax in fig.axes)]:
         if legend is None:
             continue
-        for text in legend.get_texts():
+        for text in literal(legend).get_texts():
             box = text.get_window_extent(renderer)
             found.append([text.get_text(), round(box.x0 * scale, 1), round(height - box.y1 * scale, 1),
                           round(box.x1 * scale, 1), round(height - box.y0 * scale, 1)])  # fmt: skip

@@ -28,7 +28,7 @@ from matplotlib.patches import FancyArrowPatch
 from matplotlib.transforms import Bbox
 
 from inspector.rpc import DeviceMapProblem, TopologyPlan
-from inspector.views._figures import NEUTRAL_INK, new_figure
+from inspector.views._figures import NEUTRAL_INK, literal, new_figure
 
 OK_COLOUR = "#1f77b4"
 PROBLEM_COLOUR = "#d62728"
@@ -213,7 +213,7 @@ def _place_ghosts(fig: Figure, ax: Any, plan: TopologyPlan, pos: dict[str, tuple
 
 
 def _extent(artist: Any, renderer: Any) -> Bbox:
-    extent = artist.get_window_extent(renderer)
+    extent = literal(artist).get_window_extent(renderer)
     patch = artist.get_bbox_patch() if hasattr(artist, "get_bbox_patch") else None
     if patch is not None:
         artist.update_bbox_position_size(renderer)
@@ -236,8 +236,8 @@ def place_labels(fig: Figure, ax: Any, labels: list[_Label], obstacles: list[Any
     blocked = [_extent(artist, renderer) for artist in obstacles]
     placed: list[Bbox] = []
     for label in labels:
-        text = ax.text(0, 0, label.text, fontsize=7, color=label.colour, ha=label.ha, va="center", zorder=2,
-                       gid=EDGE_LABEL)  # fmt: skip
+        text = literal(ax.text(0, 0, label.text, fontsize=7, color=label.colour, ha=label.ha, va="center", zorder=2,
+                               gid=EDGE_LABEL))  # fmt: skip
         chosen = crowded = None
         for candidate in label.candidates:
             text.set_position(candidate)

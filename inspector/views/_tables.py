@@ -189,10 +189,28 @@ def _headers(markup: str, tips: dict[str, str]) -> str:
     return _TH.sub(one, markup)
 
 
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")  # what a spreadsheet reads as the start of a formula
+
+
+def spreadsheet_safe(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with every text cell (and index label) that a spreadsheet would run as a formula quoted with a
+    leading ``'``: a backend or loader name such as ``=HYPERLINK(...)`` stays text when the CSV is opened."""
+
+    def quoted(value: Any) -> Any:
+        return "'" + value if isinstance(value, str) and value.startswith(FORMULA_STARTS) else value
+
+    safe = frame.copy()
+    for column in safe.columns:
+        if safe[column].dtype == object or pd.api.types.is_string_dtype(safe[column].dtype):
+            safe[column] = safe[column].map(quoted)
+    safe.index = safe.index.map(quoted)
+    return safe
+
+
 def _csv_link(frame: pd.DataFrame, index: bool, caption: str) -> str:
     name = re.sub(r"[^A-Za-z0-9]+", "_", caption).strip("_").lower()[:40] or "table"
     label = html.unescape(str(frame.index.name or frame.columns.name or "")) if index else None
-    text = frame.to_csv(index=index, index_label=label or None)
+    text = spreadsheet_safe(frame).to_csv(index=index, index_label=label or None)
     data = base64.b64encode(text.encode("utf-8")).decode("ascii")
     return (f"<a class='inspector-table-csv' download='{name}.csv' href='data:text/csv;charset=utf-8;base64,{data}' "
             "title='Download this table as a CSV file (every row, full precision)'>⬇ CSV</a> "

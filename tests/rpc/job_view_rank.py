@@ -21,6 +21,7 @@ Modes:
   first ``all_gather``, or as it makes its gloo group, right after the ranks met), which has
   ``$GATHER_TIMEOUT`` seconds (default 60). Before that, every rank tries
   ``gather(group=<ranks 0 and 1>)``. Rank 0 saves the view (if any) to ``$JOB_VIEW_OUT``.
+* ``rpc-fault``: the same faults in a job started by ``inspector.rpc.init_rpc`` (no subgroup).
 * ``rpc``, ``rpc-abstain``: a job started by ``inspector.rpc.init_rpc``; every rank gathers once,
   then gathers again with ``$GATHER_TIMEOUT`` except the ``-abstain`` rank, which calls its second
   gather only once rank 0 wrote ``$GAVE_UP`` (after raising), then every rank shuts RPC down.
@@ -117,20 +118,12 @@ def split(rank: int) -> dict[str, Any]:
     return {"outcome": "ok", "view": view is not None, "same_again": again == view}
 
 
-def fault(rank: int) -> dict[str, Any]:
+def _break(rank: int, what: str) -> None:
+    """Make this rank's gather go wrong as ``$FAULT`` says (see the modes above)."""
     import torch.distributed as dist
 
-    import inspector.rpc as irpc
     from inspector.rpc import _gather
 
-    what = os.environ.get("FAULT", "")
-    dist.init_process_group("gloo")
-    subgroup = dist.new_group([0, 1])  # every rank of the job makes it, members or not
-    result: dict[str, Any] = {}
-    try:
-        irpc.gather(group=subgroup, timeout=60)
-    except irpc.RpcError as exc:
-        result["subgroup"] = _failure(exc, time.monotonic())
     if what in ("version", "oversized"):
         made = _gather.encode
 
@@ -148,17 +141,57 @@ def fault(rank: int) -> dict[str, Any]:
             os._exit(3)
 
         setattr(dist, name, die)
+
+
+def _faulty_gather(result: dict[str, Any]) -> Any:
+    """The gather of a ``fault`` mode: its view, or ``None`` with the error put in ``result``."""
+    import inspector.rpc as irpc
+
     started = time.monotonic()
     try:
         view = irpc.gather(timeout=float(os.environ.get("GATHER_TIMEOUT", "60")))
     except irpc.RpcError as exc:
         result.update(_failure(exc, started), gone=getattr(exc, "gone", None))
-        return result
+        return None
+    result.update(outcome="ok", view=view is not None, seconds=time.monotonic() - started)
+    return view
+
+
+def fault(rank: int) -> dict[str, Any]:
+    import torch.distributed as dist
+
+    import inspector.rpc as irpc
+
+    dist.init_process_group("gloo")
+    subgroup = dist.new_group([0, 1])  # every rank of the job makes it, members or not
+    result: dict[str, Any] = {}
+    try:
+        irpc.gather(group=subgroup, timeout=60)
+    except irpc.RpcError as exc:
+        result["subgroup"] = _failure(exc, time.monotonic())
+    _break(rank, os.environ.get("FAULT", ""))
+    try:
+        view = _faulty_gather(result)
     finally:
         dist.destroy_process_group()
     if view is not None:
         view.save(os.environ["JOB_VIEW_OUT"])
-    result.update(outcome="ok", view=view is not None, seconds=time.monotonic() - started)
+    return result
+
+
+def rpc_fault(rank: int, world_size: int) -> dict[str, Any]:
+    import torch.distributed.rpc as rpc
+
+    import inspector.rpc as irpc
+
+    options = rpc.TensorPipeRpcBackendOptions(num_worker_threads=4, rpc_timeout=120)
+    irpc.init_rpc(f"worker{rank}", rank=rank, world_size=world_size, rpc_backend_options=options, join_timeout=120)
+    _break(rank, os.environ.get("FAULT", ""))
+    result: dict[str, Any] = {}
+    try:
+        _faulty_gather(result)
+    finally:
+        rpc.shutdown(graceful=False)  # a rank is gone: a graceful shutdown would wait for it
     return result
 
 
@@ -203,6 +236,8 @@ def main(mode: str) -> int:
             result = split(rank)
         elif mode == "fault":
             result = fault(rank)
+        elif mode == "rpc-fault":
+            result = rpc_fault(rank, world_size)
         else:
             result = ddp(rank, mode) if mode.startswith("ddp") else rpc(rank, world_size, mode)
     except Exception as exc:

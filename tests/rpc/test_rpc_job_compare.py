@@ -93,7 +93,11 @@ def test_a_version_1_record_without_devices_is_still_read_and_compared() -> None
     view = JobView(2, {0: by_kind(old), 1: by_kind(old)})
     assert view.sdpa.signatures[0].signature.endswith("v(N, 4, S, 32) causal")
     assert view.sdpa.to_frame()["device"].tolist() == ["", ""]
-    assert JobView.from_dict(view.to_dict()) == view
+    assert JobView.from_dict(view.to_dict()) == view and view.sdpa.findings() == []
+    mixed = JobView(3, {0: by_kind(old), 1: by_kind(sdpa()), 2: by_kind(sdpa())})
+    assert mixed.sdpa.findings() == ["the ranks sent SDPA records of different versions (1 from rank 0, 2 from "
+                                     "ranks [1, 2]), so some calls may not be compared: run one inspector version "
+                                     "on every rank"]  # fmt: skip
 
 
 def test_native_fast_paths_compare_by_module() -> None:

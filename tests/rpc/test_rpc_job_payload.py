@@ -164,6 +164,8 @@ def test_a_second_gather_while_one_runs_is_refused_at_once_and_the_first_still_n
 ) -> None:
     import threading
 
+    from waiting import WAIT_S, wait_until
+
     from inspector.rpc import _gather, _job_state
     from tests.rpc.test_rpc_job import free_port
 
@@ -182,13 +184,12 @@ def test_a_second_gather_while_one_runs_is_refused_at_once_and_the_first_still_n
     thread = threading.Thread(target=run)
     thread.start()
     try:
-        while not _gather._running.locked() and thread.is_alive():
-            thread.join(0.01)
+        wait_until(lambda: _gather._running.locked() or not thread.is_alive(), what="the first gather to start")
         with pytest.raises(irpc.GatherUsageError, match=r"^gather is already running in this process") as caught:
             irpc.gather(timeout=6)
         assert "next step = call gather from one thread, once at the same point on every rank" in str(caught.value)
     finally:
-        thread.join(60)
+        thread.join(WAIT_S)
     assert not thread.is_alive()
     (error,) = first
     assert isinstance(error, irpc.JobGatherError) and error.missing == [1] and error.arrived == [0]

@@ -177,10 +177,13 @@ def test_a_rank_of_another_version_and_one_sending_too_much_are_refused_by_name(
     assert new_processes() == []
 
 
-@pytest.mark.parametrize(("dies", "where"), [(2, "die-gather"), (1, "die-sizes"), (0, "die-gather")],
-                         ids=["rank 2 in the gather", "rank 1 in the sizes", "rank 0, the store's host"])
-def test_a_rank_that_dies_mid_gather_is_named_by_every_other_rank(dies, where, new_processes) -> None:
-    results = run_ranks(["fault"] * 3, {dies: {"FAULT": where}})
+@pytest.mark.parametrize(
+    ("mode", "dies", "where"),
+    [("fault", 2, "die-gather"), ("fault", 1, "die-sizes"), ("fault", 0, "die-gather"), ("rpc-fault", 2, "die-gather")],
+    ids=["rank 2 in the gather", "rank 1 in the sizes", "rank 0, the store's host", "rank 2 of an RPC job"],
+)
+def test_a_rank_that_dies_mid_gather_is_named_by_every_other_rank(mode, dies, where, new_processes) -> None:
+    results = run_ranks([mode] * 3, {dies: {"FAULT": where}})
     assert results[dies]["outcome"] == "died", results[dies]
     for rank, result in enumerate(results):
         if rank == dies:
@@ -188,6 +191,7 @@ def test_a_rank_that_dies_mid_gather_is_named_by_every_other_rank(dies, where, n
         assert (result.get("exception"), result["gone"]) == ("GatherFailedError", [dies]), result
         message = result["message"]
         assert message.startswith("gather failed after every rank had come ("), message
+        assert ".cc:" not in message.splitlines()[0] and "('" not in message, message  # gloo's location left out
         if dies == 0:
             assert "is gone too: rank 0 (or torchrun's agent), which hosts it, died or was killed" in message
         else:

@@ -25,8 +25,12 @@ from inspector.report import build_report
 from inspector.rpc import TopologyPlan
 
 TAG, ATTR = "xpwn-tag", "xpwnattr"
-# breaks out of text, of both attribute quotes, of <script>/<style>/<textarea>/<pre>, and of a table cell
-HOSTILE = f'<{TAG} {ATTR}="1">"\' {ATTR}=\'2\' {ATTR}=3 </script></style></textarea></pre></td></th><{TAG}>'
+# breaks out of text, of both attribute quotes, of <script>/<style>/<textarea>/<pre>, and of a table cell; and
+# matplotlib mathtext that raises while a figure is drawn, were it read as math
+HOSTILE = (
+    f'<{TAG} {ATTR}="1">"\' {ATTR}=\'2\' {ATTR}=3 </script></style></textarea></pre></td></th><{TAG}>'
+    r" cost $\foo{$"
+)
 
 
 class _Injected(HTMLParser):
@@ -166,3 +170,29 @@ def test_every_page_panel_and_report_escapes_every_name(hostile_registries: None
                 assert_escaped(markup, what)
     finally:
         loader.shutdown()
+
+
+def test_a_jobs_progress_text_is_shown_as_text() -> None:
+    from waiting import WAIT_S
+
+    from inspector.panels._background import BackgroundJob
+
+    job = BackgroundJob()
+    shown: list[str] = []
+
+    def work(progress: Any, _cancelled: Any) -> None:
+        progress(1, 2, f"setting tag={HOSTILE!r}")  # a sweep's progress quotes the user's setting values
+        shown.append(job.label.value)
+
+    job.start(work, lambda _result: None, lambda _error: None)
+    assert job.wait(WAIT_S)
+    assert_escaped(shown[0], "a job's progress label")
+
+
+def test_a_refused_cudnn_version_is_quoted_as_text() -> None:
+    panel = inspector.show().open("Dispatch")
+    panel.family.value = "torch_sdpa"
+    panel.editor.device.value = "cuda"
+    panel.editor.cudnn.value = HOSTILE
+    assert "cuDNN" in panel.editor.gpu_label.value or "cudnn" in panel.editor.gpu_label.value.lower()
+    assert_escaped(panel.editor.gpu_label.value, "the GPU label under a refused cuDNN version")

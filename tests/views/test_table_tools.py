@@ -76,3 +76,13 @@ def test_an_index_name_sits_in_the_header_row_not_in_a_row_of_its_own() -> None:
     head = markup[markup.index("<thead>"):markup.index("</thead>")]
     assert head.count("<tr>") == 1 and ">backend</th>" in head
     assert csv_of(markup).columns.tolist() == ["backend", "build", "stats"]
+
+
+def test_a_cell_a_spreadsheet_would_run_as_a_formula_downloads_as_text() -> None:
+    frame = pd.DataFrame({"backend": ['=HYPERLINK("http://x","y")', "@SUM(A1)", "plain", "-2+3"],
+                          "ms": [-1.5, 2.0, 3.0, 4.0]})  # fmt: skip
+    back = csv_of(table_html(frame))
+    assert back["backend"].tolist() == ["'=HYPERLINK(\"http://x\",\"y\")", "'@SUM(A1)", "plain", "'-2+3"]
+    assert back["ms"].tolist() == [-1.5, 2.0, 3.0, 4.0]  # numbers stay numbers, negative ones too
+    styled_index = pd.DataFrame({"ms": [1.0]}, index=pd.Index(["+cmd"], name="backend")).style
+    assert csv_of(table_html(styled_index))["backend"].tolist() == ["'+cmd"]

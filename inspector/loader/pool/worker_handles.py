@@ -2,10 +2,9 @@
 
 NOTE [ Starting workers ]
 A worker is a fresh interpreter, ``python -P -c <bootstrap> inspector-dir FD INDEX PARENT_PID``,
-started with ``subprocess.Popen``: ``-P`` keeps the working directory off ``sys.path`` (a
-``socket.py`` where the user happens to be must not replace the standard library's), and the
-bootstrap puts the directory this ``inspector`` package was imported from first on
-``sys.path`` and runs ``worker_process.main``. Unlike a
+started with ``subprocess.Popen`` (NOTE [ Child interpreters ] in ``inspector._child_python``: no
+working directory on ``sys.path``, this very package found after the standard library), running
+``worker_process.main``. Unlike a
 ``multiprocessing`` spawn it never imports the user's ``__main__``, so the loader works the same
 from a script without an ``if __name__ == "__main__":`` guard, code piped on stdin, ``python -c``,
 Jupyter, pytest and ``torchrun``; and unlike ``fork`` it copies none of the user's threads, locks
@@ -24,9 +23,9 @@ import subprocess
 import sys
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
+from inspector._child_python import child_command, module_main
 from inspector._processes import wait_or_kill
 from inspector.loader._errors import WorkerSpawnError
 from inspector.loader.pool.channel import Channel, socket_pair
@@ -34,8 +33,6 @@ from inspector.loader.pool.messages import StopWorker
 
 STOP_GRACE_S = 5.0
 WORKER_MODULE = "inspector.loader.pool.worker_process"
-_BOOTSTRAP = f"import sys; sys.path.insert(0, sys.argv.pop(1)); from {WORKER_MODULE} import main; main()"
-PACKAGE_PARENT = str(Path(__file__).resolve().parents[3])  # the directory holding the `inspector` package
 
 
 @dataclass(eq=False)
@@ -66,7 +63,7 @@ class WorkerHandle:
 
 def worker_command(fd: int, index: int) -> list[str]:
     """The command line that starts worker ``index`` serving on socket ``fd``."""
-    return [_executable(), "-P", "-c", _BOOTSTRAP, PACKAGE_PARENT, str(fd), str(index), str(os.getpid())]
+    return child_command(module_main(WORKER_MODULE), str(fd), str(index), str(os.getpid()), executable=_executable())
 
 
 def describe_command() -> str:
