@@ -19,7 +19,8 @@ Modes:
   sends an envelope of another version, ``oversized`` sends 256 KiB of bytes, ``die-gather`` and
   ``die-sizes`` and ``die-group`` exit the process inside the gather (in its ``gather``, its
   first ``all_gather``, or as it makes its gloo group, right after the ranks met), which has
-  ``$GATHER_TIMEOUT`` seconds (default 60). Before that, every rank tries
+  ``$GATHER_TIMEOUT`` seconds (default 60); ``hang-gather`` stays stuck in its ``gather`` for
+  ``HANG_S``, then exits. Before that, every rank tries
   ``gather(group=<ranks 0 and 1>)``. Rank 0 saves the view (if any) to ``$JOB_VIEW_OUT``.
 * ``rpc-fault``: the same faults in a job started by ``inspector.rpc.init_rpc`` (no subgroup).
 * ``rpc``, ``rpc-abstain``: a job started by ``inspector.rpc.init_rpc``; every rank gathers once,
@@ -37,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 SLOW_ITEM_S = 0.02
+HANG_S = 40.0  # how long a ``hang-gather`` rank stays stuck: far past the others' bound
 WAIT_FOR_MARK_S = 120.0
 
 
@@ -133,6 +135,14 @@ def _break(rank: int, what: str) -> None:
             return made(rank, world_size, records).replace(b'"version":1,"rank"', b'"version":99,"rank"', 1)
 
         _gather.encode = encode  # type: ignore[assignment]
+    elif what == "hang-gather":  # alive but stuck, as a rank in a deadlock or swapping: it exits much later
+
+        def hang(*args: Any, **kwargs: Any) -> None:
+            time.sleep(HANG_S)
+            print(json.dumps({"rank": rank, "outcome": "hung"}), flush=True)
+            os._exit(4)
+
+        dist.gather = hang
     elif what.startswith("die-"):
         name = {"die-gather": "gather", "die-sizes": "all_gather", "die-group": "new_group"}[what]
 

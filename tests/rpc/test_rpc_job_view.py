@@ -210,3 +210,14 @@ def test_a_rank_that_dies_right_after_the_ranks_met_is_named_within_the_gathers_
         assert "ranks [1] did not report back within 5 s after it" in result["message"]
         assert result["seconds"] <= timeout + REPORT_S + SLACK_S, result
     assert new_processes() == []
+
+
+def test_a_rank_stuck_mid_gather_is_named_within_the_gathers_bound(new_processes) -> None:
+    timeout = 10.0
+    results = run_ranks(["fault"] * 3, {2: {"FAULT": "hang-gather"}}, GATHER_TIMEOUT=str(timeout))
+    assert results[2]["outcome"] == "hung", results[2]
+    for result in results[:2]:
+        assert (result.get("exception"), result["gone"]) == ("GatherFailedError", [2]), result
+        assert "ranks [2] did not report back within 5 s after it: they died, hung or were killed" in result["message"]
+        assert result["seconds"] <= timeout + REPORT_S + SLACK_S, result
+    assert new_processes() == []
