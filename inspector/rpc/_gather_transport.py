@@ -16,7 +16,9 @@ so its set-up cannot wait for a missing one) with the gather's remaining time as
 and destroyed after. The records are bytes in uint8 tensors: ``all_gather`` of the sizes, then
 ``gather`` to rank 0 of ``width`` bytes from each, where ``width`` is the largest size, capped
 one past ``MAX_PAYLOAD_BYTES`` (the same on every rank, so the collective's shapes agree and a
-rank that claims more is refused, not allocated for). No ``all_gather_object``: it pickles.
+rank that claims more is refused, not allocated for), then a barrier, so a rank that dies or
+hangs at any point fails every other rank, and each of them can name it (NOTE [ Gather
+protocol ]). No ``all_gather_object``: it pickles.
 """
 
 from __future__ import annotations

@@ -79,6 +79,8 @@ def save_screenshot(page, name: str, tmp_path: Path, top: Any = None) -> Path:  
     the labels shown now must be the recorded ones, or the README's image is out of date.
     """
     set_side_bar(page, True)
+    # The status bar says which cell of which notebook the test drives ("Cell 2/32"): nothing a reader needs.
+    page.add_style_tag(content="#jp-main-statusbar { display: none !important; }")
     anchor = top if top is not None else page.locator(".jp-OutputArea .widget-tab").first
     anchor.evaluate("e => e.scrollIntoView({block: 'start'})")
     page.mouse.move(5, 5)
