@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from loader_probes import wait_gone
+from loader_probes import loader_threads, wait_gone
 from waiting import PROCESS_WAIT_S, WAIT_S
 
 from inspector.loader import FileStorageLoader, StorageCorruptError
@@ -228,3 +228,37 @@ def test_many_small_loads_with_callbacks_from_threads_all_arrive_right(tmp_path:
         assert bad == []
         status = loader.status()
         assert (status.pending, status.in_flight, status.loads_failed) == (0, 0, 0)
+
+
+def test_a_load_with_a_callback_is_read_by_a_reader_thread_and_load_returns_at_once(tmp_path: Path) -> None:
+    with FileStorageLoader(tmp_path, ttl=None, worker_num=1) as loader:
+        storage = loader.save({"a": np.arange(1000)})
+        loader.start()
+        assert sorted(n for n in loader_threads() if "-reader-" in n) == [f"{loader.name}-reader-{i}" for i in (0, 1)]
+        gate = threading.Event()
+        first = loader.load(storage, lambda _obj: gate.wait(WAIT_S))  # holds the delivery thread
+        second = loader.load(storage, lambda obj: None)
+        assert not second.done()  # queued behind the first callback, not read and delivered by the caller
+        gate.set()
+        assert first.result(WAIT_S)["a"][-1] == 999 and second.result(WAIT_S)["a"][-1] == 999
+        assert [t.worker for t in loader.timings()] == [None, None]
+
+
+def test_a_load_with_a_callback_not_in_the_page_cache_goes_to_a_worker(tmp_path: Path) -> None:
+    got: list[Any] = []
+    with FileStorageLoader(tmp_path, ttl=None, worker_num=1) as loader:
+        storage = loader.save({"a": np.arange(50_000)})
+        drop_from_page_cache(storage.path)
+        loader.load(storage, got.append).result(WAIT_S)
+        assert got[0]["a"][-1] == 49_999 and worker_of(loader, storage.path) == 0
+
+
+def test_shutdown_answers_every_load_queued_for_the_readers_and_stops_them(tmp_path: Path, clean_process: None) -> None:
+    loader = FileStorageLoader(tmp_path, ttl=None, worker_num=1)
+    storages = [loader.save({"i": np.full(10, i)}) for i in range(4)]
+    seen: list[int] = []
+    futures = [loader.load(storages[n % 4], lambda obj: seen.append(int(obj["i"][0]))) for n in range(300)]
+    loader.shutdown()
+    assert all(f.done() for f in futures)
+    assert all(f.exception() is None for f in futures) and len(seen) == 300  # shutdown waits for queued loads
+    assert loader_threads() == []

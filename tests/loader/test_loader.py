@@ -320,9 +320,10 @@ def test_a_ttl_may_be_any_real_number_numpy_scalars_included(ttl: object) -> Non
     loader.shutdown()
 
 
-def test_a_slow_consumer_bounds_the_segments_in_use(loader: FileStorageLoader) -> None:
+def test_a_slow_consumer_bounds_the_segments_in_use(worker_loader: FileStorageLoader) -> None:
     import gc
 
+    loader = worker_loader
     from inspector.loader.pool.config import DEPTH
 
     gc.collect()

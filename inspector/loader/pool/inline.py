@@ -8,13 +8,15 @@ it is several times the copy itself. So ``load`` first opens the file on the cal
 (the same checked ``StorageFile`` every reader uses) and, when it is at most ``inline_bytes``
 and wholly in the page cache (``RWF_NOWAIT``: the caller never waits for a disk), reads it here
 into a buffer of private memory and builds the payload over it. Without a callback the future is
-answered before ``load`` returns; with one (or ``on_error``), the built payload goes straight to
-the delivery thread, which runs the callback as for any load (registered among the open requests
-as every load is, so ``shutdown`` and fork see it). A file that is larger,
-not cached, or a load for a device or a storage that is not a file, takes the worker path, and
-so does one above ``ALWAYS_BYTES`` while other loads are under way: there the workers read in
-parallel, and a caller reading one payload after another would only hold them up. A callback's
-payload is read here only while the delivery thread's backlog is within the pool's budget.
+answered before ``load`` returns. A load with a callback (or ``on_error``) is instead handed to
+one of ``READERS`` reader threads of the pool and ``load`` returns at once: the reader does the
+same (reads release the GIL, so two overlap), then hands the built payload to the delivery
+thread, which runs the callback as for any load, or queues the load for a worker when it must.
+Every such load is registered among the open requests as every load is, so ``shutdown`` waits
+for it and fork fails it. A file that is larger, not cached, or a load for a device or a storage
+that is not a file, takes the worker path, and so does one above ``ALWAYS_BYTES`` while other
+loads are pending or at a worker: there the workers read in parallel. A callback's payload is
+read here only while the delivery thread's backlog is within the pool's budget.
 
 The buffers are recycled like segments (NOTE [ Segment ownership ]): a payload leases its buffer,
 and the buffer comes back once every array of it is garbage-collected (a ``KeyedRef`` whose
@@ -28,6 +30,8 @@ caller was making (NOTE [ Interrupts while waiting ] in ``requests``).
 from __future__ import annotations
 
 import collections
+import queue
+import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -41,6 +45,7 @@ from inspector.loader.pool.segments import capacity_for
 from inspector.loader.storage.image import decode_image
 from inspector.loader.storage.reader import StorageFile
 
+READERS = 2  # threads that read loads with a callback: reads release the GIL, so two overlap on two cores
 ALWAYS_BYTES = 256 << 10  # at most this, always read here; larger (to ``inline_bytes``) only when the pool is idle
 FREE_BYTES_KEPT = 256 << 20  # free buffers kept for reuse, in bytes, beyond which they are let go
 
@@ -107,6 +112,47 @@ class InlineReader:
         self._count = count
         self._busy = busy
         self.buffers = Buffers()
+        self._jobs: queue.SimpleQueue[Request | None] = queue.SimpleQueue()
+        self._readers: list[threading.Thread] = []
+
+    def wants_reader(self, request: Request) -> bool:
+        """A load with a callback that may be read here: a reader thread tries it, and the caller returns at once."""
+        return bool(self._readers) and request.needs_delivery and request.path is not None and request.device is None
+
+    @property
+    def put_now(self) -> Callable[[Request | None], None]:
+        """The reader queue's own ``put`` (a C function: an interrupt comes before it or after it)."""
+        return self._jobs.put
+
+    def start_readers(self, name: str, forward: Callable[[Request], None]) -> None:
+        """Start the reader threads (on the pool's start); each hands what it read, or could not, to ``forward``."""
+        if self.limit <= 0:
+            return
+        for i in range(READERS):
+            thread = threading.Thread(target=self._serve, args=(forward,), name=f"{name}-reader-{i}", daemon=True)
+            thread.start()
+            self._readers.append(thread)
+
+    def stop_readers(self, timeout: float) -> None:
+        """Let the reader threads finish what is queued, then end (nothing more is queued once the pool stopped)."""
+        readers, self._readers = self._readers, []
+        for _ in readers:
+            self._jobs.put(None)
+        for thread in readers:
+            if thread is not threading.current_thread():
+                thread.join(timeout)
+
+    def _serve(self, forward: Callable[[Request], None]) -> None:
+        while True:
+            request = self._jobs.get()
+            if request is None:
+                return
+            try:
+                self.try_load(request)  # leaves the outcome in ``request.prebuilt``, or None: for a worker
+            except BaseException as exc:  # a bug of ours: that load fails, none hangs
+                request.prebuilt = (None, exc, ())
+            forward(request)
+            del request
 
     def try_load(self, request: Request) -> bool:
         """True when ``request`` was answered here; False when it must be queued: for a worker, or (read here, in

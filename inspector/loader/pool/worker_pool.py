@@ -85,6 +85,7 @@ class WorkerPool:
                                     config.name, self._forget)  # fmt: skip
         try:
             self._deliverer.start()
+            self._inline.start_readers(config.name, self._after_read)
             for i in range(config.worker_num):  # one at a time, so a failure can stop those already started
                 self._state.workers.append(self._spawn(i))
             self._loop.start()
@@ -109,7 +110,17 @@ class WorkerPool:
         state = self._state
         if state.stopped:
             return False
-        if self._inline.try_load(request):  # NOTE [ Small loads in the caller ] in ``inline``
+        inline = self._inline
+        if inline.wants_reader(request):  # NOTE [ Small loads in the caller ] in ``inline``
+            put = inline.put_now
+            with state.lock:
+                if state.stopped:
+                    return False
+                state.reading += 1
+                put(request)  # the only call in here: an interrupt comes before it or after it
+                state.requests[request.id] = request  # the reader hands it on under this lock: never before
+            return True
+        if inline.try_load(request):
             return True
         if request.prebuilt is not None:  # read here; its callback goes straight to the delivery thread
             put = self._deliverer.put_now
@@ -289,6 +300,26 @@ class WorkerPool:
         elif throttled:  # only then can a queued request be waiting for this slot: else a reply frees the next one
             self._wake()
 
+    def _after_read(self, request: Request) -> None:
+        """On a reader thread: deliver what it read, or queue the load for a worker (or fail it: the pool ended)."""
+        state = self._state
+        failed = None
+        with state.lock:
+            state.reading -= 1
+            if request.prebuilt is not None:
+                request.queued = True
+                state.undelivered += 1
+                self._deliverer.put(Prebuilt(request))
+                return
+            if state.exit:
+                failed = Failed(request, LoaderShutdownError(request.label))
+            else:
+                state.pending.append(request)
+        if failed is not None:
+            self._route(failed)
+        else:
+            self._wake()
+
     def _forget(self, request: Request) -> None:
         with self._state.lock:
             self._state.requests.pop(request.id, None)
@@ -297,7 +328,8 @@ class WorkerPool:
         """Whether an inline read should leave this load to the workers: a ``large`` one while other loads are
         under way, or one for the delivery thread while its backlog is full (NOTE [ Small loads in the caller ])."""
         state = self._state
-        return (large and bool(state.requests)) or (delivered and state.undelivered >= self.config.max_outstanding)
+        at_workers = len(state.requests) > state.undelivered + state.reading  # pending, or at a worker
+        return (large and at_workers) or (delivered and state.undelivered >= self.config.max_outstanding)
 
     def _count_inline(self, ok: bool) -> None:
         with self._state.lock:
@@ -331,6 +363,7 @@ class WorkerPool:
                 self._route(Failed(request, error))
 
     def _stop_delivery(self) -> None:
+        self._inline.stop_readers(STOP_GRACE_S)  # what they read still goes to the delivery thread
         self._deliverer.stop(after=self._release)
 
     def _release(self) -> None:
