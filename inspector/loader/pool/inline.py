@@ -46,6 +46,7 @@ from inspector.loader.storage.image import decode_image
 from inspector.loader.storage.reader import StorageFile
 
 READERS = 2  # threads that read loads with a callback: reads release the GIL, so two overlap on two cores
+BACKLOG_POLL_S = 0.0005  # how often a reader looks again while the delivery thread's backlog is full
 ALWAYS_BYTES = 256 << 10  # at most this, always read here; larger (to ``inline_bytes``) only when the pool is idle
 FREE_BYTES_KEPT = 256 << 20  # free buffers kept for reuse, in bytes, beyond which they are let go
 
@@ -124,12 +125,14 @@ class InlineReader:
         """The reader queue's own ``put`` (a C function: an interrupt comes before it or after it)."""
         return self._jobs.put
 
-    def start_readers(self, name: str, forward: Callable[[Request], None]) -> None:
-        """Start the reader threads (on the pool's start); each hands what it read, or could not, to ``forward``."""
+    def start_readers(self, name: str, forward: Callable[[Request], None], backlog_full: Callable[[], bool]) -> None:
+        """Start the reader threads (on the pool's start); each hands what it read, or could not, to ``forward``,
+        and waits while ``backlog_full()``: the delivery thread has as many payloads as it may hold."""
         if self.limit <= 0:
             return
         for i in range(READERS):
-            thread = threading.Thread(target=self._serve, args=(forward,), name=f"{name}-reader-{i}", daemon=True)
+            thread = threading.Thread(target=self._serve, args=(forward, backlog_full), name=f"{name}-reader-{i}",
+                                      daemon=True)  # fmt: skip
             thread.start()
             self._readers.append(thread)
 
@@ -142,11 +145,13 @@ class InlineReader:
             if thread is not threading.current_thread():
                 thread.join(timeout)
 
-    def _serve(self, forward: Callable[[Request], None]) -> None:
+    def _serve(self, forward: Callable[[Request], None], backlog_full: Callable[[], bool]) -> None:
         while True:
             request = self._jobs.get()
             if request is None:
                 return
+            while backlog_full():  # a worker would only add to the same backlog: wait for room instead
+                time.sleep(BACKLOG_POLL_S)
             try:
                 self.try_load(request)  # leaves the outcome in ``request.prebuilt``, or None: for a worker
             except BaseException as exc:  # a bug of ours: that load fails, none hangs

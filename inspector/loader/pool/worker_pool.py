@@ -85,7 +85,7 @@ class WorkerPool:
                                     config.name, self._forget)  # fmt: skip
         try:
             self._deliverer.start()
-            self._inline.start_readers(config.name, self._after_read)
+            self._inline.start_readers(config.name, self._after_read, self._backlog_full)
             for i in range(config.worker_num):  # one at a time, so a failure can stop those already started
                 self._state.workers.append(self._spawn(i))
             self._loop.start()
@@ -330,6 +330,11 @@ class WorkerPool:
         state = self._state
         at_workers = len(state.requests) > state.undelivered + state.reading  # pending, or at a worker
         return (large and at_workers) or (delivered and state.undelivered >= self.config.max_outstanding)
+
+    def _backlog_full(self) -> bool:
+        """The delivery thread holds as many payloads as it may (none counts while a callback waits on a future)."""
+        state = self._state
+        return not state.exit and not state.delivery_waiting and state.undelivered >= self.config.max_outstanding
 
     def _count_inline(self, ok: bool) -> None:
         with self._state.lock:
