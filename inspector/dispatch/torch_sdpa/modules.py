@@ -41,10 +41,13 @@ class ModulePaths:
         frame = frame if frame is not None else sys._getframe(1)
         inner = None
         depth = 0
-        while frame is not None and depth < _MAX_FRAMES:
-            inner = _module_of(frame)
-            if inner is not None:
-                break
+        while frame is not None and depth < _MAX_FRAMES:  # ``_module_of``, inlined: kept calls run this
+            code = frame.f_code
+            if code.co_argcount and code.co_varnames[0] == "self":
+                owner = frame.f_locals.get("self")
+                if isinstance(owner, nn.Module):
+                    inner = owner
+                    break
             frame, depth = frame.f_back, depth + 1
         if inner is None or frame is None:
             return ""

@@ -46,6 +46,13 @@ from inspector.dispatch.torch_sdpa.watch_records import (
 
 __all__ = ["WatchGroup", "WatchTable", "WatchedCall", "WatchedCalls", "last_watch", "signature", "watch"]
 
+# NOTE [ Finding the calling module ]
+# A call's module is found on the Python stack (``modules.ModulePaths``): reading the calling
+# frame's ``self`` materialises frame objects and their locals, which in a model costs tens of
+# microseconds per call, more than everything else a watched call does. So the stack is walked
+# for the first call of every group and for the first ``MODULE_LOOKUPS`` calls kept in full (a
+# model's first steps, every layer of them); later calls leave ``module`` empty.
+MODULE_LOOKUPS = 64
 MAX_SIGNATURES = 1024  # exact signatures remembered (and as many relaxed ones); each cache starts afresh when full
 _last: list[WatchedCalls] = []
 _get_ident = threading.get_ident
@@ -99,6 +106,7 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         self._slots: dict[tuple[Any, ...], Decision] = {}
         self._families: dict[tuple[Any, ...], dict[str, Decision]] = {}  # relaxed key -> backend -> decision
         self._paths = ModulePaths()
+        self._lookups = MODULE_LOOKUPS  # stack walks left for kept calls (NOTE [ Finding the calling module ])
 
     def __enter__(self) -> WatchedCalls:
         self._thread = _get_ident()
@@ -142,8 +150,11 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         index = calls.seen
         calls.seen = index + 1
         if index < self.keep:
-            module = self._paths.caller(sys._getframe(1))
-            decision.group.note_module(module)  # type: ignore[union-attr]
+            module = ""
+            if self._lookups:
+                self._lookups -= 1
+                module = self._paths.caller(sys._getframe(1))
+                decision.group.note_module(module)  # type: ignore[union-attr]
             calls.calls.append(WatchedCall(index, decision, module, key))
         try:
             if _profiler_on():
@@ -161,8 +172,11 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         index = calls.seen
         calls.seen = index + 1
         if index < self.keep:
-            module = self._paths.caller(sys._getframe(1))
-            group.note_module(module)  # type: ignore[union-attr]
+            module = ""
+            if self._lookups:
+                self._lookups -= 1
+                module = self._paths.caller(sys._getframe(1))
+                group.note_module(module)  # type: ignore[union-attr]
             calls.calls.append(WatchedCall(index, decision, module))
         try:
             if _profiler_on():

@@ -131,6 +131,23 @@ def test_module_paths_keep_their_index_and_collapse_only_many_layers() -> None:
     assert summarise([f"b.{i}.attn" for i in (0, 1, 5, 7)]) == "b.{0,1,5,7}.attn"
 
 
+def test_the_stack_is_walked_for_a_models_first_calls_only() -> None:
+    import importlib
+
+    lookups = importlib.import_module("inspector.dispatch.torch_sdpa.watch").MODULE_LOOKUPS
+    model, ids = _small_llama(), torch.randint(0, 64, (1, 4))
+    with torch.no_grad(), torch_sdpa.watch() as calls:
+        caches = model.new_caches()
+        model(ids, caches)
+        for _step in range(lookups // 2 + 4):  # two layers a step: past the calls the stack is walked for
+            model(ids[:, :1], caches)
+    assert len(calls) == calls.seen == 2 * (lookups // 2 + 5)
+    assert [c.module for c in calls[:lookups]] == ["model.layers.0.self_attn", "model.layers.1.self_attn"] * (
+        lookups // 2)
+    assert {c.module for c in calls[lookups:]} == {""}  # kept, counted and decided, but not walked for
+    assert all(g.module == "model.layers.0.self_attn, model.layers.1.self_attn" for g in calls.table().groups)
+
+
 def test_every_printed_line_tells_its_group_apart() -> None:
     q, mask = torch.randn(1, 2, 8, 16), torch.ones(8, 8, dtype=torch.bool)
     with torch_sdpa.watch() as calls:
