@@ -15,7 +15,8 @@ It also times one small load (1 KiB) round trip against a bare multiprocessing p
 and the 1 MiB steps payload against a synchronous load, each pair taking turns in rounds of the
 same run (the ratio is the median of the rounds'), and prints every target with PASS or MISS,
 and a note when the machine was busy. The run is appended to the benchmark history
-(``inspector bench loader --compare``).
+(``inspector bench loader --compare``). Then ``loader_peers.py`` compares the loader with
+the peer storage loader (``ding_w3``) in one run of the peer script (``--no-peers`` skips it).
 
 Only the standard library is imported at the top: the baselines' worker processes started with
 ``spawn`` re-import this script.
@@ -73,6 +74,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="1 and 16 MiB only (about a minute)")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--no-peers", action="store_true", help="skip the peer comparison (loader_peers.py)")
     args = parser.parse_args()
     global SIZES
     if args.quick:
@@ -129,6 +131,11 @@ def main() -> int:
     if args.json:
         with open(args.json, "w") as out:
             json.dump([r.as_dict() for r in rows], out, indent=1)
+    if not args.no_peers:  # in the peers' own virtualenv, when there is one (else: how to make it)
+        import loader_peers
+
+        print("\n=== loader vs peers ===", flush=True)
+        loader_peers.main(["--quick"] if args.quick else [])
     return 0
 
 

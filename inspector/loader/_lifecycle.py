@@ -33,7 +33,7 @@ import weakref
 from collections.abc import Callable
 from typing import Any
 
-from inspector.loader.pool.config import PoolConfig, no_reason
+from inspector.loader.pool.config import INLINE_BYTES, PoolConfig, no_reason
 from inspector.loader.pool.records import LoaderStatus
 from inspector.loader.pool.requests import Request
 from inspector.loader.pool.worker_pool import WorkerPool
@@ -50,10 +50,13 @@ _numbers = itertools.count(1)
 class Core:
     """A loader's pool (started on demand, restartable), its timings, and its clean-up and fork steps."""
 
-    def __init__(self, kind: str, worker_num: int, why_missing: Callable[[str], str | None] = no_reason) -> None:
+    def __init__(
+        self, kind: str, worker_num: int, why_missing: Callable[[str], str | None] = no_reason,
+        inline_bytes: int = INLINE_BYTES,
+    ) -> None:  # fmt: skip
         self.name = f"{kind}-{next(_numbers)}"
         self.timings: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=TIMINGS_KEPT)  # LoadTiming marks
-        self.config = PoolConfig(self.name, worker_num, why_missing, self.timings.append)
+        self.config = PoolConfig(self.name, worker_num, why_missing, self.timings.append, inline_bytes=inline_bytes)
         self.closers: list[Callable[[float | None], None]] = []  # each given how long it may wait (None: no bound)
         self.forkers: list[Callable[[], None]] = []  # run in a forked child (NOTE [ Loaders across fork ])
         self._lock = threading.Lock()

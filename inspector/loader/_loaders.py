@@ -16,7 +16,7 @@ from inspector._messages import Message
 from inspector.loader._errors import WorkersNotReadyError
 from inspector.loader._file_area import FileArea, check_ttl
 from inspector.loader._lifecycle import Core
-from inspector.loader.pool.config import no_reason
+from inspector.loader.pool.config import INLINE_BYTES, no_reason
 from inspector.loader.pool.cuda import resolve_device
 from inspector.loader.pool.records import LoaderStatus, LoadTiming
 from inspector.loader.pool.requests import Request
@@ -36,8 +36,11 @@ class StorageLoader(ABC):
     as a context manager to be sure it shuts down.
     """
 
-    def __init__(self, worker_num: int = 3, *, _why_missing: Callable[[str], str | None] = no_reason) -> None:
-        self._core = Core(type(self).__name__, worker_num, _why_missing)
+    def __init__(
+        self, worker_num: int = 3, *, inline_bytes: int = INLINE_BYTES,
+        _why_missing: Callable[[str], str | None] = no_reason,
+    ) -> None:  # fmt: skip
+        self._core = Core(type(self).__name__, worker_num, _why_missing, inline_bytes)
         self._finalizer = weakref.finalize(self, self._core.close_when_idle)
         self._finalizer.atexit = False
 
@@ -66,7 +69,8 @@ class StorageLoader(ABC):
         on_error: Callable[[BaseException], Any] | None = None,
         device: Any = None,
     ) -> Future[Any]:
-        """Load ``storage`` in a worker; ``callback(obj)`` runs on the loader's delivery thread.
+        """Load ``storage`` in a worker (small and cached: on this thread); ``callback(obj)`` runs on the delivery
+        thread.
 
         The returned future completes after the callback has returned, with the object, or with
         the error (which also goes to ``on_error``): a missing, expired, truncated or corrupt
@@ -160,6 +164,9 @@ class FileStorageLoader(StorageLoader):
     and removes it, with its files, at ``shutdown``; a given directory is made absolute now (a
     later ``chdir`` changes nothing), created (0700) if missing, and its files are kept at
     shutdown. ``ttl`` is a finite positive number of seconds; ``ttl=None`` keeps files until then.
+    A payload of at most ``inline_bytes`` that the page cache holds is read on the calling thread,
+    skipping the workers (NOTE [ Small loads in the caller ]); ``inline_bytes=0`` sends every load to
+    a worker.
 
     >>> with FileStorageLoader(worker_num=2) as loader:  # doctest: +SKIP
     ...     obj = loader.load(loader.save({"obs": np.zeros((4, 84, 84))})).result()
@@ -170,9 +177,11 @@ class FileStorageLoader(StorageLoader):
         dirname: str | os.PathLike[str] | None = None,
         ttl: float | None = 20,
         worker_num: int = 3,
+        *,
+        inline_bytes: int = INLINE_BYTES,
     ) -> None:
         area = FileArea(dirname, check_ttl(ttl))
-        super().__init__(worker_num, _why_missing=area.janitor.why_missing)
+        super().__init__(worker_num, inline_bytes=inline_bytes, _why_missing=area.janitor.why_missing)
         self._area = area
         self._core.closers.append(area.close)
         self._core.forkers.append(area.after_fork_in_child)

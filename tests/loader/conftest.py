@@ -20,6 +20,15 @@ def loader() -> Iterator[FileStorageLoader]:
     gc.collect()
 
 
+@pytest.fixture(scope="module")
+def worker_loader() -> Iterator[FileStorageLoader]:
+    """A two-worker loader that sends every load to a worker (``inline_bytes=0``), for the worker path's steps."""
+    with FileStorageLoader(worker_num=2, ttl=None, inline_bytes=0) as shared:
+        shared.start()
+        yield shared
+    gc.collect()
+
+
 @pytest.fixture
 def clean_process() -> Iterator[None]:
     """Asserts a test leaves no worker process, no /dev/shm entry and no segment mapping behind."""

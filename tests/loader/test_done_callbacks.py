@@ -9,12 +9,19 @@ import os
 import signal
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 from waiting import WAIT_S, wait_until
 
 from inspector.loader import CallbackDeadlockError, FileStorageLoader
+
+
+@pytest.fixture(scope="module")
+def loader(worker_loader: FileStorageLoader) -> FileStorageLoader:
+    """Every load here goes to a worker, so pausing the workers keeps it pending."""
+    return worker_loader
 
 
 @contextlib.contextmanager
@@ -49,9 +56,19 @@ def test_a_done_callback_runs_on_the_delivery_thread_never_the_io_thread(loader:
     assert ran_on[0].endswith("-delivery")
 
 
+def test_a_done_callback_on_a_load_answered_in_the_caller_runs_on_the_delivery_thread(tmp_path: Path) -> None:
+    ran_on: list[str] = []
+    with FileStorageLoader(tmp_path, worker_num=1, ttl=None) as loader:
+        future = loader.load(loader.save([1]))  # small and cached: answered before load returns
+        assert future.done()
+        future.add_done_callback(lambda _f: ran_on.append(threading.current_thread().name))
+        wait_until(lambda: ran_on, WAIT_S)
+    assert ran_on == [f"{loader.name}-delivery"]
+
+
 @pytest.mark.parametrize("exc_type", [SystemExit, KeyboardInterrupt, ValueError])
 def test_a_done_callback_that_raises_fails_no_other_load(exc_type: type[BaseException]) -> None:
-    with FileStorageLoader(worker_num=1, ttl=None) as loader:
+    with FileStorageLoader(worker_num=1, ttl=None, inline_bytes=0) as loader:
         storage = loader.save({"a": [1, 2, 3]})
         loader.start()
         ran = threading.Event()

@@ -69,7 +69,7 @@ def test_a_base_exception_from_a_custom_storage_load_reaches_the_future(loader: 
 
 # ---- descriptors ------------------------------------------------------------------------------
 def test_a_transient_emfile_fails_that_one_load_clearly_and_the_pool_recovers(tmp_path: Path) -> None:
-    with FileStorageLoader(tmp_path, ttl=None, worker_num=1) as loader:
+    with FileStorageLoader(tmp_path, ttl=None, worker_num=1, inline_bytes=0) as loader:  # the worker path's steps
         small = loader.save({"a": np.arange(10)})
         big = loader.save({"b": np.ones(3 << 20, np.uint8)})  # a size class no segment exists for yet
         loader.load(small).result(WAIT_S)
@@ -88,7 +88,7 @@ def test_a_transient_emfile_fails_that_one_load_clearly_and_the_pool_recovers(tm
 
 
 def test_kept_payloads_hold_no_descriptor(tmp_path: Path) -> None:
-    with FileStorageLoader(tmp_path, ttl=None, worker_num=2) as loader:
+    with FileStorageLoader(tmp_path, ttl=None, worker_num=2, inline_bytes=0) as loader:  # payloads over segments
         storage = loader.save({"a": np.arange(100)})
         loader.load(storage).result(WAIT_S)
         before = len(open_fds())

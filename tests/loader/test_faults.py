@@ -75,7 +75,7 @@ def test_workers_that_cannot_start_stop_being_replaced_and_say_why(tmp_path: Pat
         sys.path[:0] = {sys.path!r}
         multiprocessing.set_executable("/bin/false")
         from inspector.loader import FileStorageLoader, WorkerStartError
-        loader = FileStorageLoader({str(tmp_path)!r}, ttl=None, worker_num=1)
+        loader = FileStorageLoader({str(tmp_path)!r}, ttl=None, worker_num=1, inline_bytes=0)
         error = loader.load(loader.save([1])).exception(60)
         print(type(error).__name__, getattr(error, "failures", None), getattr(error, "exitcode", None))
         print(str(error).splitlines()[2])
@@ -99,7 +99,7 @@ def test_memory_that_cannot_be_reserved_fails_early_with_a_clear_error() -> None
 def test_an_impossible_segment_reaches_the_future_not_a_sigbus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     import inspector.loader.pool.segments as segments
 
-    with FileStorageLoader(tmp_path, ttl=None, worker_num=1) as loader:
+    with FileStorageLoader(tmp_path, ttl=None, worker_num=1, inline_bytes=0) as loader:  # a worker's segment
         storage = loader.save({"a": np.zeros(10)})
         monkeypatch.setattr(segments, "capacity_for", lambda n: 1 << 62)  # a limit we cannot hit for real
         with pytest.raises(SharedMemoryError):

@@ -23,7 +23,7 @@ from inspector.loader import FileStorageLoader, LoaderError, LoaderShutdownError
 
 def test_shutdown_leaves_no_worker_thread_segment_or_shm_entry(tmp_path: Path, clean_process: None) -> None:
     shm_before = shm_entries()
-    loader = FileStorageLoader(tmp_path, ttl=5, worker_num=2)
+    loader = FileStorageLoader(tmp_path, ttl=5, worker_num=2, inline_bytes=0)  # a worker's segment
     obj = loader.load(loader.save({"a": np.arange(100_000)})).result(WAIT_S)
     pids = [w.pid for w in loader.status().workers]
     assert memfd_mappings() and set(pids) <= worker_processes()
@@ -39,7 +39,7 @@ def test_shutdown_leaves_no_worker_thread_segment_or_shm_entry(tmp_path: Path, c
 def test_arrays_kept_after_shutdown_stay_valid_and_their_memory_goes_with_them(
     tmp_path: Path, clean_process: None
 ) -> None:
-    with FileStorageLoader(tmp_path, ttl=None, worker_num=1) as loader:
+    with FileStorageLoader(tmp_path, ttl=None, worker_num=1, inline_bytes=0) as loader:  # a worker's segment
         kept = loader.load(loader.save({"a": np.arange(50_000)})).result(WAIT_S)
     assert kept["a"][-1] == 49_999 and memfd_mappings() != []  # still mapped: the array is alive
     kept["a"][0] = -1  # and still writable, owned by us alone
@@ -174,7 +174,7 @@ def test_workers_exit_on_their_own_when_the_parent_is_killed(tmp_path: Path) -> 
 
 @pytest.mark.slow
 def test_a_worker_crash_then_shutdown_leaves_nothing_behind(tmp_path: Path, clean_process: None) -> None:
-    with FileStorageLoader(tmp_path, ttl=None, worker_num=2) as loader:
+    with FileStorageLoader(tmp_path, ttl=None, worker_num=2, inline_bytes=0) as loader:  # the loads go to the workers
         storage = loader.save({"a": np.arange(1000)})
         loader.load(storage).result(WAIT_S)
         victims = [w.pid or 0 for w in loader.status().workers]

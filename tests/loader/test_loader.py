@@ -238,9 +238,10 @@ def test_a_queued_load_can_be_cancelled(loader: FileStorageLoader) -> None:
         assert queued.result(WAIT_S) == ["late"]
 
 
-def test_delivered_arrays_lease_their_segment_until_dropped(loader: FileStorageLoader) -> None:
+def test_delivered_arrays_lease_their_segment_until_dropped(worker_loader: FileStorageLoader) -> None:
     import gc
 
+    loader = worker_loader
     gc.collect()
     leased_before = loader.status().segments_leased
     kept = loader.load(loader.save({"a": np.ones(1000)})).result(WAIT_S)
@@ -369,7 +370,7 @@ def test_a_worker_asked_for_a_segment_it_does_not_have_answers_with_an_error(tmp
     try:
         assert isinstance(main.receive().message, WorkerReady)  # type: ignore[union-attr]
         fd = os.open(storage.path, os.O_RDONLY)
-        main.send(ReadFile(7, os.path.getsize(storage.path), 99, 0), (fd,))
+        main.send(ReadFile(7, os.path.getsize(storage.path), 99, 0, False), (fd,))
         os.close(fd)
         reply = main.receive().message  # type: ignore[union-attr]
         main.send(StopWorker())

@@ -73,7 +73,7 @@ def crash_the_io_thread(loader: FileStorageLoader, storage: Any) -> list[Any]:
 def test_after_an_io_thread_crash_every_request_fails_with_the_cause_and_the_next_load_starts_afresh(
     tmp_path: Path, clean_process: None
 ) -> None:
-    loader = FileStorageLoader(tmp_path, ttl=None, worker_num=1)
+    loader = FileStorageLoader(tmp_path, ttl=None, worker_num=1, inline_bytes=0)  # loads wait at the worker
     storage = loader.save({"a": np.arange(10)})
     loader.start()
     try:
@@ -110,7 +110,7 @@ def test_after_an_io_thread_crash_every_request_fails_with_the_cause_and_the_nex
 def test_shutdown_after_an_io_thread_crash_returns_and_answers_every_future(
     tmp_path: Path, clean_process: None
 ) -> None:
-    loader = FileStorageLoader(tmp_path, ttl=None, worker_num=1)
+    loader = FileStorageLoader(tmp_path, ttl=None, worker_num=1, inline_bytes=0)  # loads wait at the worker
     loader.start()
     futures = crash_the_io_thread(loader, loader.save([1]))
     victim = loader.status().workers[0].pid or 0
@@ -198,7 +198,7 @@ def test_the_interpreter_exits_even_while_a_callback_blocks_forever(tmp_path: Pa
 
 
 def test_a_worker_out_of_descriptors_fails_that_load_with_emfile_and_serves_again() -> None:
-    with FileStorageLoader(worker_num=1, ttl=None) as loader:
+    with FileStorageLoader(worker_num=1, ttl=None, inline_bytes=0) as loader:
         small, big = loader.save({"a": np.arange(10)}), loader.save({"b": np.ones(3 << 20, np.uint8)})
         assert int(loader.load(small).result(WAIT_S)["a"].sum()) == 45
         (worker,) = loader.status().workers

@@ -9,7 +9,8 @@ from typing import Any
 from inspector._messages import Message
 
 DEPTH = 4  # requests queued at each worker, so it starts the next read the moment it finishes one
-OUTSTANDING_BYTES = 1 << 30  # past this, only two requests per worker hold segments at once
+OUTSTANDING_BYTES = 1 << 28  # past this, only two requests per worker hold segments at once (fewer new segments)
+INLINE_BYTES = 4 << 20  # the default largest payload read on the caller's thread (NOTE [ Small loads in the caller ])
 
 
 def no_reason(path: str) -> str | None:
@@ -36,6 +37,7 @@ class PoolConfig:
     record: Callable[[tuple[Any, ...]], None] = drop_timing
     depth: int = DEPTH
     outstanding_bytes: int = OUTSTANDING_BYTES
+    inline_bytes: int = INLINE_BYTES
 
     def __post_init__(self) -> None:
         if type(self.worker_num) is not int or self.worker_num < 1:
@@ -44,6 +46,11 @@ class PoolConfig:
             raise ValueError(str(Message(headline, next_step=step)))
         if type(self.depth) is not int or self.depth < 1:
             raise ValueError(f"depth must be a positive int, got {self.depth!r}")
+        if type(self.inline_bytes) is not int or self.inline_bytes < 0:
+            raise ValueError(
+                f"inline_bytes must be an int >= 0, got {self.inline_bytes!r}\n"
+                "next step = pass 0 to send every load to a worker, or a size in bytes"
+            )
 
     @property
     def max_outstanding(self) -> int:

@@ -59,7 +59,16 @@ class InProcess:
         self.request = request
 
 
-Item = Loaded | Failed | InProcess
+class Prebuilt:
+    """``request`` was read on the caller's thread (``request.prebuilt``): its callback is left to run."""
+
+    __slots__ = ("request",)
+
+    def __init__(self, request: Request) -> None:
+        self.request = request
+
+
+Item = Loaded | Failed | InProcess | Prebuilt
 
 
 class _Stop:
@@ -85,13 +94,13 @@ class Deliverer:
         staging: Any,
         token: object,
         name: str,
-        requests: dict[int, Request],
+        forget: Callable[[Request], None],
     ) -> None:
         self._segments = segments
         self._finished = finished
         self._record = record
         self._staging = staging
-        self._requests = requests  # open requests by id: a request leaves once its future is answered
+        self._forget = forget  # a request leaves the open ones once its future is answered
         self._queue: queue.SimpleQueue[Item | _Stop | Callable[[], None]] = queue.SimpleQueue()
         self._lock = threading.Lock()  # orders call_soon against the end of the thread
         self._closed = False
@@ -101,8 +110,19 @@ class Deliverer:
     def start(self) -> None:
         self.thread.start()
 
+    def after_fork(self) -> None:
+        """In a forked child: no delivery thread runs here, so nothing is handed to it (a fresh lock: a parent
+        thread may have held this one at the fork)."""
+        self._lock = threading.Lock()
+        self._closed = True
+
     def put(self, item: Item) -> None:
         self._queue.put(item)
+
+    @property
+    def put_now(self) -> Callable[[Any], None]:
+        """The queue's own ``put`` (a C function: no Python frame an interrupt could strike in before it runs)."""
+        return self._queue.put
 
     def call_soon(self, fn: Callable[[], None]) -> bool:
         """Run ``fn`` on the delivery thread after what is queued; False once the thread has ended (run it yourself)."""
@@ -125,7 +145,7 @@ class Deliverer:
         # The books first, the future last: whoever waits on it runs as soon as it is answered.
         self._finished(request, outcome is None)
         _answer(request, obj, outcome)
-        self._requests.pop(request.id, None)
+        self._forget(request)
 
     def stop(self, after: Callable[[], None]) -> None:
         """End the thread once every item queued so far is delivered; then run ``after`` on it."""
@@ -158,7 +178,7 @@ class Deliverer:
                 _answer(item.request, None, RuntimeError("the loader could not deliver this load (see the log)"))
             finally:
                 self._finished(item.request, ok)
-                self._requests.pop(item.request.id, None)
+                self._forget(item.request)
                 del item  # holding the last item would keep its object (and segment) alive
 
     def _deliver(self, item: Item) -> bool:
@@ -172,6 +192,7 @@ class Deliverer:
         started = time.perf_counter()
         obj: Any = None
         error: BaseException | None = item.error if isinstance(item, Failed) else None
+        marks: tuple[Any, ...] = ()
         leaves, h2d, size = 0, 0.0, 0
         if isinstance(item, Loaded):
             size = item.size
@@ -184,6 +205,10 @@ class Deliverer:
                 obj = request.storage.load()
             except BaseException as exc:  # a custom Storage.load may raise anything; the future hears of it
                 error = exc
+        elif isinstance(item, Prebuilt):
+            assert request.prebuilt is not None
+            obj, error, marks = request.prebuilt
+            request.prebuilt = None
         built = time.perf_counter()
         outcome = error
         if error is None:
@@ -195,6 +220,8 @@ class Deliverer:
                 raised.__context__ = error  # the traceback shows what on_error was handling
             outcome = raised or error
         ended = time.perf_counter()
+        if isinstance(item, Prebuilt) and marks:
+            self._record((*marks, 0.0, ended))
         if isinstance(item, Loaded):  # the raw marks here; LoadTiming records are made from them when asked for
             self._record((request.id, request.path, request.worker, size, leaves, request.device, outcome is None,
                           request.submitted, request.dispatched, item.read_start, item.read_end, item.received,
@@ -225,7 +252,7 @@ def _answer(request: Request, obj: Any, error: BaseException | None) -> None:
 def _run_guarded(fn: Callable[[], None]) -> None:
     try:
         fn()
-    except BaseException:  # run_done_callbacks guards each callback; this is for a bug of ours
+    except BaseException:  # call_guarded guards each done-callback; this is for a bug of ours
         logger.exception("inspector.loader: running done-callbacks failed unexpectedly")
 
 

@@ -30,13 +30,16 @@ from collections.abc import Callable
 from inspector.loader._errors import StorageCorruptError, StorageNotFoundError
 from inspector.loader.pool.channel import GONE
 from inspector.loader.pool.config import PoolConfig
-from inspector.loader.pool.delivery import Failed, InProcess, Item
+from inspector.loader.pool.delivery import Failed, InProcess, Item, Prebuilt
 from inspector.loader.pool.messages import ReadFile
 from inspector.loader.pool.requests import Request
 from inspector.loader.pool.segments import Segment, SegmentPool
 from inspector.loader.pool.state import PoolState
 from inspector.loader.pool.worker_handles import WorkerHandle
 from inspector.loader.storage.reader import StorageFile
+
+SEGMENT_GRACE_BYTES = 16 << 20  # below this a new segment costs less than waiting for one
+SEGMENT_GRACE_S = 0.02  # the longest wait (256 MiB); a new segment's page faults cost about a second per GiB
 
 
 class Dispatcher:
@@ -57,11 +60,13 @@ class Dispatcher:
         self._wake_io = wake_io
         self._pass = threading.Lock()
         self._again = False
+        self.resume_at = 0.0  # a request waits for a segment to come back until then (``_worth_waiting``)
 
     def after_fork(self) -> None:
         """In a forked child: a fresh pass lock (a parent thread may have held this one at the fork)."""
         self._pass = threading.Lock()
         self._again = False
+        self.resume_at = 0.0  # a request waits for a segment to come back until then (``_worth_waiting``)
 
     def kick(self) -> None:
         """Dispatch what can be dispatched now (on the I/O thread: it may make segments)."""
@@ -84,7 +89,7 @@ class Dispatcher:
                     return
                 request = state.pending[0]
                 worker = None
-                if request.path is not None and state.broken is None:
+                if request.path is not None and request.prebuilt is None and state.broken is None:
                     worker = self._pick_worker()
                     if worker is None:
                         return
@@ -98,6 +103,8 @@ class Dispatcher:
                 request.running = True
             if request.path is None:
                 self._route(InProcess(request))
+            elif request.prebuilt is not None:  # read on the caller's thread: only its callback is left
+                self._route(Prebuilt(request))
             elif worker is None:
                 self._route(Failed(request, state.broken or RuntimeError("no loader worker is available")))
             else:
@@ -156,6 +163,14 @@ class Dispatcher:
             self._fail(worker, request, exc)
             return
         with file:
+            if not request.waited and self._worth_waiting(file.size, worker.key):
+                request.waited = True  # once: then a new segment is made, as for any other load
+                with self._state.lock:
+                    worker.in_flight.pop(request.id, None)
+                    self._state.pending.appendleft(request)
+                    self._state.throttled = True  # no later request overtakes it meanwhile
+                self.resume_at = time.monotonic() + min(SEGMENT_GRACE_S, file.size / 2**33)  # ~1% of a new one
+                return
             try:
                 segment = self._segments.acquire(file.size, worker.key)
             except Exception as exc:  # SharedMemoryError says why; anything else fails the load as itself
@@ -166,6 +181,14 @@ class Dispatcher:
             except Exception as exc:  # before the message left (the send is its last step): nothing was handed
                 self._take_back(worker, request, segment, forget_mapping=True)  # mapped or not: hand it over again
                 self._route(Failed(request, exc))
+
+    def _worth_waiting(self, nbytes: int, worker: int) -> bool:
+        """A large load that finds no free segment while the consumer holds payloads of that size: wait a moment (up
+        to ``SEGMENT_GRACE_S``, a fraction of what a new one costs) rather than pay a new segment's page faults, for
+        one may be let go now (a consumer keeping batch k while k+1 loads drops k right after asking for k+1)."""
+        return nbytes >= SEGMENT_GRACE_BYTES and self._segments.leased_like(nbytes) and (
+            self._segments.take_free(nbytes, worker, peek=True) is None
+        )
 
     def _hand_over(self, worker: WorkerHandle, request: Request, file: StorageFile, segment: Segment) -> None:
         hand_over = worker.key not in segment.mapped_by
@@ -178,7 +201,8 @@ class Dispatcher:
         with self._state.lock:
             request.reserved = segment.capacity
             self._state.reserved += request.reserved
-        message = ReadFile(request.id, file.size, segment.id, segment.capacity if hand_over else 0)
+        message = ReadFile(request.id, file.size, segment.id, segment.capacity if hand_over else 0,
+                           hand_over and not segment.reserved)  # fmt: skip
         try:
             worker.channel.send(message, (file.fileno(), segment.fd) if hand_over else (file.fileno(),))
         except OSError as exc:

@@ -29,6 +29,7 @@ from typing import Any
 from inspector._processes import wait_or_kill
 from inspector.loader._errors import (
     LoaderCrashedError,
+    SharedMemoryError,
     StorageCorruptError,
     WorkerDiedError,
     WorkerStartError,
@@ -137,10 +138,16 @@ class IOLoop:
                     next_chores = now + POLL_INTERVAL_S
                     state.throttled = False  # a safety net: look at the queue again now and then
                 self._flush_unmaps(replies.values())
+                resume_at = self._dispatcher.resume_at
+                if resume_at and now >= resume_at:
+                    self._dispatcher.resume_at = 0.0
+                    state.throttled = False
                 if state.pending and not state.throttled:
                     self._dispatcher.kick()
                 deaths: list[WorkerHandle] = []
-                for fd, _events in epoll.poll(POLL_INTERVAL_S):
+                resume_at = self._dispatcher.resume_at
+                wait = POLL_INTERVAL_S if not resume_at else min(POLL_INTERVAL_S, max(resume_at - now, 0.0005))
+                for fd, _events in epoll.poll(wait):
                     worker = replies.get(fd)
                     if worker is not None:  # every reply waiting there
                         if not self._drain(worker):
@@ -219,19 +226,27 @@ class IOLoop:
     def _complete(self, worker: WorkerHandle, request: Any, message: Any) -> None:
         if type(message) is FileRead:
             worker.loads_done += 1
+            if request.segment is not None:
+                request.segment.reserved = True
             self._route(Loaded(request, message.size, message.read_start, message.read_end, time.perf_counter()))
             return
         segment, request.segment = request.segment, None
         if segment is not None:
             if isinstance(message, ReadFailed) and message.kind == "unmapped":
                 self._segments.forget_mapping(segment, worker.key)
-            self._segments.release(segment)
-        self._route(Failed(request, self._reply_error(worker, request.label, message)))
+            if isinstance(message, ReadFailed) and message.kind == "nomem":
+                self._segments.discard(segment)
+            else:
+                self._segments.release(segment)
+        capacity = 0 if segment is None else segment.capacity
+        self._route(Failed(request, self._reply_error(worker, request.label, message, capacity)))
 
-    def _reply_error(self, worker: WorkerHandle, path: str, reply: ReadFailed) -> BaseException:
+    def _reply_error(self, worker: WorkerHandle, path: str, reply: ReadFailed, capacity: int) -> BaseException:
         """The exception a ``ReadFailed`` reply stands for, with the facts the worker sent."""
         if reply.kind == "truncated":
             return StorageCorruptError(path, reply.message)
+        if reply.kind == "nomem":
+            return SharedMemoryError(capacity, OSError(reply.errno, reply.message))
         if reply.kind in ("os", "unmapped"):
             return OSError(reply.errno, f"{reply.message}: {path!r}")
         return RuntimeError(f"Loader worker {worker.index} failed while loading {path!r}: {reply.message}\n"

@@ -5,9 +5,10 @@ Each worker is a fresh interpreter running ``worker_process`` (see ``worker_hand
 to the main process by one ``SOCK_SEQPACKET`` Unix socket pair, so every message arrives whole
 and descriptors sent with a message arrive with it (``SCM_RIGHTS``). The messages are:
 
-    main -> worker   ReadFile(request_id, size, segment_id, capacity)
+    main -> worker   ReadFile(request_id, size, segment_id, capacity, reserve)
                          carries the storage file's descriptor, opened and checked by the main
-                         process; capacity > 0: the segment's descriptor rides along too (map it)
+                         process; capacity > 0: the segment's descriptor rides along too (map it,
+                         after reserving its pages first when ``reserve``: a new segment)
                      DropSegment(segment_id)            StopWorker()
     worker -> main   WorkerReady(pid)
                      FileRead(request_id, size, read_start, read_end)
@@ -37,13 +38,16 @@ MAX_MESSAGE = 64 * 1024
 class ReadFile(NamedTuple):
     """Read ``size`` bytes of the file whose descriptor comes along into segment ``segment_id``.
 
-    With ``capacity`` > 0 the segment's descriptor comes along too (second): map it first.
+    With ``capacity`` > 0 the segment's descriptor comes along too (second): map it first, and with ``reserve``
+    reserve its pages before that (``posix_fallocate``: the main process makes new segments without touching
+    their memory, so the worker that first fills one pays for its pages, in parallel with the others).
     """
 
     request_id: int
     size: int
     segment_id: int
     capacity: int
+    reserve: bool
 
 
 class DropSegment(NamedTuple):
@@ -72,7 +76,7 @@ class FileRead(NamedTuple):
 
 
 class ReadFailed(NamedTuple):
-    """The request failed; ``kind`` is truncated, os, unmapped or internal."""
+    """The request failed; ``kind`` is truncated, os, unmapped, nomem (a new segment's pages) or internal."""
 
     request_id: int
     kind: str

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import _thread
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -96,14 +97,15 @@ class FutureLock(_thread.RLock):  # type: ignore[misc]  # a C-level RLock, with 
 class _Waiters(list[Any]):
     """A future's waiter list: ``concurrent.futures.wait`` and ``as_completed`` add to it and remove from it, so a
     wait inside a callback is seen here as it is by ``result`` (see NOTE [ Callbacks that wait ]). It holds its
-    future only while that is pending."""
+    future by a weak reference: no cycle, so a dropped future goes at once, never later in a garbage collection
+    that a Ctrl-C could strike inside."""
 
     __slots__ = ("future", "pools")
-    future: LoadFuture | None
+    future: weakref.ref[LoadFuture]
     pools: dict[int, Any] | None  # waiter id -> the pool whose callback waits
 
     def append(self, waiter: Any) -> None:
-        future = self.future
+        future = self.future()
         pool = None if future is None else future._waiting_pool()  # CallbackDeadlockError: it could never end
         if pool is not None:
             pool.delivery_wait(1)
@@ -140,7 +142,7 @@ class LoadFuture(Future):
         self._exception = None
         self._done_callbacks: list[Callable[[Future[Any]], object]] = []
         waiters = self._waiter_list = self._waiters = _Waiters()
-        waiters.future, waiters.pools = self, None
+        waiters.future, waiters.pools = weakref.ref(self), None
 
     def result(self, timeout: float | None = None) -> Any:
         self._observed = True
@@ -179,14 +181,13 @@ class LoadFuture(Future):
             raise CallbackDeadlockError(self._label)
         return pool
 
-    def _invoke_callbacks(self) -> None:
-        """Called by ``Future`` once this future is done: its done-callbacks go to the delivery thread."""
-        self._waiter_list.future = None  # done: no wait on it can block any more (and no cycle keeps it alive)
-        if not self._done_callbacks:
-            return
+    def add_done_callback(self, fn: Callable[[Future[Any]], object]) -> None:
+        """``Future.add_done_callback``, but ``fn`` runs on the pool's delivery thread, also when the future is done
+        already (a small load is answered before ``load`` returns), and whatever it raises is logged (NOTE
+        [ Callbacks that wait ])."""
         pool = self._pool() if self._pool is not None else None
-        if pool is None or not pool.run_done_callbacks(self):
-            run_done_callbacks(self)
+        super().add_done_callback(functools.partial(pool.run_done_callback, fn) if pool is not None else
+                                  functools.partial(call_guarded, fn))  # fmt: skip
 
     def fail_after_fork(self, error: BaseException) -> None:
         """In a child made by ``os.fork()``: fail this future at once, taking no lock a parent thread may have held."""
@@ -209,24 +210,23 @@ class LoadFuture(Future):
             pass
 
 
-def run_done_callbacks(future: Future[Any]) -> None:
-    """Call ``future``'s done-callbacks here; whatever one raises is logged and the next one still runs."""
-    for fn in future._done_callbacks:  # type: ignore[attr-defined]
-        try:
-            fn(future)
-        except Exception:
-            logger.exception("inspector.loader: a done-callback %r raised; the loader keeps going", fn)
-        except BaseException as exc:  # SystemExit, KeyboardInterrupt: the future is already answered
-            logger.error("inspector.loader: a done-callback %r raised %s; ignored, the future was already "
-                         "complete", fn, type(exc).__name__)  # fmt: skip
+def call_guarded(fn: Callable[[Future[Any]], object], future: Future[Any]) -> None:
+    """Call a done-callback here; whatever it raises is logged (the future is answered already)."""
+    try:
+        fn(future)
+    except Exception:
+        logger.exception("inspector.loader: a done-callback %r raised; the loader keeps going", fn)
+    except BaseException as exc:  # SystemExit, KeyboardInterrupt: the future is already answered
+        logger.error("inspector.loader: a done-callback %r raised %s; ignored, the future was already "
+                     "complete", fn, type(exc).__name__)  # fmt: skip
 
 
 class Request:
     """One ``load`` call on its way through the pool (internal and mutable; a plain class: one per load)."""
 
     __slots__ = ("callback", "device", "dispatched", "finished", "future", "id", "needs_delivery", "on_error", "path",
-                 "plan", "queued", "reserved", "running", "segment", "storage", "submitted", "worker",
-                 "worker_key")  # fmt: skip
+                 "plan", "prebuilt", "queued", "reserved", "running", "segment", "storage", "submitted", "waited",
+                 "worker", "worker_key")  # fmt: skip
 
     def __init__(
         self,
@@ -250,6 +250,8 @@ class Request:
         self.worker_key = -1
         self.segment: Any = None
         self.plan: Any = None  # the header, checked when the file was opened for the worker
+        self.waited = False  # waited once for a segment to come back (``dispatch._worth_waiting``)
+        self.prebuilt: tuple[Any, ...] | None = None  # (object, error, marks): read on the caller's thread (inline)
         self.running = False
         self.finished = 0  # its books are closed (counts, budget), by the pool: 1 delivered, 2 failed
         self.reserved = 0  # segment bytes counted against the pool's budget

@@ -2,13 +2,16 @@
 
 NOTE [ Segment ownership ]
 *Anonymous segments.* The main process creates every segment with ``memfd_create`` (or, where
-that is missing, ``shm_open`` immediately followed by ``shm_unlink``), reserves its pages with
-``posix_fallocate`` and hands the file descriptor to a worker with the first request that uses
-it (``SCM_RIGHTS``, NOTE [ Worker protocol ]). No segment ever has a name in ``/dev/shm``, so
-nothing can be left behind there by a crash, a ``kill -9`` or an exit without ``shutdown``: the
-memory goes away with the last mapping. Reserving up front turns "shared memory is full" into a
-clear ``SharedMemoryError`` at creation instead of a ``SIGBUS`` on first write, and no
-``resource_tracker`` registration is involved.
+that is missing, ``shm_open`` immediately followed by ``shm_unlink``), checks that the memory is
+there to be had, and hands the file descriptor to a worker with the first request that uses it
+(``SCM_RIGHTS``, NOTE [ Worker protocol ]). That worker reserves its pages with
+``posix_fallocate`` before it maps and fills it, so a new segment's page cost (zeroing, about
+1.5 GB/s) is paid by the worker that needs it, in parallel with the others, never by the thread
+that reads every worker's replies; and "shared memory is full" is still a clear
+``SharedMemoryError`` for that load instead of a ``SIGBUS`` on first write (the main process
+never writes a segment). No segment ever has a name in ``/dev/shm``, so nothing can be left
+behind there by a crash, a ``kill -9`` or an exit without ``shutdown``: the memory goes away with
+the last mapping, and no ``resource_tracker`` registration is involved.
 
 *Hand-over by lease.* A worker reads a whole storage file into a segment; the main process
 then builds the delivered arrays as views over that segment, with no copy. From that moment
@@ -116,7 +119,7 @@ if hasattr(os, "register_at_fork"):
 class Segment:
     """One shared-memory segment as the main process sees it."""
 
-    __slots__ = ("buffer", "capacity", "epoch", "fd", "id", "last_used", "lease", "mapped_by", "state")
+    __slots__ = ("buffer", "capacity", "epoch", "fd", "id", "last_used", "lease", "mapped_by", "reserved", "state")
 
     def __init__(self, seg_id: int, capacity: int, fd: int, buffer: Any) -> None:
         self.id = seg_id
@@ -124,6 +127,7 @@ class Segment:
         self.fd = fd  # closed (-1) once leased: see NOTE [ Segment ownership ]
         self.buffer: Any = buffer
         self.mapped_by: set[int] = set()
+        self.reserved = False  # its pages were reserved by a worker (``posix_fallocate``), which then filled it
         self.state: State = "busy"
         self.last_used = time.monotonic()
         self.lease: weakref.KeyedRef | None = None  # its key is this segment
@@ -154,8 +158,9 @@ def available_memory() -> int | None:
     return min(found) if found else None
 
 
-def create_segment(seg_id: int, capacity: int, name: str) -> Segment:
-    """A new anonymous segment of ``capacity`` bytes, its pages reserved.
+def create_segment(seg_id: int, capacity: int, name: str, reserve: bool = True) -> Segment:
+    """A new anonymous segment of ``capacity`` bytes, its pages reserved here (``reserve``) or by the first worker
+    it is handed to.
 
     An anonymous segment is limited by memory, not by the size of ``/dev/shm``, and reserving
     more than the machine has would summon the OOM killer rather than return an error; so the
@@ -171,7 +176,7 @@ def create_segment(seg_id: int, capacity: int, name: str) -> Segment:
         raise SharedMemoryError(capacity, exc) from exc
     try:
         os.ftruncate(fd, capacity)
-        if hasattr(os, "posix_fallocate"):
+        if reserve and hasattr(os, "posix_fallocate"):
             os.posix_fallocate(fd, 0, capacity)
         buffer = map_shared(fd, capacity)
     except OSError as exc:
@@ -203,9 +208,18 @@ class SegmentPool:
         self._unmaps: collections.deque[tuple[int, int]] = collections.deque()
         self._next_id = 0
         self._closed = False
+        self._peak = 0  # the most bytes in use (busy or leased) lately: free ones are kept up to this much
+        self._peak_at = time.monotonic()
 
-    def take_free(self, nbytes: int, worker: int) -> Segment | None:
-        """A free segment of at least ``nbytes`` that ``worker`` can use (preferring one it has mapped), or None."""
+    def leased_like(self, nbytes: int) -> bool:
+        """Whether a leased segment would fit ``nbytes`` once its arrays die."""
+        limit = 2 * capacity_for(nbytes)
+        with self._lock:
+            return any(s.state == "leased" and nbytes <= s.capacity <= limit for s in self._segments.values())
+
+    def take_free(self, nbytes: int, worker: int, peek: bool = False) -> Segment | None:
+        """A free segment of at least ``nbytes`` that ``worker`` can use (preferring one it has mapped), or None;
+        with ``peek`` it stays free."""
         limit = 2 * capacity_for(nbytes)
         with self._lock:
             if self._released:
@@ -219,10 +233,11 @@ class SegmentPool:
                         rank = (not mapped, seg.capacity)
                         if best is None or rank < best_rank:
                             best, best_rank = seg, rank
-            if best is None:
-                return None
+            if best is None or peek:
+                return best
             self._free.remove(best)
             best.state = "busy"
+            self._note_in_use()
             return best
 
     def acquire(self, nbytes: int, worker: int) -> Segment:
@@ -233,9 +248,20 @@ class SegmentPool:
         with self._lock:
             seg_id = self._next_id
             self._next_id += 1
-        seg = create_segment(seg_id, capacity_for(nbytes), f"{self._prefix}-{seg_id}")
+        name = f"{self._prefix}-{seg_id}"
+        try:
+            seg = create_segment(seg_id, capacity_for(nbytes), name, reserve=False)  # the worker reserves it
+        except SharedMemoryError:  # short of memory: the free segments go first, then it is tried once more
+            with self._lock:
+                if not self._free:
+                    raise
+                for free in self._free:
+                    self._drop(free)
+                self._free.clear()
+            seg = create_segment(seg_id, capacity_for(nbytes), name, reserve=False)
         with self._lock:
             self._segments[seg_id] = seg
+            self._note_in_use()
             self._trim()
         return seg
 
@@ -255,6 +281,12 @@ class SegmentPool:
     def mark_mapped(self, seg: Segment, worker: int) -> None:
         with self._lock:
             seg.mapped_by.add(worker)
+
+    def discard(self, seg: Segment) -> None:
+        """Drop a busy segment that cannot be used (its pages could not be reserved)."""
+        with self._lock:
+            if seg.id in self._segments:
+                self._drop(seg)
 
     def forget_mapping(self, seg: Segment, worker: int) -> None:
         """``worker`` could not map ``seg``: hand it over again next time."""
@@ -321,6 +353,8 @@ class SegmentPool:
         with self._lock:
             self._collect_released()
             stale = time.monotonic() - IDLE_DROP_S
+            if self._peak_at < stale:  # the working set of a while ago no longer counts
+                self._peak, self._peak_at = self._in_use(), time.monotonic()
             for seg in [s for s in self._free if s.last_used < stale]:
                 self._free.remove(seg)
                 self._drop(seg)
@@ -349,14 +383,24 @@ class SegmentPool:
             self._free.append(seg)
         self._trim()
 
+    def _in_use(self) -> int:
+        return sum(s.capacity for s in self._segments.values() if s.state != "free")
+
+    def _note_in_use(self) -> None:
+        """Track the working set (hold the lock): a consumer that keeps n payloads while n more load needs 2n."""
+        in_use = self._in_use() if len(self._segments) < 4096 else self._peak  # bounded cost per acquire
+        if in_use >= self._peak:
+            self._peak, self._peak_at = in_use, time.monotonic()
+
     def _trim(self) -> None:
         if len(self._free) <= 1:
             return
         free_bytes = sum(s.capacity for s in self._free)
-        if len(self._free) <= self._max_free and free_bytes <= MAX_FREE_BYTES:
+        budget = max(MAX_FREE_BYTES, self._peak)  # recycling beats first-touch page faults: keep the working set
+        if len(self._free) <= self._max_free and free_bytes <= budget:
             return  # the common case, decided without looking at every segment
         largest = max((s.capacity for s in self._segments.values()), default=0)
-        budget = max(MAX_FREE_BYTES, 5 * largest)
+        budget = max(budget, 5 * largest)
         while len(self._free) > self._max_free or (
             len(self._free) > 1 and sum(s.capacity for s in self._free) > budget
         ):

@@ -36,22 +36,26 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future
+from typing import Any
 
 from inspector.loader._errors import LoaderCrashedError, LoaderShutdownError, LoadForkedError, WorkerSpawnError
 from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.cuda import StagingPool
-from inspector.loader.pool.delivery import Deliverer, Failed, Item
+from inspector.loader.pool.delivery import Deliverer, Failed, Item, Prebuilt
 from inspector.loader.pool.dispatch import Dispatcher
+from inspector.loader.pool.inline import InlineReader
 from inspector.loader.pool.io_loop import IOLoop
 from inspector.loader.pool.records import LoaderStatus, WorkerStatus
-from inspector.loader.pool.requests import LoadFuture, Request, run_done_callbacks
+from inspector.loader.pool.requests import Request, call_guarded
 from inspector.loader.pool.segments import SegmentPool
 from inspector.loader.pool.state import PoolState
 from inspector.loader.pool.worker_handles import STOP_GRACE_S, WorkerHandle, start_worker, stop_workers
 
 logger = logging.getLogger("inspector.loader")
 
+MAX_FREE_SEGMENTS = 4096  # each costs two mappings (here and in a worker): far below vm.max_map_count
 WAIT_POLL_S = 0.005  # how often a caller waiting for the pool looks again (sleeping: nothing an interrupt can break)
 _sessions = itertools.count()
 
@@ -67,7 +71,7 @@ class WorkerPool:
         self._state = PoolState(config.worker_num)
         self._keys = itertools.count()
         prefix = f"inspector-loader-{os.getpid()}-{next(_sessions)}"
-        self._segments = SegmentPool(prefix, max_free=config.max_outstanding + 2)
+        self._segments = SegmentPool(prefix, max_free=MAX_FREE_SEGMENTS)
         self._staging = StagingPool()
         self._dispatcher = Dispatcher(config, self._state, self._segments, self._route, self._wake)
         try:
@@ -75,8 +79,10 @@ class WorkerPool:
                                 self._teardown, self._stop_delivery)  # fmt: skip
         except OSError as exc:  # no descriptor left for the wake-up pipe: nothing has started yet
             raise WorkerSpawnError(0, exc) from exc
+        self._inline = InlineReader(config.inline_bytes, config.why_missing, config.record, self._count_inline,
+                                    self._busy)  # fmt: skip
         self._deliverer = Deliverer(self._segments, self._finished, config.record, self._staging, self.token,
-                                    config.name, self._state.requests)  # fmt: skip
+                                    config.name, self._forget)  # fmt: skip
         try:
             self._deliverer.start()
             for i in range(config.worker_num):  # one at a time, so a failure can stop those already started
@@ -101,6 +107,20 @@ class WorkerPool:
         """Queue ``request`` for the I/O thread; False when this pool is shutting down (use a new one)."""
         request.future._pool = self._weak_self
         state = self._state
+        if state.stopped:
+            return False
+        if self._inline.try_load(request):  # NOTE [ Small loads in the caller ] in ``inline``
+            return True
+        if request.prebuilt is not None:  # read here; its callback goes straight to the delivery thread
+            put = self._deliverer.put_now
+            with state.lock:
+                if state.stopped:
+                    return False
+                request.queued = True
+                state.undelivered += 1
+                put(Prebuilt(request))  # the only call in here: an interrupt comes before it or after it
+                state.requests[request.id] = request  # the deliverer forgets it under this lock: never before
+            return True
         with state.lock:
             if state.stopped:
                 return False
@@ -125,11 +145,13 @@ class WorkerPool:
         if change > 0:
             self._wake()
 
-    def run_done_callbacks(self, future: LoadFuture) -> bool:
-        """Hand ``future``'s done-callbacks to the delivery thread; False when they must run on this one."""
-        if threading.current_thread() is self._deliverer.thread:
-            return False
-        return self._deliverer.call_soon(functools.partial(run_done_callbacks, future))
+    def run_done_callback(self, fn: Callable[[Future[Any]], object], future: Future[Any]) -> None:
+        """Run a done-callback of ``future`` on the delivery thread (here, once that thread has ended)."""
+        deliverer = self._deliverer
+        if threading.current_thread() is deliverer.thread or not deliverer.call_soon(
+            functools.partial(call_guarded, fn, future)
+        ):
+            call_guarded(fn, future)
 
     def status(self) -> LoaderStatus:
         counts = self._segments.counts()
@@ -219,6 +241,7 @@ class WorkerPool:
         state.after_fork()
         state.stopped = state.shut = state.exit = True
         self._dispatcher.after_fork()
+        self._deliverer.after_fork()
         for worker in list(state.workers):
             with contextlib.suppress(OSError):
                 worker.close()
@@ -260,11 +283,28 @@ class WorkerPool:
             else:
                 state.failed += 1
             throttled, state.throttled = state.throttled, False
-        if throttled or state.pending:
-            if threading.current_thread() is self._loop.thread:
+        if threading.current_thread() is self._loop.thread:
+            if throttled or state.pending:
                 self._dispatcher.kick()
+        elif throttled:  # only then can a queued request be waiting for this slot: else a reply frees the next one
+            self._wake()
+
+    def _forget(self, request: Request) -> None:
+        with self._state.lock:
+            self._state.requests.pop(request.id, None)
+
+    def _busy(self, large: bool, delivered: bool) -> bool:
+        """Whether an inline read should leave this load to the workers: a ``large`` one while other loads are
+        under way, or one for the delivery thread while its backlog is full (NOTE [ Small loads in the caller ])."""
+        state = self._state
+        return (large and bool(state.requests)) or (delivered and state.undelivered >= self.config.max_outstanding)
+
+    def _count_inline(self, ok: bool) -> None:
+        with self._state.lock:
+            if ok:
+                self._state.done += 1
             else:
-                self._wake()
+                self._state.failed += 1
 
     def _teardown(self) -> None:
         state = self._state

@@ -81,7 +81,16 @@ def handle_read(maps: dict[int, memoryview], request: ReadFile, received: Receiv
     file_fd = fds[0]
     if request.capacity > 0:
         try:
-            maps[request.segment_id] = memoryview(map_shared(fds[1], request.capacity, populate=True)).cast("B")
+            if request.reserve and hasattr(os, "posix_fallocate"):
+                os.posix_fallocate(fds[1], 0, request.capacity)  # out of memory is an error here, not a SIGBUS
+        except OSError as exc:
+            os.close(fds[1])
+            return ReadFailed(request.request_id, "nomem", f"cannot reserve the segment's pages: {exc.strerror}",
+                              exc.errno or 0, "", 0.0, 0.0), file_fd  # fmt: skip
+        try:
+            # pages that exist (another worker filled them) are mapped in one go; new ones fault in as they are read
+            populate = not request.reserve
+            maps[request.segment_id] = memoryview(map_shared(fds[1], request.capacity, populate=populate)).cast("B")
         except OSError as exc:
             return ReadFailed(request.request_id, "unmapped", f"cannot map the shared-memory segment: {exc.strerror}",
                               exc.errno or 0, "", 0.0, 0.0), file_fd  # fmt: skip

@@ -23,6 +23,7 @@ from inspector.loader.storage.layout import PRELUDE_SIZE, Prelude, parse_prelude
 from inspector.loader.storage.plan import Plan, plan_for
 
 HEAD_READ = 4096  # bytes read at once from the start: the prelude and, for most payloads, the whole header
+_NOWAIT = getattr(os, "RWF_NOWAIT", None)
 
 
 class StorageFile:
@@ -30,19 +31,24 @@ class StorageFile:
 
     Raises ``FileNotFoundError`` (the caller knows why a file may be gone), ``StorageCorruptError``
     for anything that is not a complete storage file, and ``OSError`` for the rest (EMFILE, EACCES).
+    With ``nowait`` it reads only what the page cache holds, and raises ``BlockingIOError`` rather than
+    wait for a disk (or where the system cannot tell).
     """
 
-    __slots__ = ("_fd", "path", "plan", "prelude", "size")
+    __slots__ = ("_fd", "head", "path", "plan", "prelude", "size")
 
-    def __init__(self, path: str) -> None:
+    def __init__(self, path: str, nowait: bool = False) -> None:
         self.path = path
         self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
         try:
             try:
-                head = os.pread(self._fd, HEAD_READ, 0)
+                head = _read_head(self._fd, nowait)
+            except BlockingIOError:
+                raise
             except OSError:  # a FIFO (ESPIPE) or a directory (EISDIR): say which
                 self._regular_size()
                 raise
+            self.head = head
             # A regular file reads short only at its end: a small file's size needs no fstat. Anything else that
             # reads short (a device) is refused by the prelude checks; a full first read asks fstat.
             self.size = len(head) if len(head) < HEAD_READ else self._regular_size()
@@ -68,8 +74,11 @@ class StorageFile:
     def fileno(self) -> int:
         return self._fd
 
-    def read_into(self, view: memoryview) -> int:
-        """Fill ``view`` from the start of the file; the bytes read (fewer if the file shrank)."""
+    def read_into(self, view: memoryview, nowait: bool = False) -> int:
+        """Fill ``view`` from the start of the file; the bytes read (fewer if the file shrank). With ``nowait``,
+        ``BlockingIOError`` when a part is not in the page cache."""
+        if nowait:
+            return _read_nowait(self._fd, view)
         got = 0
         with io.FileIO(self._fd, closefd=False) as file:
             file.seek(0)
@@ -92,6 +101,30 @@ class StorageFile:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _read_head(fd: int, nowait: bool) -> bytes:
+    if not nowait:
+        return os.pread(fd, HEAD_READ, 0)
+    head = bytearray(HEAD_READ)
+    return bytes(head[: _read_nowait(fd, memoryview(head))])
+
+
+def _read_nowait(fd: int, view: memoryview) -> int:
+    if _NOWAIT is None:
+        raise BlockingIOError("this system cannot read without waiting")
+    got = 0
+    try:
+        while got < len(view):
+            n = os.preadv(fd, [view[got:]], got, _NOWAIT)
+            if not n:
+                break
+            got += n
+    except OSError as exc:  # EAGAIN: not cached; EOPNOTSUPP: this file system cannot say
+        if isinstance(exc, BlockingIOError):
+            raise
+        raise BlockingIOError(exc.errno, exc.strerror) from None
+    return got
 
 
 def _kind(mode: int) -> str:
