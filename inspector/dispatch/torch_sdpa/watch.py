@@ -104,6 +104,7 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         self._thread = 0
         self._mode: _PreboundCalls | None = None
         self._slots: dict[tuple[Any, ...], Decision] = {}
+        self._last: tuple[Any, Any] = ((), None)  # the last signature and its decision
         self._families: dict[tuple[Any, ...], dict[str, Decision]] = {}  # relaxed key -> backend -> decision
         self._paths = ModulePaths()
         self._lookups = MODULE_LOOKUPS  # stack walks left for kept calls (NOTE [ Finding the calling module ])
@@ -132,6 +133,7 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
             interception.remove(self._around, self._native)
             self._slots.clear()
             self._families.clear()
+            self._last = ((), None)
             _last[:] = [self.calls]
 
     # -- the hot path -------------------------------------------------------------------------
@@ -142,9 +144,14 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
             key = signature(*args, **kwargs)
         except Exception:  # a call no signature can describe: decided on its own, every time
             return self._unkeyed(call, args, kwargs)
-        decision = self._slots.get(key)
-        if decision is None:
-            decision = self._first_seen(key, args, kwargs)
+        last = self._last
+        if key == last[0]:  # a model's layers make the same call one after another: no hashing
+            decision = last[1]
+        else:
+            decision = self._slots.get(key)
+            if decision is None:
+                decision = self._first_seen(key, args, kwargs)
+            self._last = (key, decision)
         decision.group.count += 1  # type: ignore[union-attr]  # ``_count``, inlined: this runs on every call
         calls = self.calls
         index = calls.seen
