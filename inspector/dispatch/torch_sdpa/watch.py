@@ -104,7 +104,7 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         self._thread = 0
         self._mode: _PreboundCalls | None = None
         self._slots: dict[tuple[Any, ...], Decision] = {}
-        self._last: tuple[Any, Any] = ((), None)  # the last signature and its decision
+        self._last: tuple[tuple[Any, ...], Any] = ((), None)  # the last signature and its decision
         self._families: dict[tuple[Any, ...], dict[str, Decision]] = {}  # relaxed key -> backend -> decision
         self._paths = ModulePaths()
         self._lookups = MODULE_LOOKUPS  # stack walks left for kept calls (NOTE [ Finding the calling module ])
@@ -152,7 +152,7 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
             if decision is None:
                 decision = self._first_seen(key, args, kwargs)
             self._last = (key, decision)
-        decision.group.count += 1  # type: ignore[union-attr]  # ``_count``, inlined: this runs on every call
+        decision.group.count += 1  # ``_count``, inlined: this runs on every call
         calls = self.calls
         index = calls.seen
         calls.seen = index + 1
@@ -161,7 +161,7 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
             if self._lookups:
                 self._lookups -= 1
                 module = self._paths.caller(sys._getframe(1))
-                decision.group.note_module(module)  # type: ignore[union-attr]
+                decision.group.note_module(module)
             calls.calls.append(WatchedCall(index, decision, module, key))
         try:
             if _profiler_on():
