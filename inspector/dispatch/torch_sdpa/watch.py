@@ -27,7 +27,7 @@ from torch.overrides import TorchFunctionMode
 from inspector.dispatch.torch_sdpa import interception
 from inspector.dispatch.torch_sdpa.facts import facts_from_call
 from inspector.dispatch.torch_sdpa.modules import ModulePaths
-from inspector.dispatch.torch_sdpa.prediction import pytorch_choice
+from inspector.dispatch.torch_sdpa.prediction import pytorch_choice, pytorch_choice_name
 from inspector.dispatch.torch_sdpa.tables import choose
 from inspector.dispatch.torch_sdpa.watch_keys import SHAPES, relaxed, signature
 from inspector.dispatch.torch_sdpa.watch_records import (
@@ -201,9 +201,9 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
             self._slots.clear()
         loose = relaxed(key)
         family = None if loose is None else self._families.get(loose)
-        if family is not None:
-            choice = pytorch_choice(*args, **kwargs)
-            decision = None if choice is None else family.get(choice.name.lower())
+        if family is not None:  # ``relaxed`` keys only plain tensors, which PyTorch's check takes
+            choice = pytorch_choice_name(*args, **kwargs)
+            decision = None if choice is None else family.get(choice)
             if decision is not None:
                 q, k = key[SHAPES][:2]
                 decision.group.widen(q, k)  # type: ignore[union-attr]
