@@ -105,7 +105,7 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         self._mode: _PreboundCalls | None = None
         self._slots: dict[tuple[Any, ...], Decision] = {}
         self._last: tuple[tuple[Any, ...], Any] = ((), None)  # the last signature and its decision
-        self._families: dict[tuple[Any, ...], dict[str, Decision]] = {}  # relaxed key -> backend -> decision
+        self._relaxed_seen: dict[tuple[Any, ...], dict[str, Decision]] = {}  # relaxed key -> backend -> decision
         self._paths = ModulePaths()
         self._lookups = MODULE_LOOKUPS  # stack walks left for kept calls (NOTE [ Finding the calling module ])
 
@@ -132,7 +132,7 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         finally:
             interception.remove(self._around, self._native)
             self._slots.clear()
-            self._families.clear()
+            self._relaxed_seen.clear()
             self._last = ((), None)
             _last[:] = [self.calls]
 
@@ -200,7 +200,7 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         if len(self._slots) >= MAX_SIGNATURES:
             self._slots.clear()
         loose = relaxed(key)
-        family = None if loose is None else self._families.get(loose)
+        family = None if loose is None else self._relaxed_seen.get(loose)
         if family is not None:  # ``relaxed`` keys only plain tensors, which PyTorch's check takes
             choice = pytorch_choice_name(*args, **kwargs)
             decision = None if choice is None else family.get(choice)
@@ -212,9 +212,9 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         decision = self._grouped(_decide(args, kwargs))
         if loose is not None and decision.answered_by == "pytorch":
             if family is None:
-                if len(self._families) >= MAX_SIGNATURES:
-                    self._families.clear()
-                family = self._families[loose] = {}
+                if len(self._relaxed_seen) >= MAX_SIGNATURES:
+                    self._relaxed_seen.clear()
+                family = self._relaxed_seen[loose] = {}
             family[decision.backend] = decision
         self._slots[key] = decision
         return decision
