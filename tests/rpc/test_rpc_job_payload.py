@@ -194,3 +194,20 @@ def test_a_second_gather_while_one_runs_is_refused_at_once_and_the_first_still_n
     (error,) = first
     assert isinstance(error, irpc.JobGatherError) and error.missing == [1] and error.arrived == [0]
     assert not _gather._running.locked()
+
+
+def test_gather_takes_the_whole_jobs_group_and_refuses_any_other(monkeypatch) -> None:
+    import torch.distributed as dist
+
+    for name in ("WORLD_SIZE", "RANK"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(irpc.GatherUsageError, match=r"and this process was given a subgroup \(a group\)\."):
+        irpc.gather(group=object())
+    dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
+    try:
+        assert irpc.gather(group=dist.group.WORLD).how == "one rank"
+        with pytest.raises(irpc.GatherUsageError, match=r"rank 0 of 1 was given a subgroup \(a group that is not "
+                                                        r"this job's"):  # fmt: skip
+            irpc.gather(group="not a group")
+    finally:
+        dist.destroy_process_group()

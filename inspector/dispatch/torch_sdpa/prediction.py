@@ -51,6 +51,23 @@ def pytorch_choice(
         return None
 
 
+_NAMES = {value: member.name.lower() for value, member in _BY_VALUE.items()}
+
+
+def pytorch_choice_name(
+    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
+    scale: float | None = None, enable_gqa: bool = False,
+) -> str | None:
+    """``pytorch_choice``'s answer as a backend name (``"flash_attention"``), for plain tensors
+    only, without the enum (``watch`` asks it once a step of a decode loop)."""
+    try:
+        if scale is None and not enable_gqa:
+            return _NAMES[_choice(query, key, value, attn_mask, dropout_p, is_causal)]
+        return _NAMES[_choice(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)]
+    except Exception:  # a refusal or a check that fails: the full decision says which
+        return None
+
+
 def predict(
     query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
     scale: float | None = None, enable_gqa: bool = False, *, gpu: Any = None,

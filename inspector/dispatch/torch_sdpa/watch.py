@@ -27,7 +27,7 @@ from torch.overrides import TorchFunctionMode
 from inspector.dispatch.torch_sdpa import interception
 from inspector.dispatch.torch_sdpa.facts import facts_from_call
 from inspector.dispatch.torch_sdpa.modules import ModulePaths
-from inspector.dispatch.torch_sdpa.prediction import pytorch_choice
+from inspector.dispatch.torch_sdpa.prediction import pytorch_choice, pytorch_choice_name
 from inspector.dispatch.torch_sdpa.tables import choose
 from inspector.dispatch.torch_sdpa.watch_keys import SHAPES, relaxed, signature
 from inspector.dispatch.torch_sdpa.watch_records import (
@@ -104,7 +104,8 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         self._thread = 0
         self._mode: _PreboundCalls | None = None
         self._slots: dict[tuple[Any, ...], Decision] = {}
-        self._families: dict[tuple[Any, ...], dict[str, Decision]] = {}  # relaxed key -> backend -> decision
+        self._last: tuple[tuple[Any, ...], Any] = ((), None)  # the last signature and its decision
+        self._relaxed_seen: dict[tuple[Any, ...], dict[str, Decision]] = {}  # relaxed key -> backend -> decision
         self._paths = ModulePaths()
         self._lookups = MODULE_LOOKUPS  # stack walks left for kept calls (NOTE [ Finding the calling module ])
 
@@ -131,7 +132,8 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         finally:
             interception.remove(self._around, self._native)
             self._slots.clear()
-            self._families.clear()
+            self._relaxed_seen.clear()
+            self._last = ((), None)
             _last[:] = [self.calls]
 
     # -- the hot path -------------------------------------------------------------------------
@@ -142,10 +144,15 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
             key = signature(*args, **kwargs)
         except Exception:  # a call no signature can describe: decided on its own, every time
             return self._unkeyed(call, args, kwargs)
-        decision = self._slots.get(key)
-        if decision is None:
-            decision = self._first_seen(key, args, kwargs)
-        decision.group.count += 1  # type: ignore[union-attr]  # ``_count``, inlined: this runs on every call
+        last = self._last
+        if key == last[0]:  # a model's layers make the same call one after another: no hashing
+            decision = last[1]
+        else:
+            decision = self._slots.get(key)
+            if decision is None:
+                decision = self._first_seen(key, args, kwargs)
+            self._last = (key, decision)
+        decision.group.count += 1  # ``_count``, inlined: this runs on every call
         calls = self.calls
         index = calls.seen
         calls.seen = index + 1
@@ -154,7 +161,7 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
             if self._lookups:
                 self._lookups -= 1
                 module = self._paths.caller(sys._getframe(1))
-                decision.group.note_module(module)  # type: ignore[union-attr]
+                decision.group.note_module(module)
             calls.calls.append(WatchedCall(index, decision, module, key))
         try:
             if _profiler_on():
@@ -193,10 +200,10 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         if len(self._slots) >= MAX_SIGNATURES:
             self._slots.clear()
         loose = relaxed(key)
-        family = None if loose is None else self._families.get(loose)
-        if family is not None:
-            choice = pytorch_choice(*args, **kwargs)
-            decision = None if choice is None else family.get(choice.name.lower())
+        family = None if loose is None else self._relaxed_seen.get(loose)
+        if family is not None:  # ``relaxed`` keys only plain tensors, which PyTorch's check takes
+            choice = pytorch_choice_name(*args, **kwargs)
+            decision = None if choice is None else family.get(choice)
             if decision is not None:
                 q, k = key[SHAPES][:2]
                 decision.group.widen(q, k)  # type: ignore[union-attr]
@@ -205,9 +212,9 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         decision = self._grouped(_decide(args, kwargs))
         if loose is not None and decision.answered_by == "pytorch":
             if family is None:
-                if len(self._families) >= MAX_SIGNATURES:
-                    self._families.clear()
-                family = self._families[loose] = {}
+                if len(self._relaxed_seen) >= MAX_SIGNATURES:
+                    self._relaxed_seen.clear()
+                family = self._relaxed_seen[loose] = {}
             family[decision.backend] = decision
         self._slots[key] = decision
         return decision

@@ -70,10 +70,6 @@ def signature(
     return found
 
 
-def _without_length(shape: tuple[int, ...]) -> tuple[int, ...]:
-    return (*shape[:-2], shape[-1])
-
-
 def relaxed(found: tuple[Any, ...]) -> tuple[Any, ...] | None:
     """``found`` without its sequence lengths (NOTE [ Growing sequences ]); ``None`` for calls
     PyTorch cannot be asked about cheaply (tensor subclasses) or without a length dimension."""
@@ -90,10 +86,12 @@ def relaxed(found: tuple[Any, ...]) -> tuple[Any, ...] | None:
             return None
         mask = (mask[1], mask[3], mask[5], len(shape), shape[:-2], mask[MASK_STRIDES][-1],
                 shape[-2] == 1, shape[-2] == q_len, shape[-1] == 1, shape[-1] == kv_len)
+    qs, ks, vs = found[STRIDES]
+    # straight-line (no helpers, no generators): a decode loop runs this once a step
     return (
-        found[DEVICES], _without_length(q), _without_length(k), _without_length(v),
-        tuple(s[-1] if s else None for s in found[STRIDES]), found[DTYPES], found[GRAD], mask, found[OPTIONS],
-        found[OFF_CPU:], q_len == kv_len, q_len == 0, kv_len == 0, q_len == 1, v[-2] == kv_len,
+        found[DEVICES], q[:-2], q[-1], k[:-2], k[-1], v[:-2], v[-1],
+        qs[-1] if qs else None, ks[-1] if ks else None, vs[-1] if vs else None, found[DTYPES], found[GRAD], mask,
+        found[OPTIONS], found[OFF_CPU:], q_len == kv_len, q_len == 0, kv_len == 0, q_len == 1, v[-2] == kv_len,
     )
 
 

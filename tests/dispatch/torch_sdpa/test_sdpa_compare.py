@@ -164,3 +164,13 @@ def test_calls_too_big_for_this_machine_and_nested_inputs_are_refused_before_any
     with pytest.raises(ValueError, match="cannot run nested ones"):
         jagged = torch.nested.nested_tensor([torch.randn(2, 5, 8), torch.randn(2, 7, 8)], layout=torch.jagged)
         compare(jagged, jagged, jagged)
+
+
+def test_a_total_budget_too_small_for_the_call_runs_each_backend_twice_and_skips_the_reference() -> None:
+    q = torch.randn(1, 4, 512, 32)  # one run of either backend, and the float64 reference, outlast 1 ms
+    result = compare(q, q, q, total_s=0.001)
+    assert [r.backend for r in result.ran()] == ["flash_attention", "math"]
+    for run in result.ran():  # one cold run that also measures memory, then one timed run
+        assert run.warmup_runs == 1 and run.forward is not None and run.forward.runs == 1
+        assert run.memory_kind == "peak" and run.max_abs_error is None
+    assert any("were not computed" in note and "larger budget" in note for note in result.notes)
