@@ -36,8 +36,8 @@ from inspector.loader._errors import (
 )
 from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.delivery import Failed, Item, Loaded
-from inspector.loader.pool.dispatch import Dispatcher
 from inspector.loader.pool.messages import DropSegment, FileRead, ReadFailed, WorkerReady
+from inspector.loader.pool.scheduler import Dispatcher
 from inspector.loader.pool.segments import SegmentPool
 from inspector.loader.pool.state import PoolState
 from inspector.loader.pool.worker_handles import WorkerHandle, describe_command

@@ -250,7 +250,7 @@ class Request:
         self.worker_key = -1
         self.segment: Any = None
         self.plan: Any = None  # the header, checked when the file was opened for the worker
-        self.waited = False  # waited once for a segment to come back (``dispatch._worth_waiting``)
+        self.waited = False  # waited once for a segment to come back (``scheduler._worth_waiting``)
         self.prebuilt: tuple[Any, ...] | None = None  # (object, error, marks): read on the caller's thread (inline)
         self.running = False
         self.finished = 0  # its books are closed (counts, budget), by the pool: 1 delivered, 2 failed

@@ -1,6 +1,6 @@
 """The worker pool: its public face, how its parts are wired, and a shutdown that leaves nothing.
 
-The parts: ``dispatch`` sends requests (NOTE [ Request flow ]), ``io_loop`` reads replies and
+The parts: ``scheduler`` sends requests (NOTE [ Request flow ]), ``io_loop`` reads replies and
 replaces dead workers (NOTE [ Worker deaths ]), ``delivery`` completes loads, ``requests`` is a
 load's future and what a waiting caller may be interrupted in (NOTE [ Interrupts while waiting ]),
 ``segments`` holds the shared memory (NOTE [ Segment ownership ]), ``worker_handles`` starts
@@ -44,11 +44,11 @@ from inspector.loader._errors import LoaderCrashedError, LoaderShutdownError, Lo
 from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.cuda import StagingPool
 from inspector.loader.pool.delivery import Deliverer, Failed, Item, Prebuilt
-from inspector.loader.pool.dispatch import Dispatcher
 from inspector.loader.pool.inline import InlineReader
 from inspector.loader.pool.io_loop import IOLoop
 from inspector.loader.pool.records import LoaderStatus, WorkerStatus
 from inspector.loader.pool.requests import Request, call_guarded
+from inspector.loader.pool.scheduler import Dispatcher
 from inspector.loader.pool.segments import SegmentPool
 from inspector.loader.pool.state import PoolState
 from inspector.loader.pool.worker_handles import STOP_GRACE_S, WorkerHandle, start_worker, stop_workers
