@@ -39,11 +39,11 @@ from typing import Any
 
 import numpy as np
 
-from inspector.loader._errors import StorageCorruptError, StorageNotFoundError
+from inspector.loader._errors import StorageCorruptError
 from inspector.loader.pool.requests import Request
 from inspector.loader.pool.segments import capacity_for
 from inspector.loader.storage.image import decode_image
-from inspector.loader.storage.reader import StorageFile
+from inspector.loader.storage.reader import open_for_load
 
 READERS = 2  # threads that read loads with a callback: reads release the GIL, so two overlap on two cores
 BACKLOG_POLL_S = 0.0005  # how often a reader looks again while the delivery thread's backlog is full
@@ -167,18 +167,11 @@ class InlineReader:
             return False
         started = time.perf_counter()
         try:
-            file = StorageFile(path, nowait=True)
+            file = open_for_load(path, self._why_missing, nowait=True)
         except BlockingIOError:
             return False  # not in the page cache (or no way to tell): a worker waits for the disk instead
-        except FileNotFoundError:
-            return self._finish(request, None, StorageNotFoundError(path, self._why_missing(path)), ())
-        except StorageCorruptError as exc:
-            return self._finish(request, None, exc, ())
-        except OSError as exc:
-            return self._finish(request, None, OSError(exc.errno, f"Could not open {path!r} to load it: "
-                                                                  f"{exc.strerror}"), ())  # fmt: skip
-        except Exception as exc:  # a path the OS refuses as a value (a NUL byte): that load fails
-            return self._finish(request, None, exc, ())
+        if isinstance(file, BaseException):  # the same failure a worker would have met
+            return self._finish(request, None, file, ())
         with file:
             size = file.size
             if size > self.limit or self._busy(size > ALWAYS_BYTES, request.needs_delivery):

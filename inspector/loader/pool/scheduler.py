@@ -27,7 +27,6 @@ import threading
 import time
 from collections.abc import Callable
 
-from inspector.loader._errors import StorageCorruptError, StorageNotFoundError
 from inspector.loader.pool.channel import GONE
 from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.delivery import Failed, InProcess, Item, Prebuilt
@@ -36,7 +35,7 @@ from inspector.loader.pool.requests import Request
 from inspector.loader.pool.segments import Segment, SegmentPool
 from inspector.loader.pool.state import PoolState
 from inspector.loader.pool.worker_handles import WorkerHandle
-from inspector.loader.storage.reader import StorageFile
+from inspector.loader.storage.reader import StorageFile, open_for_load
 
 SEGMENT_GRACE_BYTES = 16 << 20  # below this a new segment costs less than waiting for one
 SEGMENT_GRACE_S = 0.02  # the longest wait (256 MiB); a new segment's page faults cost about a second per GiB
@@ -148,19 +147,9 @@ class Dispatcher:
         """
         path = request.path
         assert path is not None
-        try:
-            file = StorageFile(path)
-        except FileNotFoundError:
-            self._fail(worker, request, StorageNotFoundError(path, self._config.why_missing(path)))
-            return
-        except StorageCorruptError as exc:
-            self._fail(worker, request, exc)
-            return
-        except OSError as exc:  # EMFILE, EACCES...: this load fails, the pool carries on
-            self._fail(worker, request, OSError(exc.errno, f"Could not open {path!r} to load it: {exc.strerror}"))
-            return
-        except Exception as exc:  # a file that makes the reader raise what it never should: that load fails
-            self._fail(worker, request, exc)
+        file = open_for_load(path, self._config.why_missing)
+        if isinstance(file, BaseException):  # this load fails, the pool carries on
+            self._fail(worker, request, file)
             return
         with file:
             if not request.waited and self._worth_waiting(file.size, worker.key):

@@ -16,9 +16,10 @@ from __future__ import annotations
 import io
 import os
 import stat
+from collections.abc import Callable
 from types import TracebackType
 
-from inspector.loader._errors import StorageCorruptError
+from inspector.loader._errors import StorageCorruptError, StorageNotFoundError
 from inspector.loader.storage.layout import PRELUDE_SIZE, Prelude, parse_prelude
 from inspector.loader.storage.plan import Plan, plan_for
 
@@ -133,3 +134,24 @@ def _kind(mode: int) -> str:
         if test(mode):
             return name
     return "not a regular file"
+
+
+def open_for_load(
+    path: str, why_missing: Callable[[str], str | None], *, nowait: bool = False
+) -> StorageFile | BaseException:
+    """The checked ``StorageFile`` at ``path``, or the error its load fails with: a missing file as
+    ``StorageNotFoundError`` (with why, when the loader knows), an OS refusal (EMFILE, EACCES) naming the path,
+    anything unexpected as itself (a path the OS refuses as a value). With ``nowait``, a file the page cache
+    does not hold whole raises ``BlockingIOError``: the caller reads it some other way."""
+    try:
+        return StorageFile(path, nowait=nowait)
+    except FileNotFoundError:
+        return StorageNotFoundError(path, why_missing(path))
+    except StorageCorruptError as exc:
+        return exc
+    except OSError as exc:
+        if nowait and isinstance(exc, BlockingIOError):
+            raise
+        return OSError(exc.errno, f"Could not open {path!r} to load it: {exc.strerror}")
+    except Exception as exc:
+        return exc
