@@ -321,3 +321,13 @@ def test_prebound_watch_sees_the_encoder_layers_python_path() -> None:
             got = layer(x)
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
     assert [c.backend for c in calls] == ["flash_attention"]  # the fast path is off: the SDPA call is visible
+
+
+def test_a_groups_length_ranges_widen_both_ways() -> None:
+    from inspector.dispatch.torch_sdpa.watch_records import Decision, Group
+
+    group = Group(Decision("math", "pytorch", None), 0)
+    for q_len, kv_len in ((8, 20), (4, 30), (6, 10), (9, 25)):
+        group.widen((1, 2, q_len, 16), (1, 2, kv_len, 16))
+    group.widen((16,), (16,))  # no length dimension: nothing to widen
+    assert (group.q_lens, group.kv_lens) == ([4, 9], [10, 30])
