@@ -31,7 +31,7 @@ from inspector.dispatch.torch_sdpa.modules import ModulePaths
 from inspector.dispatch.torch_sdpa.prediction import pytorch_choice, pytorch_choice_name
 from inspector.dispatch.torch_sdpa.tables import choose
 from inspector.dispatch.torch_sdpa.watch_guards import Matcher, matcher
-from inspector.dispatch.torch_sdpa.watch_keys import SHAPE_K, SHAPE_Q, relaxed, signature
+from inspector.dispatch.torch_sdpa.watch_keys import CPU_LENGTH_FREE, OFF_CPU, SHAPE_K, SHAPE_Q, relaxed, signature
 from inspector.dispatch.torch_sdpa.watch_records import (
     MAX_GROUPS,
     NATIVE,
@@ -224,11 +224,14 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         loose = relaxed(key)
         family = None if loose is None else self._relaxed_seen.get(loose)
         if family is not None:  # ``relaxed`` keys only plain tensors, which PyTorch's check takes
-            choice = pytorch_choice_name(*args, **kwargs)
-            decision = None if choice is None else family.get(choice)
+            decision: Decision | None
+            if CPU_LENGTH_FREE and len(family) == 1 and len(key) == OFF_CPU:  # a CPU call: no question
+                decision = next(iter(family.values()))
+            else:
+                choice = pytorch_choice_name(*args, **kwargs)
+                decision = None if choice is None else family.get(choice)
             if decision is not None:
                 decision.group.widen(key[SHAPE_Q], key[SHAPE_K])  # type: ignore[union-attr]
-                self._slots[key] = decision
                 return decision
         decision = self._grouped(_decide(args, kwargs))
         if loose is not None and decision.answered_by == "pytorch":

@@ -8,9 +8,14 @@ microseconds, far more than a lookup. So a new signature is first looked up by i
 key: the signature without the sequence lengths and the strides other than the last, keeping
 what PyTorch's checks read of the lengths (zero lengths, equal lengths, one query token, how a
 mask broadcasts over them). When a call with the same relaxed key was seen, only PyTorch's own
-choice is asked (``torch._fused_sdp_choice``, about 2 µs); if it names the same backend, the call
-joins that decision's group. Its own facts (and so its own reasons) are derived from its key only
-when a kept call is read.
+choice is asked (``torch._fused_sdp_choice``, about 1 µs, and ten times that inside a model); if
+it names the same backend, the call joins that decision's group. On the CPU of a release the
+tests cover (``LENGTH_FREE_RELEASES``) PyTorch is not asked: its CPU checks (flash, else math)
+read the lengths only through what the relaxed key keeps (a zero length, how a mask broadcasts
+over them), so every call of one relaxed key gets the same answer, and the length-grid test
+holds the watch's answers to PyTorch's there. Its own facts (and so its own reasons) are derived
+from its key only when a kept call is read. A signature that joined a group this way is not
+remembered by itself (a decode step's lengths do not come back; the last signature is).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from inspector.dispatch.torch_sdpa.facts import SdpaCall
 from inspector.dispatch.torch_sdpa.flags import READERS
 from inspector.dispatch.torch_sdpa.names import CUDNN, EFFICIENT, FLASH, MATH, OVERRIDEABLE
 
+LENGTH_FREE_RELEASES = ((2, 13),)  # (major, minor): CPU choices checked to be the same for one relaxed key
 _grad_enabled = torch.is_grad_enabled
 _flash, _efficient, _cudnn, _math, _overrideable = (READERS[n] for n in (FLASH, EFFICIENT, CUDNN, MATH, OVERRIDEABLE))
 _order = torch._C._get_sdp_priority_order
@@ -74,6 +80,16 @@ def off_cpu(query: Any, key: Any, value: Any) -> tuple[Any, ...]:
     return (_efficient(), _cudnn(), _overrideable(), query.storage_offset(), key.storage_offset(),
             value.storage_offset(), torch.are_deterministic_algorithms_enabled(),
             torch.is_deterministic_algorithms_warn_only_enabled(), tuple(_order()))
+
+
+def _release() -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in torch.__version__.split(".")[:2])
+    except ValueError:
+        return ()
+
+
+CPU_LENGTH_FREE = _release() in LENGTH_FREE_RELEASES
 
 
 def relaxed(found: tuple[Any, ...]) -> tuple[Any, ...] | None:
