@@ -29,8 +29,9 @@ from inspector.rpc._errors import (
 )
 from inspector.rpc._gather import gather
 from inspector.rpc._init import init_rpc
+from inspector.rpc._job_parts import JobEnvironment, JobLoader, JobSdpa
 from inspector.rpc._job_state import last_gather
-from inspector.rpc._job_view import JobEnvironment, JobLoader, JobSdpa, JobView
+from inspector.rpc._job_view import JobView
 from inspector.rpc._plan import DerivedDevices, PlanError, TopologyPlan, WorkerPlan
 from inspector.rpc._prediction import InitError, predict_init_error
 from inspector.rpc._preflight import PreflightWarning, WarningKind, preflight_warnings
