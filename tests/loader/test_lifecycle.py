@@ -211,14 +211,6 @@ def test_a_relative_dirname_is_made_absolute_so_a_chdir_changes_nothing(tmp_path
         os.chdir(previous)
 
 
-def test_a_ttl_far_in_the_future_keeps_the_ttl_thread_alive(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
-    with FileStorageLoader(tmp_path, ttl=1e12, worker_num=1) as loader:
-        storage = loader.save([1])
-        assert loader.load(storage).result(WAIT_S) == [1]
-        threads = [t for t in threading.enumerate() if t.name == "inspector-loader-ttl"]
-        assert threads and all(t.is_alive() for t in threads)
-
-
 def private_dirs() -> set[str]:
     return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("inspector-loader-")}
 
