@@ -30,6 +30,7 @@ caller was making (NOTE [ Interrupts while waiting ] in ``requests``).
 from __future__ import annotations
 
 import collections
+import contextlib
 import queue
 import threading
 import time
@@ -133,17 +134,22 @@ class InlineReader:
         for i in range(READERS):
             thread = threading.Thread(target=self._serve, args=(forward, backlog_full), name=f"{name}-reader-{i}",
                                       daemon=True)  # fmt: skip
+            self._readers.append(thread)  # before it starts: an interrupt inside start() must not hide a live thread
             thread.start()
-            self._readers.append(thread)
 
     def stop_readers(self, timeout: float) -> None:
-        """Let the reader threads finish what is queued, then end (nothing more is queued once the pool stopped)."""
-        readers, self._readers = self._readers, []
+        """Let the reader threads finish what is queued, then end (nothing more is queued once the pool stopped).
+
+        Safe to call again after an interrupted call: the list is emptied only once every thread was told.
+        """
+        readers = list(self._readers)
         for _ in readers:
-            self._jobs.put(None)
+            self._jobs.put(None)  # one each; a thread told twice leaves a spare None, which nothing reads
+        self._readers = []
         for thread in readers:
             if thread is not threading.current_thread():
-                thread.join(timeout)
+                with contextlib.suppress(RuntimeError):  # never started: the interrupt came before start() began it
+                    thread.join(timeout)
 
     def _serve(self, forward: Callable[[Request], None], backlog_full: Callable[[], bool]) -> None:
         while True:
