@@ -132,3 +132,16 @@ def test_calls_the_matcher_takes_are_counted_as_any_other(monkeypatch: pytest.Mo
     plain, unmatched = _watched_table(calls)
     assert unmatched is None
     assert plain.table().groups == seen.table().groups
+
+
+def test_a_matcher_keeps_no_tensor_alive() -> None:
+    import gc
+    import weakref
+
+    q, k, v = (torch.randn(1, 2, 8, 16) for _ in range(3))
+    mask = torch.ones(8, 8, dtype=torch.bool)
+    refs = [weakref.ref(t) for t in (q, k, v, mask)]
+    matches = matcher(signature(q, k, v, mask), (q, k, v, mask), {})
+    del q, k, v, mask
+    gc.collect()
+    assert matches is not None and all(ref() is None for ref in refs)
