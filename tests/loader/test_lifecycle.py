@@ -8,6 +8,7 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import textwrap
 import threading
 from pathlib import Path
@@ -18,7 +19,14 @@ import pytest
 from loader_probes import loader_threads, memfd_mappings, pid_alive, shm_entries, wait_gone, worker_processes
 from waiting import WAIT_S, wait_until
 
-from inspector.loader import FileStorageLoader, LoaderError, LoaderShutdownError, WorkersNotReadyError, loader_statuses
+from inspector.loader import (
+    FileStorage,
+    FileStorageLoader,
+    LoaderError,
+    LoaderShutdownError,
+    WorkersNotReadyError,
+    loader_statuses,
+)
 
 
 def test_shutdown_leaves_no_worker_thread_segment_or_shm_entry(tmp_path: Path, clean_process: None) -> None:
@@ -185,3 +193,51 @@ def test_a_worker_crash_then_shutdown_leaves_nothing_behind(tmp_path: Path, clea
         replacements = [w.pid or 0 for w in loader.status().workers]
         assert set(replacements).isdisjoint(victims)
     assert wait_gone(replacements) == []
+
+
+def test_a_relative_dirname_is_made_absolute_so_a_chdir_changes_nothing(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    previous = os.getcwd()
+    os.chdir(tmp_path / "a")
+    try:
+        with FileStorageLoader("store", ttl=None, worker_num=1) as loader:
+            assert loader.dirname == str(tmp_path / "a" / "store")
+            os.chdir(tmp_path / "b")
+            storage = loader.save([1])
+            assert storage.path.startswith(str(tmp_path / "a" / "store"))
+            assert loader.load(storage).result(WAIT_S) == [1]
+    finally:
+        os.chdir(previous)
+
+
+def private_dirs() -> set[str]:
+    return {name for name in os.listdir(tempfile.gettempdir()) if name.startswith("inspector-loader-")}
+
+
+def test_save_racing_shutdown_leaves_no_directory_behind() -> None:
+    before = private_dirs()
+    for _trial in range(20):
+        loader = FileStorageLoader(ttl=None, worker_num=1)
+        start = threading.Barrier(2)
+        outcome: list[Any] = []
+
+        def save(
+            target: FileStorageLoader = loader, barrier: threading.Barrier = start, outcome: list[Any] = outcome
+        ) -> None:
+            barrier.wait()
+            try:
+                outcome.append(target.save({"a": np.ones(1000)}))
+            except OSError as exc:
+                outcome.append(exc)
+
+        thread = threading.Thread(target=save)
+        thread.start()
+        start.wait()
+        loader.shutdown()
+        thread.join(WAIT_S)
+        stored = outcome[0]
+        if isinstance(stored, FileStorage) and os.path.exists(stored.path):  # saved after the shutdown
+            assert loader.dirname is not None and stored.path.startswith(loader.dirname)
+        loader.shutdown()  # what any later shutdown (or exit) does: nothing may be left
+    assert private_dirs() - before == set()

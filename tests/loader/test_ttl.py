@@ -46,3 +46,11 @@ def test_saving_and_loading_proceed_while_the_cleanup_thread_is_deleting(
             release.set()
         paths = expired + [s.path for s in fresh]
         wait_until(lambda: not any(os.path.exists(p) for p in paths), what="every expired file to be deleted")
+
+
+def test_a_ttl_far_in_the_future_keeps_the_ttl_thread_alive(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with FileStorageLoader(tmp_path, ttl=1e12, worker_num=1) as loader:
+        storage = loader.save([1])
+        assert loader.load(storage).result(WAIT_S) == [1]
+        threads = [t for t in threading.enumerate() if t.name == "inspector-loader-ttl"]
+        assert threads and all(t.is_alive() for t in threads)

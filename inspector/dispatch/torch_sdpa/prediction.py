@@ -54,16 +54,13 @@ def pytorch_choice(
 _NAMES = {value: member.name.lower() for value, member in _BY_VALUE.items()}
 
 
-def pytorch_choice_name(
-    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
-    scale: float | None = None, enable_gqa: bool = False,
-) -> str | None:
-    """``pytorch_choice``'s answer as a backend name (``"flash_attention"``), for plain tensors
-    only, without the enum (``watch`` asks it once a step of a decode loop)."""
+def pytorch_choice_name(*args: Any, **kwargs: Any) -> str | None:
+    """``pytorch_choice``'s answer as a backend name (``"flash_attention"``) for a call's own
+    arguments, for plain tensors only, without the enum: ``watch`` asks it once a step of a
+    decode loop, and PyTorch parses only the arguments the call passed (its check takes the
+    same arguments as ``scaled_dot_product_attention``)."""
     try:
-        if scale is None and not enable_gqa:
-            return _NAMES[_choice(query, key, value, attn_mask, dropout_p, is_causal)]
-        return _NAMES[_choice(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)]
+        return _NAMES[_choice(*args, **kwargs)]
     except Exception:  # a refusal or a check that fails: the full decision says which
         return None
 
@@ -90,11 +87,16 @@ def predict(
     if gpu is None and query.__class__ is Tensor and key.__class__ is Tensor and value.__class__ is Tensor and (
         attn_mask is None or attn_mask.__class__ is Tensor
     ):  # ``pytorch_choice``, inlined: this is the hot path
-        try:  # the fewest arguments PyTorch must parse for the call
-            if scale is None and not enable_gqa:
-                if attn_mask is None and not dropout_p and not is_causal:
-                    return _BY_VALUE[_choice(query, key, value)]
-                return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal)]
+        try:  # the fewest arguments PyTorch must parse for the call (each one costs it a parse)
+            if scale is None:
+                if not dropout_p and not is_causal:
+                    if not enable_gqa:
+                        return _BY_VALUE[_choice(query, key, value) if attn_mask is None else
+                                         _choice(query, key, value, attn_mask)]
+                    if attn_mask is None:
+                        return _BY_VALUE[_choice(query, key, value, enable_gqa=enable_gqa)]
+                elif not enable_gqa:
+                    return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal)]
             return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
                                      enable_gqa=enable_gqa)]
         except RuntimeError as exc:

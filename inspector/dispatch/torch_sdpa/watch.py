@@ -7,7 +7,8 @@
 Each call is counted under its call signature (shapes, strides, dtypes, devices, mask, options,
 grad mode and the enable flags): the first call of a signature asks PyTorch itself which
 backend it runs (``torch._fused_sdp_choice``; the ported rules where PyTorch cannot answer),
-every later one is a dictionary lookup and a count (NOTE [ Bounded watching ]); a signature that
+every later one is a dictionary lookup and a count (NOTE [ Bounded watching ]), or, once a
+signature repeats, one C++ check and a count (NOTE [ The first-level check ]); a signature that
 differs from a seen one only in its sequence lengths costs one more question to PyTorch (NOTE
 [ Growing sequences ]). A call PyTorch refuses (it raises) is counted as refused, with its error. The call itself
 runs unchanged; while a profiler records, inside a ``torch.profiler.record_function(
@@ -29,7 +30,8 @@ from inspector.dispatch.torch_sdpa.facts import facts_from_call
 from inspector.dispatch.torch_sdpa.modules import ModulePaths
 from inspector.dispatch.torch_sdpa.prediction import pytorch_choice, pytorch_choice_name
 from inspector.dispatch.torch_sdpa.tables import choose
-from inspector.dispatch.torch_sdpa.watch_keys import SHAPES, relaxed, signature
+from inspector.dispatch.torch_sdpa.watch_guards import Matcher, matcher
+from inspector.dispatch.torch_sdpa.watch_keys import CPU_LENGTH_FREE, OFF_CPU, SHAPE_K, SHAPE_Q, relaxed, signature
 from inspector.dispatch.torch_sdpa.watch_records import (
     MAX_GROUPS,
     NATIVE,
@@ -54,6 +56,10 @@ __all__ = ["WatchGroup", "WatchTable", "WatchedCall", "WatchedCalls", "last_watc
 # model's first steps, every layer of them); later calls leave ``module`` empty.
 MODULE_LOOKUPS = 64
 MAX_SIGNATURES = 1024  # exact signatures remembered (and as many relaxed ones); each cache starts afresh when full
+# Calls in a row with one signature before a matcher is built for it (NOTE [ The first-level check ]):
+# building one costs about as much as five calls through the dictionary, so a decode step's
+# signature gets one only when a model has many layers to use it on.
+STREAK = 8
 _last: list[WatchedCalls] = []
 _get_ident = threading.get_ident
 _profiler_on = torch._C._autograd._profiler_enabled
@@ -105,6 +111,8 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         self._mode: _PreboundCalls | None = None
         self._slots: dict[tuple[Any, ...], Decision] = {}
         self._last: tuple[tuple[Any, ...], Any] = ((), None)  # the last signature and its decision
+        self._streak = 0  # calls in a row with the last signature
+        self._match: tuple[Matcher, Any, tuple[Any, ...]] | None = None  # matcher, its decision, its signature
         self._relaxed_seen: dict[tuple[Any, ...], dict[str, Decision]] = {}  # relaxed key -> backend -> decision
         self._paths = ModulePaths()
         self._lookups = MODULE_LOOKUPS  # stack walks left for kept calls (NOTE [ Finding the calling module ])
@@ -134,24 +142,38 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
             self._slots.clear()
             self._relaxed_seen.clear()
             self._last = ((), None)
+            self._match = None
             _last[:] = [self.calls]
 
     # -- the hot path -------------------------------------------------------------------------
     def _around(self, call: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
         if _get_ident() != self._thread:
             return call(*args, **kwargs)
+        match = self._match
         try:
-            key = signature(*args, **kwargs)
-        except Exception:  # a call no signature can describe: decided on its own, every time
-            return self._unkeyed(call, args, kwargs)
-        last = self._last
-        if key == last[0]:  # a model's layers make the same call one after another: no hashing
-            decision = last[1]
+            hit = match is not None and match[0](*args, **kwargs)
+        except Exception:  # a call the matcher cannot take: the dictionary path says what it is
+            hit = False
+        if hit:  # NOTE [ The first-level check ]
+            decision, key = match[1], match[2]  # type: ignore[index]
         else:
-            decision = self._slots.get(key)
-            if decision is None:
-                decision = self._first_seen(key, args, kwargs)
-            self._last = (key, decision)
+            try:
+                key = signature(*args, **kwargs)
+            except Exception:  # a call no signature can describe: decided on its own, every time
+                return self._unkeyed(call, args, kwargs)
+            last = self._last
+            if key == last[0]:  # a model's layers make the same call one after another: no hashing
+                decision = last[1]
+                self._streak += 1
+                if self._streak == STREAK:
+                    found = matcher(key, args, kwargs)
+                    self._match = None if found is None else (found, decision, key)
+            else:
+                decision = self._slots.get(key)
+                if decision is None:
+                    decision = self._first_seen(key, args, kwargs)
+                self._last = (key, decision)
+                self._streak = 0
         decision.group.count += 1  # ``_count``, inlined: this runs on every call
         calls = self.calls
         index = calls.seen
@@ -202,12 +224,14 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         loose = relaxed(key)
         family = None if loose is None else self._relaxed_seen.get(loose)
         if family is not None:  # ``relaxed`` keys only plain tensors, which PyTorch's check takes
-            choice = pytorch_choice_name(*args, **kwargs)
-            decision = None if choice is None else family.get(choice)
+            decision: Decision | None
+            if CPU_LENGTH_FREE and len(family) == 1 and len(key) == OFF_CPU:  # a CPU call: no question
+                decision = next(iter(family.values()))
+            else:
+                choice = pytorch_choice_name(*args, **kwargs)
+                decision = None if choice is None else family.get(choice)
             if decision is not None:
-                q, k = key[SHAPES][:2]
-                decision.group.widen(q, k)  # type: ignore[union-attr]
-                self._slots[key] = decision
+                decision.group.widen(key[SHAPE_Q], key[SHAPE_K])  # type: ignore[union-attr]
                 return decision
         decision = self._grouped(_decide(args, kwargs))
         if loose is not None and decision.answered_by == "pytorch":

@@ -8,9 +8,14 @@ microseconds, far more than a lookup. So a new signature is first looked up by i
 key: the signature without the sequence lengths and the strides other than the last, keeping
 what PyTorch's checks read of the lengths (zero lengths, equal lengths, one query token, how a
 mask broadcasts over them). When a call with the same relaxed key was seen, only PyTorch's own
-choice is asked (``torch._fused_sdp_choice``, about 2 µs); if it names the same backend, the call
-joins that decision's group. Its own facts (and so its own reasons) are derived from its key only
-when a kept call is read.
+choice is asked (``torch._fused_sdp_choice``, about 1 µs, and ten times that inside a model); if
+it names the same backend, the call joins that decision's group. On the CPU of a release the
+tests cover (``LENGTH_FREE_RELEASES``) PyTorch is not asked: its CPU checks (flash, else math)
+read the lengths only through what the relaxed key keeps (a zero length, how a mask broadcasts
+over them), so every call of one relaxed key gets the same answer, and the length-grid test
+holds the watch's answers to PyTorch's there. Its own facts (and so its own reasons) are derived
+from its key only when a kept call is read. A signature that joined a group this way is not
+remembered by itself (a decode step's lengths do not come back; the last signature is).
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from inspector.dispatch.torch_sdpa.facts import SdpaCall
 from inspector.dispatch.torch_sdpa.flags import READERS
 from inspector.dispatch.torch_sdpa.names import CUDNN, EFFICIENT, FLASH, MATH, OVERRIDEABLE
 
+LENGTH_FREE_RELEASES = ((2, 13),)  # (major, minor): CPU choices checked to be the same for one relaxed key
 _grad_enabled = torch.is_grad_enabled
 _flash, _efficient, _cudnn, _math, _overrideable = (READERS[n] for n in (FLASH, EFFICIENT, CUDNN, MATH, OVERRIDEABLE))
 _order = torch._C._get_sdp_priority_order
@@ -33,6 +39,7 @@ _CPU = torch.device("cpu")
 # Where each part sits in a signature.
 CLASSES, DEVICES, SHAPES, STRIDES, DTYPES = slice(0, 3), slice(3, 6), slice(6, 9), slice(9, 12), slice(12, 15)
 GRAD, MASK, OPTIONS, OFF_CPU = 15, 16, slice(17, 22), 22
+SHAPE_Q, SHAPE_K = 6, 7
 # Where each part sits in a mask's part: class, device, shape, dtype, strides, requires_grad.
 MASK_SHAPE, MASK_STRIDES = 2, 4
 
@@ -63,11 +70,26 @@ def signature(
         _grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad),
         mask, dropout_p, is_causal, enable_gqa, _flash(), _math(),
     )
-    if not cpu:  # off the CPU, the other flags, alignment, determinism and the priority order matter too
-        found += (_efficient(), _cudnn(), _overrideable(), query.storage_offset(), key.storage_offset(),
-                  value.storage_offset(), torch.are_deterministic_algorithms_enabled(),
-                  torch.is_deterministic_algorithms_warn_only_enabled(), tuple(_order()))
+    if not cpu:
+        found += off_cpu(query, key, value)
     return found
+
+
+def off_cpu(query: Any, key: Any, value: Any) -> tuple[Any, ...]:
+    """What a signature adds off the CPU: the other flags, alignment, determinism and the priority order."""
+    return (_efficient(), _cudnn(), _overrideable(), query.storage_offset(), key.storage_offset(),
+            value.storage_offset(), torch.are_deterministic_algorithms_enabled(),
+            torch.is_deterministic_algorithms_warn_only_enabled(), tuple(_order()))
+
+
+def _release() -> tuple[int, ...]:
+    try:
+        return tuple(int(part) for part in torch.__version__.split(".")[:2])
+    except ValueError:
+        return ()
+
+
+CPU_LENGTH_FREE = _release() in LENGTH_FREE_RELEASES
 
 
 def relaxed(found: tuple[Any, ...]) -> tuple[Any, ...] | None:
@@ -75,7 +97,7 @@ def relaxed(found: tuple[Any, ...]) -> tuple[Any, ...] | None:
     PyTorch cannot be asked about cheaply (tensor subclasses) or without a length dimension."""
     if found[0] is not _Tensor or found[1] is not _Tensor or found[2] is not _Tensor:
         return None
-    q, k, v = found[SHAPES]
+    q, k, v = found[6], found[7], found[8]  # found[SHAPES], without making the slice
     if len(q) < 2 or len(k) < 2 or len(v) < 2:
         return None
     q_len, kv_len = q[-2], k[-2]
@@ -86,12 +108,14 @@ def relaxed(found: tuple[Any, ...]) -> tuple[Any, ...] | None:
             return None
         mask = (mask[1], mask[3], mask[5], len(shape), shape[:-2], mask[MASK_STRIDES][-1],
                 shape[-2] == 1, shape[-2] == q_len, shape[-1] == 1, shape[-1] == kv_len)
-    qs, ks, vs = found[STRIDES]
-    # straight-line (no helpers, no generators): a decode loop runs this once a step
+    qs, ks, vs = found[9], found[10], found[11]
+    # Straight-line (no helpers, no generators): a decode loop runs this once a step. Slicing a
+    # torch.Size makes a new Size (about 0.3 µs), so 4-D shapes (nearly every call) are indexed.
     return (
-        found[DEVICES], q[:-2], q[-1], k[:-2], k[-1], v[:-2], v[-1],
-        qs[-1] if qs else None, ks[-1] if ks else None, vs[-1] if vs else None, found[DTYPES], found[GRAD], mask,
-        found[OPTIONS], found[OFF_CPU:], q_len == kv_len, q_len == 0, kv_len == 0, q_len == 1, v[-2] == kv_len,
+        found[3:6], len(q), q[:-2] if len(q) != 4 else (q[0], q[1]), q[-1], len(k),
+        k[:-2] if len(k) != 4 else (k[0], k[1]), k[-1], len(v), v[:-2] if len(v) != 4 else (v[0], v[1]), v[-1],
+        qs[-1] if qs else None, ks[-1] if ks else None, vs[-1] if vs else None, found[12:16], mask,
+        found[17:], q_len == kv_len, q_len == 0, kv_len == 0, q_len == 1, v[-2] == kv_len,
     )
 
 

@@ -147,11 +147,24 @@ class Group:
         self.note_module(module)
 
     def widen(self, q: tuple[int, ...], k: tuple[int, ...]) -> None:
-        """Take a call with these query and key shapes into the length ranges."""
-        for lengths, shape in ((self.q_lens, q), (self.kv_lens, k)):
-            if len(shape) >= 2:
-                n = int(shape[-2])
-                lengths[:] = [min(lengths[0], n), max(lengths[1], n)] if lengths else [n, n]
+        """Take a call with these query and key shapes into the length ranges (straight-line: a
+        decode loop runs this once a step)."""
+        if len(q) >= 2:
+            n, lengths = int(q[-2]), self.q_lens
+            if not lengths:
+                lengths += (n, n)
+            elif n < lengths[0]:
+                lengths[0] = n
+            elif n > lengths[1]:
+                lengths[1] = n
+        if len(k) >= 2:
+            n, lengths = int(k[-2]), self.kv_lens
+            if not lengths:
+                lengths += (n, n)
+            elif n < lengths[0]:
+                lengths[0] = n
+            elif n > lengths[1]:
+                lengths[1] = n
 
     def note_module(self, module: str) -> None:
         if module and len(self.modules) < MAX_MODULES:

@@ -19,7 +19,7 @@ and when both of the last two apply, their geometric mean (two noisy guesses bea
 Until every method of the run has been measured once there is no estimate ("estimating the
 time left"), rather than a guess that reads low; with the benchmark's order (layout, then
 size, then method) that is after the first size. Checked on four recorded runs
-(``tests/loader/test_bench_time_left.py``): 96 of 111 estimates within 1.5x of the time that
+(``tests/loader/bench/test_bench_time_left.py``): 96 of 111 estimates within 1.5x of the time that
 was really left, the worst 1.7x, where a single DataLoader cell took twice as long as the ones
 before it (each starts worker processes twice, which on a busy machine varies by half either
 way).

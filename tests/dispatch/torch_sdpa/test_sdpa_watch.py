@@ -6,6 +6,7 @@ import csv
 import dataclasses
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 import torch
@@ -321,3 +322,65 @@ def test_prebound_watch_sees_the_encoder_layers_python_path() -> None:
             got = layer(x)
     torch.testing.assert_close(got, expected, rtol=1e-4, atol=1e-5)
     assert [c.backend for c in calls] == ["flash_attention"]  # the fast path is off: the SDPA call is visible
+
+
+def test_a_groups_length_ranges_widen_both_ways() -> None:
+    from inspector.dispatch.torch_sdpa.watch_records import Decision, Group
+
+    group = Group(Decision("math", "pytorch", None), 0)
+    for q_len, kv_len in ((8, 20), (4, 30), (6, 10), (9, 25)):
+        group.widen((1, 2, q_len, 16), (1, 2, kv_len, 16))
+    group.widen((16,), (16,))  # no length dimension: nothing to widen
+    assert (group.q_lens, group.kv_lens) == ([4, 9], [10, 30])
+
+
+def _length_grid_cases() -> list[tuple[str, Any]]:
+    """Calls as functions of (q_len, kv_len): every kind of thing PyTorch's CPU checks read."""
+    gen = torch.Generator().manual_seed(0)
+
+    def t(*shape: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+        return torch.randn(*shape, generator=gen).to(dtype)
+
+    def bool_mask(*shape: int) -> torch.Tensor:
+        return torch.ones(*shape, dtype=torch.bool)
+
+    return [
+        ("plain", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)), {})),
+        ("causal", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)), {"is_causal": True})),
+        ("gqa", lambda q, k: ((t(1, 4, q, 16), t(1, 2, k, 16), t(1, 2, k, 16)), {"enable_gqa": True})),
+        ("dropout", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)), {"dropout_p": 0.5})),
+        ("float64", lambda q, k: ((t(1, 4, q, 16, dtype=torch.float64),) * 3 if q == k else
+                                  (t(1, 4, q, 16, dtype=torch.float64), t(1, 4, k, 16, dtype=torch.float64),
+                                   t(1, 4, k, 16, dtype=torch.float64)), {})),
+        ("transposed q", lambda q, k: ((t(1, q, 4, 16).transpose(1, 2), t(1, 4, k, 16), t(1, 4, k, 16)), {})),
+        ("3-D", lambda q, k: ((t(4, q, 16), t(4, k, 16), t(4, k, 16)), {})),
+        ("mask q x kv", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)),
+                                      {"attn_mask": bool_mask(q, k)})),
+        ("mask 1 x kv", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)),
+                                      {"attn_mask": bool_mask(1, k)})),
+        ("mask q x 1", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)),
+                                     {"attn_mask": t(q, 1)})),
+        ("mask 4-D", lambda q, k: ((t(2, 4, q, 16), t(2, 4, k, 16), t(2, 4, k, 16)),
+                                   {"attn_mask": bool_mask(2, 1, q, k)})),
+        ("mask fixed 8 x 8", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)),
+                                           {"attn_mask": bool_mask(8, 8)})),
+        ("value longer", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k + 1, 16)), {})),
+    ]
+
+
+@pytest.mark.parametrize("flash_only", [False, True])
+def test_on_the_cpu_every_length_of_a_relaxed_key_gets_pytorchs_own_answer(
+    monkeypatch: pytest.MonkeyPatch, flash_only: bool,
+) -> None:
+    # NOTE [ Growing sequences ]: on a tested release the CPU answer is reused across lengths;
+    # this grid holds each call's answer to PyTorch's own (torch._fused_sdp_choice, through predict).
+    monkeypatch.setattr(F, "scaled_dot_product_attention", lambda *a, **k: None)  # only the choices matter
+    lengths = [(q, k) for q in (0, 1, 3, 8) for k in (0, 1, 3, 8, 9)]
+    allowed = [SDPBackend.FLASH_ATTENTION] if flash_only else [SDPBackend.FLASH_ATTENTION, SDPBackend.MATH]
+    for name, make in _length_grid_cases():
+        calls = [make(q, k) for q, k in lengths]
+        with sdpa_kernel(allowed), torch_sdpa.watch(keep=len(calls)) as seen:
+            for args, kwargs in calls:
+                F.scaled_dot_product_attention(*args, **kwargs)
+            expected = [torch_sdpa.predict(*args, **kwargs).name.lower() for args, kwargs in calls]
+        assert [c.backend for c in seen] == expected, name

@@ -1,9 +1,11 @@
-"""Every reader checks the whole header before it reads or reserves the body, and compiled headers build fresh
-objects."""
+"""Every reader checks the whole header before it reads or reserves the body (a huge sparse file, a FIFO),
+and compiled headers build fresh objects."""
 
 from __future__ import annotations
 
 import json
+import os
+import struct
 import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
@@ -120,3 +122,30 @@ def test_a_tensor_may_be_a_dict_key_a_numpy_array_may_not(tmp_path: Path) -> Non
     forged.write_bytes(pack_prelude(header, 8) + header + bytes(pad) + bytes(8))
     with pytest.raises(StorageCorruptError, match="unusable dict key"):
         describe_storage(forged)
+
+
+def test_a_huge_sparse_file_is_refused_without_reserving_its_size(loader: FileStorageLoader, tmp_path: Path) -> None:
+    sparse = tmp_path / "huge.istore"
+    with open(sparse, "wb") as file:
+        file.write(b"\x89ISTORE\n" + struct.pack("<HHIQQ", 1, 0, 0, 100, 100))  # a good start, tiny sizes
+        file.truncate(2 << 30)
+    bytes_before = loader.status().segment_bytes
+    with pytest.raises(StorageCorruptError, match=r"expected \d+ bytes, file has 2147483648"):
+        loader.load(FileStorage(sparse)).result(WAIT_S)
+    assert loader.status().segment_bytes - bytes_before < 1 << 20
+    tracemalloc.start()
+    try:
+        with pytest.raises(StorageCorruptError):
+            FileStorage(sparse).load()
+        assert tracemalloc.get_traced_memory()[1] < 1 << 20  # nothing the size of the file was allocated
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_fifo_planted_at_a_storage_path_fails_at_once(loader: FileStorageLoader, tmp_path: Path) -> None:
+    fifo = tmp_path / "planted.istore"
+    os.mkfifo(fifo)
+    with pytest.raises(StorageCorruptError, match="a FIFO"):
+        loader.load(FileStorage(fifo)).result(WAIT_S)
+    with pytest.raises(StorageCorruptError, match="a FIFO"):
+        FileStorage(fifo).load()

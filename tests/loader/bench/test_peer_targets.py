@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-SCRIPT = Path(__file__).parents[2] / "benchmarks" / "loader_peers.py"
+SCRIPT = Path(__file__).parents[3] / "benchmarks" / "loader_peers.py"
 
 
 def peers_module() -> ModuleType:

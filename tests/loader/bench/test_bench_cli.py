@@ -98,7 +98,7 @@ def test_ctrl_c_keeps_the_rows_measured_so_far_as_a_cancelled_run(tmp_path: Path
                    "--repeats", "1"]  # fmt: skip
         ready = "] 2/15 "
     else:
-        command = [sys.executable, str(Path(__file__).parents[2] / "benchmarks" / "loader.py"), "--quick"]
+        command = [sys.executable, str(Path(__file__).parents[3] / "benchmarks" / "loader.py"), "--quick"]
         ready = "[ 2/"
     code, stderr = interrupt_when(command, env, ready)
     assert code == 130, stderr[-2000:]

@@ -1,4 +1,5 @@
-"""Callers waiting for loads: timeouts hold, deaths reach them, and interrupts (Ctrl-C) lose nothing.
+"""Callers waiting for loads: timeouts hold, deaths reach them, interrupts (Ctrl-C) lose nothing, and a
+callback that waits on another load either gets it or is refused at once, never deadlocked.
 
 An interrupt is raised in the main thread at points where CPython runs signal handlers: the start
 of a Python function, and right after a call into C returns (or, for a call that may block,
@@ -17,6 +18,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from types import FrameType
 from typing import Any
@@ -26,7 +28,7 @@ import pytest
 from loader_probes import worker_processes
 from waiting import WAIT_S, wait_until
 
-from inspector.loader import FileStorageLoader, WorkerDiedError
+from inspector.loader import CallbackDeadlockError, FileStorageLoader, WorkerDiedError
 from inspector.loader.pool.config import DEPTH
 
 
@@ -271,3 +273,54 @@ def test_interrupts_from_a_signal_timer_while_callers_load_and_wait_lose_no_load
     assert (status.pending, status.in_flight, status.loads_failed) == (0, 0, 0)
     assert status.loads_done >= answered
     assert shut_down_within(loader, WAIT_S)
+
+
+# ---- callbacks that wait on other loads -------------------------------------------------------
+def test_a_callback_may_wait_on_a_load_without_a_callback(loader: FileStorageLoader) -> None:
+    inner = loader.save(["inner"])
+    seen: list[Any] = []
+    outer = loader.load(loader.save(["outer"]), lambda _obj: seen.append(loader.load(inner).result(WAIT_S)))
+    assert outer.result(WAIT_S) == ["outer"] and seen == [["inner"]]
+
+
+def test_a_callback_waiting_on_a_load_whose_callback_would_run_after_it_is_refused_at_once(
+    loader: FileStorageLoader,
+) -> None:
+    inner = loader.save(["inner"])
+    seen: list[BaseException] = []
+
+    def wait_for_other(_obj: Any) -> None:
+        other = loader.load(inner, lambda _o: None)
+        try:
+            other.result(WAIT_S)
+        except CallbackDeadlockError as exc:
+            seen.append(exc)
+            other.cancel()
+
+    started = time.monotonic()
+    loader.load(loader.save(["outer"]), wait_for_other).result(WAIT_S)
+    assert time.monotonic() - started < WAIT_S and len(seen) == 1
+    assert isinstance(seen[0], RuntimeError) and "add_done_callback" in str(seen[0])
+
+
+def test_a_waiting_callback_is_not_blocked_by_the_callbacks_queued_behind_it(loader: FileStorageLoader) -> None:
+    inner = loader.save(["inner"])
+    first_seen: list[Any] = []
+    started, go, release = threading.Event(), threading.Event(), threading.Event()
+
+    def first(_obj: Any) -> None:
+        started.set()
+        go.wait(WAIT_S)  # until the loads queued behind this callback fill the budget
+        first_seen.append(loader.load(inner).result(WAIT_S))
+
+    blocker = loader.save(["queued"])
+    futures = [loader.load(loader.save(["first"]), first)]
+    try:
+        assert started.wait(WAIT_S)
+        futures += [loader.load(blocker, lambda _obj: release.wait(WAIT_S)) for _ in range(30)]  # fill the budget
+        go.set()
+        assert futures[0].result(WAIT_S) == ["first"] and first_seen == [["inner"]]
+    finally:
+        go.set()
+        release.set()
+    assert all(f.result(WAIT_S) for f in futures)
