@@ -301,7 +301,8 @@ class WorkerPool:
                 request.prebuilt = (None, exc, ())
         with state.lock:  # taken after ``submit`` let go of it: the request is registered by now
             state.reading -= 1
-            for_worker = request.prebuilt is None and not state.exit
+            crash = state.broken if isinstance(state.broken, LoaderCrashedError) else None  # no I/O thread any more
+            for_worker = request.prebuilt is None and not state.exit and crash is None
             if for_worker:
                 state.pending.append(request)
             else:
@@ -310,7 +311,9 @@ class WorkerPool:
         if for_worker:
             self._wake()
         elif request.prebuilt is None:
-            self._deliverer.deliver_queued(Failed(request, LoaderShutdownError(request.label)))
+            label = request.label
+            error = LoaderShutdownError(label) if crash is None else LoaderCrashedError(crash.cause, label)
+            self._deliverer.deliver_queued(Failed(request, error))
         else:
             self._deliverer.deliver_queued(Prebuilt(request))
 
