@@ -24,38 +24,33 @@ from inspector.dispatch import (
     process_selection,
     reload_env,
     rows,
-    run_rows,
     set_op,
-    what_if,
 )
 from inspector.dispatch.registry import is_steered
 from inspector.dispatch.selection import steered_hint
 from inspector.dispatch.torch_sdpa import FAMILY as TORCH_SDPA
-from inspector.dispatch.torch_sdpa import ensure_registered, what_if_grid
-from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel, busy
+from inspector.dispatch.torch_sdpa import ensure_registered
+from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, StaleMark
-from inspector.panels._render import RawHTML
 from inspector.panels._sections import Sections
-from inspector.panels.context_editor import DTYPES, ContextEditor
+from inspector.panels.context_editor import ContextEditor
+from inspector.panels.dispatch_actions import DispatchActions
 from inspector.panels.dispatch_feedback import env_problems, env_problems_html, refusal_html, toggle_marks
 from inspector.views.dispatch import (
     DispatchSection,
     DispatchState,
-    comparison_table,
     default_context,
     trace_or_failure,
-    watch_table,
     what_if_key,
 )
 from inspector.views.dispatch_axes import FamilyAxes, family_axes
-from inspector.views.page import FIGURE, Page
-from inspector.views.sdpa_tables import sdpa_comparison_table
+from inspector.views.page import Page
 
 AUTO = "auto"
 PROFILE_OPTIONS = {"none": None, "reference": "reference"}
 
 
-class DispatchPanel(Panel[DispatchState]):
+class DispatchPanel(DispatchActions, Panel[DispatchState]):
     """Decision tables for every registered op family, live."""
 
     part = "dispatch"
@@ -104,24 +99,8 @@ class DispatchPanel(Panel[DispatchState]):
         self.table_out = widgets.Output()
         self.trace_html = widgets.HTML()
         self.plan_out = widgets.Output()
-        self.what_if_out = widgets.Output()
-        self.compare_out = widgets.Output()
-        self.ran_out = widgets.Output()
-        details = Sections(zip(("Trace", "Plan (all families)", "What-if grid", "Run and compare", "What ran"), [
-            self.trace_html,
-            self.plan_out,
-            self._action_box("Draw what-if grid", "th", "Heatmap of the winning row as the axes that change it vary "
-                             "(torch_sdpa: GPU x dtype x variations of the call), under the toggles",
-                             self.draw_what_if, self.what_if_out),
-            self._action_box("Run and compare rows", "play", "Run every capable row on random inputs of this "
-                             "context and compare it with the reference (torch_sdpa: every backend, timed)",
-                             self.run_and_compare, self.compare_out),
-            self._action_box("Show what ran", "history", "The calls of the last `with torch_sdpa.watch():` block, "
-                             "and decisions of any running record_decisions()", self.show_what_ran, self.ran_out),
-        ], strict=True))  # fmt: skip
-        self.put(self.what_if_out, RawHTML("<i>No grid yet: press <b>Draw what-if grid</b>.</i>"))
-        self.put(self.compare_out, RawHTML("<i>No comparison yet: press <b>Run and compare rows</b>.</i>"))
-        self.put(self.ran_out, RawHTML("<i>Nothing shown yet: press <b>Show what ran</b>.</i>"))
+        details = Sections(zip(("Trace", "Plan (all families)", "What-if grid", "Run and compare", "What ran"),
+                               [self.trace_html, self.plan_out, *self._action_boxes()], strict=True))
         self.results = StaleMark(self.table_out, details.widget)
         self.family.observe(self.guard(lambda _c: self._family_changed()), names="value")
         toggle_rows = [widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="100px")), toggle,
@@ -166,18 +145,6 @@ class DispatchPanel(Panel[DispatchState]):
         finally:
             self.editor._holding = False
         self.refresh()
-
-    def _action_box(self, label: str, icon: str, tooltip: str, action: Any, out: widgets.Output) -> widgets.VBox:
-        """A button, its own error line and its output; the button is disabled while its work runs."""
-        button = widgets.Button(description=label, icon=icon, tooltip=tooltip, layout=widgets.Layout(width="auto"))
-        errors = ErrorLine()
-
-        def run(_button: Any) -> None:
-            with busy(button):
-                action()
-
-        button.on_click(self.guard_into(errors, run))
-        return widgets.VBox([button, errors.widget, out])
 
     def _toggle(self, family: str) -> widgets.ToggleButtons:
         toggle = widgets.ToggleButtons(options=[AUTO, *[r.name for r in rows(family)]], value=AUTO,
@@ -328,75 +295,3 @@ class DispatchPanel(Panel[DispatchState]):
             if key in current:
                 self.show(out, current, key)
         return current
-
-    def show_what_ran(self) -> pd.DataFrame | None:
-        """What ran: the last ``torch_sdpa.watch()`` block, and the decisions of the running
-        ``record_decisions()`` recorders (or, when none runs, of the one that stopped last)."""
-        from inspector.dispatch.recorder import ACTIVE, last_stopped
-        from inspector.dispatch.torch_sdpa import last_watch
-
-        calls = last_watch()
-        self._what_ran = calls.table() if calls is not None else None
-        stopped = last_stopped()
-        recorders = tuple(ACTIVE) or ((stopped,) if stopped is not None else ())
-        self._decisions = tuple(c for recorder in recorders for c in recorder.counts()) if recorders else None
-        if self._what_ran is None and self._decisions is None:
-            self.put(self.ran_out, RawHTML(
-                "<i>No watched block yet: run <code>with torch_sdpa.watch() as calls: model(x)</code> (or "
-                "<code>with record_decisions(): ...</code> for your own families), then press the button again.</i>"))
-            self.last_what_ran = None
-            return None
-        self._render()
-        self.last_what_ran = watch_table(self._what_ran) if self._what_ran is not None else None
-        return self.last_what_ran
-
-    def draw_what_if(self, **sweep: Any) -> Any:
-        """Heatmap of the winning row over dtype × head_dim × mask × grad (or the axes given); for
-        ``torch_sdpa``, over devices and GPUs × dtype × variations of the call (``what_if_grid``)."""
-        if self.family.value == TORCH_SDPA and not sweep:
-            with self.selection():
-                cells = what_if_grid(self.context)
-            return self._show_what_if(cells)
-        sweep = sweep or {
-            "dtype": list(DTYPES.values()),
-            "head_dim": sorted({64, 128, 256, 512, self.editor.head_dim.value}),
-            "has_mask": [False, True],
-            "grad_enabled": [True, False],
-        }
-        with self.selection():
-            cells = what_if(self.family.value, self.context, **sweep)
-        return self._show_what_if(cells)
-
-    def _show_what_if(self, cells: Any) -> Any:
-        self._what_if = (self.family.value, cells)
-        blocks = self._render().section(what_if_key(self.family.value)).blocks
-        self.last_what_if = next((block.value for block in blocks if block.kind == FIGURE), None)  # one line: agreed
-        return cells
-
-    def run_and_compare(self, budget_s: float = 0.3) -> pd.DataFrame:
-        """Run every capable row on random inputs of the current context against the reference; for
-        ``torch_sdpa``, time every backend that can serve the call here (``torch_sdpa.compare``)."""
-        if self.family.value == TORCH_SDPA:
-            return self._compare_sdpa(budget_s)
-        self._runs = tuple(run_rows(self.family.value, self.context, repeats=3))
-        self._render()
-        return comparison_table(self._runs)
-
-    def _compare_sdpa(self, budget_s: float) -> pd.DataFrame:
-        import torch
-
-        from inspector.dispatch.torch_sdpa import compare
-        from inspector.dispatch.torch_sdpa.compare_limits import refuse_what_cannot_run
-        from inspector.dispatch.torch_sdpa.described import complete
-        from inspector.dispatch.torch_sdpa.inputs import tensors_for
-
-        ctx = complete(self.context)
-        facts = ctx.extra["sdpa"]
-        # too big for this machine, or a GPU it lacks: ValueError before any tensor is made, shown by the button
-        refuse_what_cannot_run(facts, budget_s, facts.requires_grad and ctx.grad_enabled,
-                               how="smaller batch, heads, seq_len, kv_len or head_dim in the context editor")
-        call, options = tensors_for(facts)
-        with torch.set_grad_enabled(ctx.grad_enabled):
-            self._sdpa_runs = compare(*call, **options, budget_s=budget_s)
-        self._render()
-        return sdpa_comparison_table(self._sdpa_runs)

@@ -31,16 +31,14 @@ from inspector.loader.bench import (
     BenchRow,
     SweepResult,
     check_sizes,
-    label_run,
-    read_history,
     run,
 )
-from inspector.loader.bench.history import run_name
 from inspector.loader.bench.time_left import bench_plan
 from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
 from inspector.panels._guard import ErrorLine, error_html
 from inspector.panels._render import RawHTML
+from inspector.panels.loader_history import PastRuns
 from inspector.panels.loader_yours import YourLoader
 from inspector.views.loader import LoaderSection, LoaderState
 
@@ -58,7 +56,7 @@ def cuda_available() -> bool:
     return bool(torch.cuda.is_available())
 
 
-class LoaderPanel(YourLoader, Panel[LoaderState]):
+class LoaderPanel(YourLoader, PastRuns, Panel[LoaderState]):
     """Loader throughput by size and by worker count, where the time goes, and live worker status."""
 
     part = "loader"
@@ -117,28 +115,6 @@ class LoaderPanel(YourLoader, Panel[LoaderState]):
         self.job = BackgroundJob("Benchmark", triggers=[self.run_button])
         self.run_html = widgets.HTML()
         self.targets_out = widgets.Output()
-        self.history_out = widgets.Output()
-        history = widgets.Button(description="Show history", icon="history", layout=widgets.Layout(width="auto"),
-                                 tooltip="The last five benchmark runs side by side (kept under your cache)")
-        history.on_click(self.guard(lambda _b: self.show_history()))
-        self.overlay_first = widgets.Dropdown(options=[], description="overlay", layout=wide,
-                                              tooltip="The first of two past runs to draw in one chart (solid)")
-        self.overlay_second = widgets.Dropdown(options=[], description="with", layout=wide,
-                                               tooltip="The second past run to draw in the same chart (dashed)")
-        for choice in (self.overlay_first, self.overlay_second):
-            choice.observe(self.guard(lambda _change: self._overlay_changed()), names="value")
-        self.run_label = widgets.Text(value="", description="new label", layout=wide,
-                                      tooltip="A label for the first run picked above (plain text)")
-        label_button = widgets.Button(description="Label run", icon="tag", layout=widgets.Layout(width="auto"),
-                                      tooltip="Keep this label with the first run picked above")
-        self.history_errors = ErrorLine("history")
-        label_button.on_click(self.guard_into(self.history_errors, lambda _b: self.label_run(
-            self.overlay_first.value, self.run_label.value)))
-        self.history_box = widgets.VBox([
-            widgets.HBox([self.overlay_first, self.overlay_second, self.run_label, label_button]),
-            self.history_errors.widget,
-        ])  # fmt: skip
-        self.history_box.layout.display = "none"  # until a history is shown
         self.sweep_job = BackgroundJob("Sweep")
         self.sweep_html = widgets.HTML()
         self.sweep_out = widgets.Output()
@@ -169,9 +145,7 @@ class LoaderPanel(YourLoader, Panel[LoaderState]):
             charts,
             self.targets_out,
             self.table_out,
-            widgets.HBox([widgets.HTML("<b>Past runs</b>"), history]),
-            self.history_box,
-            self.history_out,
+            *self._past_runs(wide),
             widgets.HTML("<b>Your loader</b>: <code>panel.profile(your_dataloader, step=your_step)</code> (or "
                          "<code>inspector.show(loader=...)</code>) says whether your loop waits for data, and shows "
                          "what the inspector's loader delivers for your saved batches (I/O only)"),
@@ -315,39 +289,6 @@ class LoaderPanel(YourLoader, Panel[LoaderState]):
             self.charts.children = (self.chart_out, self.stage_out)
             self.charts.titles = ("By size", "Stages")
         self.charts.selected_index = 0 if selected is None else min(selected, len(self.charts.children) - 1)
-
-    # -- past runs -------------------------------------------------------------------------------
-    def show_history(self, last: int = 5) -> None:
-        """Show the last ``last`` benchmark runs (from the history under your cache) side by side."""
-        kept = read_history("loader", last=last)
-        self._history, self._history_note = tuple(kept), kept.note()
-        options = [(run_name(i, r), r["id"]) for i, r in enumerate(kept)]
-        with_rows = [r["id"] for r in kept if r["rows"]]
-        self._overlay = tuple(with_rows[-2:])
-        ids = [run_id for _, run_id in options]
-        for choice, value in zip((self.overlay_first, self.overlay_second), [*self._overlay, None, None], strict=False):
-            choice.options = options
-            choice.value = value if value in ids else None
-        self.history_box.layout.display = "" if len(options) > 1 else "none"
-        self.show(self.history_out, self.page(self.state()), LoaderSection.HISTORY)
-
-    def _overlay_changed(self) -> None:
-        chosen = (self.overlay_first.value, self.overlay_second.value)
-        if None in chosen or chosen == self._overlay or self._history is None:
-            return
-        self._overlay = chosen
-        self.show(self.history_out, self.page(self.state()), LoaderSection.HISTORY)
-
-    def label_run(self, run_id: str, label: str) -> None:
-        """Keep ``label`` with the past run ``run_id`` (one of the runs shown), then show the history again."""
-        if not run_id:
-            raise ValueError("Show the history and pick a run first, then label it.")
-        label_run(run_id, label.strip())
-        self.run_label.value = ""
-        overlay = self._overlay
-        self.show_history()
-        self._overlay = overlay
-        self.show(self.history_out, self.page(self.state()), LoaderSection.HISTORY)
 
     def refresh_status(self) -> None:
         """Redraw the table of live loaders and their workers."""

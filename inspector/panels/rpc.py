@@ -8,7 +8,7 @@ mesh, a ring or a parameter server; ``Show this job's plan`` loads the job the n
 (``TopologyPlan.from_job``), and "This job, rank by rank" shows the job view the last
 ``inspector.rpc.gather`` returned here (rank 0). Rows a problem touches are outlined in red with the next step, and
 the plan downloads as a JSON file. Launching starts a real ``LocalWorld`` on a background job
-(``rpc_launch``), after a loud confirmation when init_rpc would refuse it; the launch box says,
+(``rpc_launch_box``, ``rpc_launch``), after a loud confirmation when init_rpc would refuse it; the launch box says,
 before and after, what runs (on a machine without GPUs only the cpu -> cpu pairs go along) and
 that every figure is for CPU tensors.
 """
@@ -16,32 +16,23 @@ that every figure is for CPU tensors.
 from __future__ import annotations
 
 import base64
-import html
 from typing import Any
 
 import ipywidgets as widgets
 
 from inspector._messages import Message
-from inspector.panels._background import BackgroundJob
 from inspector.panels._base import PANEL_CLASS, PANEL_CSS, Panel
-from inspector.panels._guard import ErrorLine, StaleMark, error_html
+from inspector.panels._guard import ErrorLine, StaleMark
 from inspector.panels._render import RawHTML
 from inspector.panels._sections import Sections
 from inspector.panels.rpc_fields import read_counts, read_devices
 from inspector.panels.rpc_job import TITLE as JOB_TITLE
 from inspector.panels.rpc_job import JobBox
-from inspector.panels.rpc_launch import (
-    MAX_LOCAL_WORKERS,
-    LaunchConfirmation,
-    LaunchSummary,
-    refusal,
-    summarize,
-    world_job,
-)
+from inspector.panels.rpc_launch import MAX_LOCAL_WORKERS, LaunchSummary
+from inspector.panels.rpc_launch_box import LaunchBox
 from inspector.panels.rpc_maps import ROWS_CSS, MapRow
 from inspector.panels.rpc_templates import TemplatePicker
 from inspector.rpc import JobView, PlanError, TopologyPlan, WorldSnapshot, last_gather, registered_backends
-from inspector.rpc._records import MIB
 from inspector.views._tables import table_html
 from inspector.views.rpc import DEFAULT_PLAN, RpcSection, RpcState, backends_table, next_step, pair_problems
 
@@ -58,7 +49,7 @@ def download_link(plan: TopologyPlan) -> str:
             f'href="data:application/json;base64,{data}">⬇ Download rpc_plan.json</a>')  # fmt: skip
 
 
-class RpcPanel(Panel[RpcState]):
+class RpcPanel(LaunchBox, Panel[RpcState]):
     """Plan, validate and launch RPC topologies; lists the registered RPC backends."""
 
     part = "rpc"
@@ -114,40 +105,12 @@ class RpcPanel(Panel[RpcState]):
         import_button = widgets.Button(description="Import plan", icon="upload", layout=widgets.Layout(width="auto"),
                                        tooltip="Load the plan from the JSON in the box below")
         import_button.on_click(self.guard_into(json_errors, lambda _b: self.import_json()))
-        self.rtt_count = widgets.BoundedIntText(value=50, min=1, max=10_000, description="RTT samples", style=narrow,
-                                                layout=widgets.Layout(width="170px"),
-                                                tooltip="Round trips timed for every ordered pair of workers")
-        self.mebibytes = widgets.BoundedFloatText(value=16.0, min=0.001, max=1024.0, description="largest message MiB",
-                                                  style=narrow, layout=widgets.Layout(width="230px"),
-                                                  tooltip="The largest bandwidth message (two smaller sizes too)")
-        self.launch_button = widgets.Button(description="Launch local world", icon="rocket",
-                                            layout=widgets.Layout(width="auto"),
-                                            tooltip="Start real workers for this plan on this machine, measure "
-                                                    "RTT and bandwidth, then shut them down")  # fmt: skip
-        self.launch_errors = ErrorLine("launch")
-        self.launch_preview = widgets.HTML()
-        self.launch_preview.add_class("inspector-rpc-launch-preview")
-        for control in (self.rtt_count, self.mebibytes):
-            control.observe(self.guard(self._preview), names="value")
-        self.launch_button.on_click(self.guard_into(self.launch_errors, lambda _b: self.launch()))
-        self.confirmation = LaunchConfirmation()
-        self.job = BackgroundJob("Local world", triggers=[self.launch_button])
-        self.world_html, self.world_out, self.backends_out = widgets.HTML(), widgets.Output(), widgets.Output()
+        self.backends_out = widgets.Output()
+        launch_box = self._launch_box()
         self.job_box = JobBox(self.show_job, self.guard_into)
 
         for control in (self.workers, self.gpus, self.group, self.devices):
             control.observe(self.guard(self._on_edit), names="value")
-        launch_box = widgets.VBox(
-            [
-                widgets.HBox([self.rtt_count, self.mebibytes, self.launch_button]),
-                self.launch_preview,
-                self.launch_errors.widget,
-                self.confirmation.widget,
-                self.job.widget,
-                self.world_html,
-                self.world_out,
-            ]
-        )
         plan_json = widgets.VBox([widgets.HBox([export_button, import_button]), json_errors.widget, self.json_text])
         details = [("Topology", self.graph_out), ("Reverse maps and device lists", self.derived_out),
                    ("Plan JSON", plan_json), ("Launch a local world", launch_box),
@@ -334,53 +297,6 @@ class RpcPanel(Panel[RpcState]):
         plan = TopologyPlan.from_json(self.json_text.value if text is None else text)
         self.load_plan(plan)
         return plan
-
-    # -- a real local world ----------------------------------------------------------------------
-    def launch(self, *, wait: bool = False, confirmed: bool = False) -> None:
-        """Start a LocalWorld for the plan on a background job, measure RTT and bandwidth, close it.
-
-        A launch while one is running is refused before anything shown changes; a plan init_rpc
-        would refuse asks first (``confirmation``), unless ``confirmed``.
-        """
-        self.ensure_idle(self.job, "A local world is already running in this panel.", "launch again")
-        summary = self._summary(self.plan)
-        reason = None if confirmed else refusal(summary)
-        if reason is not None:
-            self.confirmation.ask(reason, self.guard(lambda: self.launch(wait=wait, confirmed=True)))
-            return
-        self.confirmation.dismiss()
-        job = world_job(summary.launched, summary.samples, max(summary.sizes))
-        self.launched = summary
-        self.world_html.value = html.escape(f"Starting: {summary.before()}")
-        self.put(self.world_out)
-        # A failure while showing the result appears in the launch box's error line.
-        self.start_job(self.job, job, self._launched, self._launch_failed, done_errors=self.launch_errors, wait=wait)
-
-    def _summary(self, plan: TopologyPlan) -> LaunchSummary:
-        return summarize(plan, self.rtt_count.value, int(self.mebibytes.value * MIB))
-
-    def _preview(self, _change: Any = None) -> None:
-        """Say what Launch would start and measure for the plan shown (or why it cannot)."""
-        plan = self.last_plan
-        if plan is None:
-            return
-        try:
-            text = self._summary(plan).before()
-        except ValueError as exc:  # too many workers: the launch would refuse, saying so
-            text = str(exc).partition("\n")[0]
-        self.launch_preview.value = f"<small>{html.escape(text)}</small>"
-
-    def _launched(self, snapshot: WorldSnapshot) -> None:
-        self.last_world = snapshot
-        self.last_launch_error = None
-        summary = self.launched
-        self.world_html.value = html.escape(summary.after(snapshot) if summary else "")
-        self.show(self.world_out, self.page(self.state()), RpcSection.WORLD)
-
-    def _launch_failed(self, exc: BaseException) -> None:
-        # Shown here, not in the error line, which the guard clears when the click handler returns.
-        self.last_launch_error = exc
-        self.world_html.value = error_html(exc)
 
     # -- the page's state -----------------------------------------------------------------------------
     def state(self) -> RpcState:

@@ -10,7 +10,7 @@ torch's RPC package is imported only by the calls that need it.
 
 from __future__ import annotations
 
-from inspector.rpc._device_lists import create_device_list, create_reverse_mapping
+from inspector.rpc._device_lists import DerivedDevices, create_device_list, create_reverse_mapping
 from inspector.rpc._devices import Device, DeviceSpecError, as_device
 from inspector.rpc._errors import (
     DeviceCountError,
@@ -29,9 +29,10 @@ from inspector.rpc._errors import (
 )
 from inspector.rpc._gather import gather
 from inspector.rpc._init import init_rpc
+from inspector.rpc._job_parts import JobEnvironment, JobLoader, JobSdpa
 from inspector.rpc._job_state import last_gather
-from inspector.rpc._job_view import JobEnvironment, JobLoader, JobSdpa, JobView
-from inspector.rpc._plan import DerivedDevices, PlanError, TopologyPlan, WorkerPlan
+from inspector.rpc._job_view import JobView
+from inspector.rpc._plan import PlanError, TopologyPlan, WorkerPlan
 from inspector.rpc._prediction import InitError, predict_init_error
 from inspector.rpc._preflight import PreflightWarning, WarningKind, preflight_warnings
 from inspector.rpc._problems import DeviceMapCategory, DeviceMapError, DeviceMapProblem

@@ -10,7 +10,8 @@ a ``DeviceMapError`` (``UNSORTABLE_DEVICE_LIST``) carrying torch's exact TypeErr
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from inspector.rpc._devices import CPU, Device, DeviceLike, as_device, as_device_map
 from inspector.rpc._problems import (
@@ -21,6 +22,9 @@ from inspector.rpc._problems import (
     names_of,
     shown,
 )
+
+if TYPE_CHECKING:
+    from inspector.rpc._topology import Topology
 
 
 def _sort_type_error(devices: Sequence[Device]) -> str | None:
@@ -101,3 +105,28 @@ def create_device_list(
     listed = [as_device(device) for device in my_devices or ()]
     mapped = [as_device_map(m) for m in (*my_device_maps.values(), *reverse_device_maps.values())]
     return device_list(listed, mapped, worker)
+
+
+@dataclass(frozen=True)
+class DerivedDevices:
+    """What a worker derives when the maps pass: reverse maps, its device list, or the problem."""
+
+    worker: str
+    reverse_device_maps: dict[str, dict[Device, Device]] = field(default_factory=dict)
+    device_list: tuple[Device, ...] = ()
+    problem: DeviceMapProblem | None = None
+
+
+def derive_topology(topology: Topology) -> tuple[DerivedDevices, ...]:
+    """Each worker's reverse maps and device list, as torch would compute them (``TopologyPlan.derive``)."""
+    derived = []
+    for name in topology.names:
+        reverse = reverse_maps(name, topology.names, topology.maps)
+        mine = topology.maps.get(name, {})
+        try:
+            listed = device_list(topology.devices.get(name, ()), (*mine.values(), *reverse.values()), name)
+        except DeviceMapError as exc:
+            derived.append(DerivedDevices(name, reverse, (), exc.problem))
+        else:
+            derived.append(DerivedDevices(name, reverse, tuple(listed)))
+    return tuple(derived)

@@ -33,9 +33,10 @@ from numbers import Integral
 from typing import Any
 
 from inspector.rpc import _job_state, _templates
-from inspector.rpc._device_lists import device_list, reverse_maps
-from inspector.rpc._devices import Device, as_device, cuda_count
+from inspector.rpc._device_lists import DerivedDevices, derive_topology
+from inspector.rpc._devices import as_device, cuda_count
 from inspector.rpc._errors import TopologyTypeError, first_few, short
+from inspector.rpc._plan_arguments import check_build_arguments, is_backend_options
 from inspector.rpc._plan_file import loads_plan_json, read_plan_text
 from inspector.rpc._preflight import PreflightWarning, preflight_topology
 from inspector.rpc._problems import DeviceMapError, DeviceMapProblem
@@ -43,21 +44,11 @@ from inspector.rpc._topology import Topology, from_parsed
 from inspector.rpc._validation import check_topology, first_topology_problem
 from inspector.rpc._worker_plan import WORKER_NAME_RULE, PlanError, WorkerPlan, worker_name_problem
 
-__all__ = ["DerivedDevices", "PlanError", "TopologyPlan", "WorkerPlan"]
+__all__ = ["PlanError", "TopologyPlan", "WorkerPlan"]
 
 PLAN_FORMAT = "inspector.rpc.plan"
 PLAN_VERSION = 1
 WORKER_KEYS = ("name", "device_count", "devices", "device_maps")
-
-
-@dataclass(frozen=True)
-class DerivedDevices:
-    """What a worker derives when the maps pass: reverse maps, its device list, or the problem."""
-
-    worker: str
-    reverse_device_maps: dict[str, dict[Device, Device]] = field(default_factory=dict)
-    device_list: tuple[Device, ...] = ()
-    problem: DeviceMapProblem | None = None
 
 
 def _topology_of(workers: tuple[WorkerPlan, ...]) -> Topology:
@@ -113,7 +104,7 @@ class TopologyPlan:
         static_group: bool = True,
     ) -> TopologyPlan:
         """A plan for ``names`` (or ``worker0..worker{n-1}``); one count for all, or one per worker."""
-        _check_build_arguments(names, device_count, device_maps, devices, static_group)
+        check_build_arguments(names, device_count, device_maps, devices, static_group)
         name_list = [f"worker{i}" for i in range(int(names))] if isinstance(names, Integral) else list(names)  # type: ignore[arg-type]
         per_worker = isinstance(device_count, Mapping) and any(n in device_count for n in name_list)
 
@@ -166,7 +157,7 @@ class TopologyPlan:
         if isinstance(name_or_rank, bool) or not isinstance(name_or_rank, (str, int)):
             raise TopologyTypeError("name_or_rank", "a worker name (str) or a rank (int)", name_or_rank)
         name = name_or_rank if isinstance(name_or_rank, str) else f"worker{name_or_rank}"
-        if not _is_backend_options(options):
+        if not is_backend_options(options):
             raise TopologyTypeError("options", "RPC backend options (e.g. TensorPipeRpcBackendOptions, or any "
                                     "object with device_maps and devices)", options)  # fmt: skip
         if device_count is not None and (isinstance(device_count, bool)
@@ -265,17 +256,7 @@ class TopologyPlan:
 
     def derive(self) -> tuple[DerivedDevices, ...]:
         """Each worker's reverse maps and device list, as torch would compute them."""
-        topo, derived = self.topology, []
-        for name in topo.names:
-            reverse = reverse_maps(name, topo.names, topo.maps)
-            mine = topo.maps.get(name, {})
-            try:
-                listed = device_list(topo.devices.get(name, ()), (*mine.values(), *reverse.values()), name)
-            except DeviceMapError as exc:
-                derived.append(DerivedDevices(name, reverse, (), exc.problem))
-            else:
-                derived.append(DerivedDevices(name, reverse, tuple(listed)))
-        return tuple(derived)
+        return derive_topology(self.topology)
 
     def cpu_only(self) -> tuple[TopologyPlan, int]:
         """This plan with every map pair that touches a non-cpu device removed, and how many went."""
@@ -346,29 +327,3 @@ class TopologyPlan:
     def from_file(cls, path: str | os.PathLike[str]) -> TopologyPlan:
         """Read a plan file: a regular file (never blocks on a FIFO) of bounded size."""
         return cls.from_json(read_plan_text(path))
-
-
-def _check_build_arguments(names: Any, device_count: Any, device_maps: Any, devices: Any, static_group: Any) -> None:
-    """``TopologyTypeError`` naming the first argument of ``TopologyPlan.build`` that has the wrong shape."""
-    if isinstance(names, bool) or not isinstance(names, (Integral, Sequence)) or isinstance(names, (str, bytes)):
-        raise TopologyTypeError("names", "a worker count (int) or a sequence of worker names", names)
-    if isinstance(names, Integral) and names < 0:
-        raise TopologyTypeError("names", "a worker count of at least 0", names)
-    if isinstance(device_count, bool) or not isinstance(device_count, (Integral, Mapping)):
-        raise TopologyTypeError("device_count", "a device count (int) for every worker, or a mapping per worker",
-                                device_count)  # fmt: skip
-    for argument, value, example in (("device_maps", device_maps, "{'worker0': {'worker1': {'cuda:0': 'cuda:1'}}}"),
-                                     ("devices", devices, "{'worker0': ['cuda:0']}")):  # fmt: skip
-        if value is not None and not isinstance(value, Mapping):
-            raise TopologyTypeError(argument, f"a mapping from worker name, such as {example}, or None", value)
-    if not isinstance(static_group, bool):
-        raise TopologyTypeError("static_group", "True or False", static_group)
-
-
-def _is_backend_options(options: object) -> bool:
-    """torch's ``RpcBackendOptions`` (any backend's), or an object that carries ``device_maps`` and ``devices``."""
-    if all(hasattr(options, attribute) for attribute in ("device_maps", "devices")):
-        return True
-    import torch.distributed.rpc as rpc
-
-    return rpc.is_available() and isinstance(options, rpc.RpcBackendOptions)

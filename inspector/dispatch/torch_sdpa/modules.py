@@ -2,9 +2,10 @@
 
 The caller is found on the Python stack: the innermost frame whose ``self`` is a module made
 the call, the outermost such frame holds the model, and the path is the module's name in the
-model's ``named_modules()``. The whole stack is walked once per calling module; after that a
-call costs the few frames up to its module and a dictionary lookup (reading a frame's locals
-costs about a microsecond), so a watch looks callers up only for the calls it keeps in full
+model's ``named_modules()``. The whole stack is walked once per model: a module of a model
+already found is named from that model's names. After that a call costs the few frames up to
+its module and a dictionary lookup (reading a frame's locals costs about a microsecond, tens
+of them across a deep stack), so a watch looks callers up only for the calls it keeps in full
 and the first call of each kind, never on every call.
 """
 
@@ -54,6 +55,11 @@ class ModulePaths:
         known = self._known.get(id(inner))
         if known is not None and known[0] is inner:
             return known[1]
+        for _model, names in self._names.values():  # a module of a model a walk found already: no walk
+            name = names.get(id(inner))
+            if name:
+                self._known[id(inner)] = (inner, name)
+                return name
         outer = inner
         frame = frame.f_back
         while frame is not None and depth < _MAX_FRAMES:

@@ -384,3 +384,22 @@ def test_on_the_cpu_every_length_of_a_relaxed_key_gets_pytorchs_own_answer(
                 F.scaled_dot_product_attention(*args, **kwargs)
             expected = [torch_sdpa.predict(*args, **kwargs).name.lower() for args, kwargs in calls]
         assert [c.backend for c in seen] == expected, name
+
+
+def test_the_whole_stack_is_walked_once_per_model_not_once_per_module(monkeypatch: pytest.MonkeyPatch) -> None:
+    from inspector.dispatch.torch_sdpa import modules
+
+    walked = []
+    real = modules._module_of
+    monkeypatch.setattr(modules, "_module_of", lambda frame: walked.append(1) or real(frame))
+
+    def frames_read(layers: int) -> int:
+        walked.clear()
+        model = LlamaStyle(LlamaConfig(vocab=64, dim=64, layers=layers, heads=4, kv_heads=2, hidden=96, max_len=64))
+        with torch.no_grad(), torch_sdpa.watch() as calls:
+            model(torch.randint(0, 64, (1, 8)))
+            model(torch.randint(0, 64, (1, 8)))
+        assert [c.module for c in calls] == [f"model.layers.{i}.self_attn" for i in range(layers)] * 2
+        return len(walked)
+
+    assert frames_read(1) > 0 and frames_read(4) == frames_read(1)  # layers 1-3: named from layer 0's model
