@@ -25,6 +25,7 @@ STOP_JOIN_S = 5.0  # how long ``stop`` waits for the ttl thread (it ends within 
 _POLL_S = 0.005  # how often a save waiting for a close, or a close waiting for saves, looks again
 PRIVATE_PREFIX = "inspector-loader-"
 OWNER_NAME = ".owner"  # locked for as long as the process that made the private directory lives
+ABANDONED_AFTER_S = 60.0  # an empty private directory older than this was never given its owner
 _SWEPT_AT_MOST = 64  # orphan directories removed per new private directory, so a save never waits long
 
 
@@ -241,7 +242,8 @@ class FileArea:
 # directory first removes those whose lock can be taken: the kernel dropped that lock when the last
 # descriptor to it closed, which is when its process (and every child it forked) ended. A lock
 # works across PID namespaces and is never fooled by a reused process id; a directory without
-# the file, not ours, not 0700, or a link is left alone.
+# the file, not ours, not 0700, or a link is left alone, except one left empty for a minute: an
+# interrupt between ``mkdtemp`` and the lock (Ctrl-C, or the interrupt tests) leaves exactly that.
 
 
 def make_private_directory() -> tuple[str, int]:
@@ -281,7 +283,23 @@ def sweep_orphan_directories(parent: str) -> list[str]:
         if is_orphan(entry.path):
             shutil.rmtree(entry.path, ignore_errors=True)
             removed.append(entry.path)
+        elif is_abandoned_empty(entry.path):
+            with contextlib.suppress(OSError):  # rmdir: only while it is still empty
+                os.rmdir(entry.path)
+                removed.append(entry.path)
     return removed
+
+
+def is_abandoned_empty(directory: str) -> bool:
+    """Whether ``directory`` is a private directory of ours left empty for a while: its creation was interrupted
+    (Ctrl-C between ``mkdtemp`` and the ``.owner`` lock), a window of microseconds in a live process."""
+    try:
+        info = os.lstat(directory)
+        if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.getuid() or stat.S_IMODE(info.st_mode) != 0o700:
+            return False
+        return time.time() - info.st_mtime > ABANDONED_AFTER_S and not os.listdir(directory)
+    except OSError:
+        return False
 
 
 def is_orphan(directory: str) -> bool:

@@ -7,13 +7,14 @@ import signal
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
 from waiting import WAIT_S
 
 from inspector.loader import FileStorageLoader
-from inspector.loader._file_area import OWNER_NAME, PRIVATE_PREFIX, sweep_orphan_directories
+from inspector.loader._file_area import ABANDONED_AFTER_S, OWNER_NAME, PRIVATE_PREFIX, sweep_orphan_directories
 
 # Saves one payload into a private directory under $TMPDIR, prints the directory, then does what argv[1] says.
 _OWNER = textwrap.dedent(
@@ -109,3 +110,20 @@ def test_a_loader_in_this_process_holds_its_own_directory(tmp_path: Path, monkey
         assert sweep_orphan_directories(str(tmp_path)) == []
         assert os.path.isdir(directory)
     assert os.listdir(tmp_path) == []
+
+
+def test_an_empty_directory_left_by_an_interrupted_creation_is_removed_once_it_is_a_minute_old(
+    tmp_path: Path,
+) -> None:
+    # What an interrupt between mkdtemp and the .owner lock leaves: an empty private directory.
+    abandoned, fresh = tmp_path / f"{PRIVATE_PREFIX}abandoned", tmp_path / f"{PRIVATE_PREFIX}fresh"
+    abandoned.mkdir(mode=0o700)
+    fresh.mkdir(mode=0o700)  # another process may be between its mkdtemp and its lock right now
+    old = time.time() - 2 * ABANDONED_AFTER_S
+    os.utime(abandoned, (old, old))
+    shared = tmp_path / f"{PRIVATE_PREFIX}shared-empty"  # empty and old, but not private: not ours
+    shared.mkdir()
+    shared.chmod(0o755)
+    os.utime(shared, (old, old))
+    assert sweep_orphan_directories(str(tmp_path)) == [str(abandoned)]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [fresh.name, shared.name]

@@ -6,6 +6,7 @@ import contextlib
 import math
 import multiprocessing
 import os
+import queue
 import time
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -19,6 +20,7 @@ STEP_SHAPE = (4, 84, 84)  # float32: 112,896 bytes, the ~100 KiB leaf of an Atar
 _STEP_BYTES = 2 * 4 * math.prod(STEP_SHAPE) + 4 + 8
 LAYOUTS = ("steps", "columnar")
 WAIT_S = 300.0
+QUEUE_POLL_S = 0.5  # how often an idle queue baseline worker checks that its parent still lives
 
 
 def payload(layout: str, size_mb: float, marker: float, tensors: bool = False) -> tuple[Any, int, int]:
@@ -192,7 +194,7 @@ def mp_queue_peer(files: BenchFiles, workers: int, device: Any) -> Iterator[Once
     try:
         with interrupts_deferred():  # so every started worker is listed, and told to stop below
             for _ in range(workers):
-                process = ctx.Process(target=queue_worker, args=(files.paths, tasks, results), daemon=True)
+                process = ctx.Process(target=queue_worker, args=(files.paths, tasks, results, os.getpid()), daemon=True)
                 process.start()
                 processes.append(process)
         yield once
@@ -250,9 +252,22 @@ def dataloader_peer(files: BenchFiles, workers: int, device: Any, total: int) ->
             shutdown()
 
 
-def queue_worker(paths: list[str], tasks: Any, results: Any) -> None:
-    """The ``multiprocessing.Queue`` baseline: load in a worker, pickle the arrays back through a pipe."""
-    while (index := tasks.get()) is not None:
+def queue_worker(paths: list[str], tasks: Any, results: Any, parent: int | None = None) -> None:
+    """The ``multiprocessing.Queue`` baseline: load in a worker, pickle the arrays back through a pipe.
+
+    It ends on ``None``, and on its own once ``parent`` (the benchmark's pid; default: this process's parent now) has
+    gone: a benchmark killed before it sent the stops leaves no worker waiting on the queue forever.
+    """
+    parent = os.getppid() if parent is None else parent
+    while True:
+        try:
+            index = tasks.get(timeout=QUEUE_POLL_S)
+        except queue.Empty:
+            if os.getppid() != parent:  # orphaned: nobody will ask for more, nor send the stop
+                return
+            continue
+        if index is None:
+            return
         results.put(FileStorage(paths[index]).load())
 
 

@@ -3,8 +3,10 @@
 Loads whose completion runs user code (a callback, ``on_error``, a custom ``Storage.load``) or a
 CUDA copy are completed on the delivery thread, one at a time and in completion order, never on
 the caller's thread nor on the thread that talks to workers, so a slow callback delays later
-callbacks but not reading. Every other load is completed where its reply is read, without that
-hop (NOTE [ Callbacks that wait ] in ``requests``).
+callbacks but not the workers' reads. A small cached load with a callback is queued here unread
+and read by this thread when its turn comes, then its callback runs (NOTE [ Small loads in the
+caller ] in ``inline``). Every other load is completed where its reply is read, without that hop
+(NOTE [ Callbacks that wait ] in ``requests``).
 
 A callback that raises an ``Exception`` is logged with its traceback and the loader carries on;
 the load itself succeeded, so its future gets the object. Anything else a callback, ``on_error``
@@ -83,7 +85,8 @@ class _Stop:
 class Deliverer:
     """Completes loads: ``deliver_here`` on the calling thread, ``put`` on the delivery thread.
 
-    ``finished(request, ok)`` is called after every item.
+    ``finished(request, ok)`` is called after every item; ``read(request)`` is called, on the delivery thread, for a
+    ``Request`` queued unread (``put_now(request)``), and completes it (or sends it to a worker).
     """
 
     def __init__(
@@ -95,13 +98,15 @@ class Deliverer:
         token: object,
         name: str,
         forget: Callable[[Request], None],
+        read: Callable[[Request], None],
     ) -> None:
         self._segments = segments
         self._finished = finished
         self._record = record
         self._staging = staging
         self._forget = forget  # a request leaves the open ones once its future is answered
-        self._queue: queue.SimpleQueue[Item | _Stop | Callable[[], None]] = queue.SimpleQueue()
+        self._read = read
+        self._queue: queue.SimpleQueue[Item | Request | _Stop | Callable[[], None]] = queue.SimpleQueue()
         self._lock = threading.Lock()  # orders call_soon against the end of the thread
         self._closed = False
         self.thread = threading.Thread(target=self._run, name=f"{name}-delivery", daemon=True)
@@ -166,20 +171,32 @@ class Deliverer:
                         _run_guarded(late)
                 item.after()
                 return
+            if type(item) is Request:  # queued unread: read it here, then its callback runs (see the module)
+                try:
+                    self._read(item)
+                except BaseException:  # a bug of ours: that load fails, none hangs, the thread keeps serving
+                    logger.exception("inspector.loader: reading a load on the delivery thread failed unexpectedly")
+                    self.deliver_queued(Failed(item, RuntimeError("the loader could not read this load (see the log)")))
+                del item
+                continue
             if callable(item):
                 _run_guarded(item)
                 continue
-            assert not isinstance(item, _Stop)
-            ok = False
-            try:
-                ok = self._deliver(item)
-            except BaseException:  # the thread must survive anything a payload or user code does
-                logger.exception("inspector.loader: delivery failed unexpectedly")
-                _answer(item.request, None, RuntimeError("the loader could not deliver this load (see the log)"))
-            finally:
-                self._finished(item.request, ok)
-                self._forget(item.request)
-                del item  # holding the last item would keep its object (and segment) alive
+            assert not isinstance(item, (_Stop, Request))
+            self.deliver_queued(item)
+            del item  # holding the last item would keep its object (and segment) alive
+
+    def deliver_queued(self, item: Item) -> None:
+        """Complete ``item`` on the delivery thread (it may run user code), whatever that raises."""
+        ok = False
+        try:
+            ok = self._deliver(item)
+        except BaseException:  # the thread must survive anything a payload or user code does
+            logger.exception("inspector.loader: delivery failed unexpectedly")
+            _answer(item.request, None, RuntimeError("the loader could not deliver this load (see the log)"))
+        finally:
+            self._finished(item.request, ok)
+            self._forget(item.request)
 
     def _deliver(self, item: Item) -> bool:
         obj, outcome = self._complete(item)

@@ -8,15 +8,17 @@ it is several times the copy itself. So ``load`` first opens the file on the cal
 (the same checked ``StorageFile`` every reader uses) and, when it is at most ``inline_bytes``
 and wholly in the page cache (``RWF_NOWAIT``: the caller never waits for a disk), reads it here
 into a buffer of private memory and builds the payload over it. Without a callback the future is
-answered before ``load`` returns. A load with a callback (or ``on_error``) is instead handed to
-one of ``READERS`` reader threads of the pool and ``load`` returns at once: the reader does the
-same (reads release the GIL, so two overlap), then hands the built payload to the delivery
-thread, which runs the callback as for any load, or queues the load for a worker when it must.
-Every such load is registered among the open requests as every load is, so ``shutdown`` waits
-for it and fork fails it. A file that is larger, not cached, or a load for a device or a storage
-that is not a file, takes the worker path, and so does one above ``ALWAYS_BYTES`` while other
-loads are pending or at a worker: there the workers read in parallel. A callback's payload is
-read here only while the delivery thread's backlog is within the pool's budget.
+answered before ``load`` returns. A load with a callback (or ``on_error``) is instead queued for
+the delivery thread itself and ``load`` returns at once: that thread reads it the same way when
+its turn comes and runs the callback right after, with no hand-over between threads (or queues
+the load for a worker when it must). A thread that only read and handed each payload on cost more
+than the read it moved off the delivery thread: each hand-over wakes a thread, and every system
+call of two threads that both run Python passes the GIL between them, which on a busy two-core
+machine cost more than the read itself (``benchmarks/loader.py``, the 1 MiB ``versus_sync``
+cell). Every such load is registered among the open requests as every load is, so ``shutdown``
+waits for it and fork fails it. A file that is larger, not cached, or a load for a device or a
+storage that is not a file, takes the worker path, and so does one above ``ALWAYS_BYTES`` while
+other loads are pending or at a worker: there the workers read in parallel.
 
 The buffers are recycled like segments (NOTE [ Segment ownership ]): a payload leases its buffer,
 and the buffer comes back once every array of it is garbage-collected (a ``KeyedRef`` whose
@@ -30,9 +32,6 @@ caller was making (NOTE [ Interrupts while waiting ] in ``requests``).
 from __future__ import annotations
 
 import collections
-import contextlib
-import queue
-import threading
 import time
 import weakref
 from collections.abc import Callable
@@ -46,8 +45,6 @@ from inspector.loader.pool.segments import capacity_for
 from inspector.loader.storage.image import decode_image
 from inspector.loader.storage.reader import open_for_load
 
-READERS = 2  # threads that read loads with a callback: reads release the GIL, so two overlap on two cores
-BACKLOG_POLL_S = 0.0005  # how often a reader looks again while the delivery thread's backlog is full
 ALWAYS_BYTES = 256 << 10  # at most this, always read here; larger (to ``inline_bytes``) only when the pool is idle
 FREE_BYTES_KEPT = 256 << 20  # free buffers kept for reuse, in bytes, beyond which they are let go
 
@@ -106,7 +103,7 @@ class InlineReader:
         why_missing: Callable[[str], str | None],
         record: Callable[[tuple[Any, ...]], None],
         count: Callable[[bool], None],
-        busy: Callable[[bool, bool], bool],
+        busy: Callable[[], bool],
     ) -> None:
         self.limit = limit
         self._why_missing = why_missing
@@ -114,60 +111,14 @@ class InlineReader:
         self._count = count
         self._busy = busy
         self.buffers = Buffers()
-        self._jobs: queue.SimpleQueue[Request | None] = queue.SimpleQueue()
-        self._readers: list[threading.Thread] = []
 
-    def wants_reader(self, request: Request) -> bool:
-        """A load with a callback that may be read here: a reader thread tries it, and the caller returns at once."""
-        return bool(self._readers) and request.needs_delivery and request.path is not None and request.device is None
-
-    @property
-    def put_now(self) -> Callable[[Request | None], None]:
-        """The reader queue's own ``put`` (a C function: an interrupt comes before it or after it)."""
-        return self._jobs.put
-
-    def start_readers(self, name: str, forward: Callable[[Request], None], backlog_full: Callable[[], bool]) -> None:
-        """Start the reader threads (on the pool's start); each hands what it read, or could not, to ``forward``,
-        and waits while ``backlog_full()``: the delivery thread has as many payloads as it may hold."""
-        if self.limit <= 0:
-            return
-        for i in range(READERS):
-            thread = threading.Thread(target=self._serve, args=(forward, backlog_full), name=f"{name}-reader-{i}",
-                                      daemon=True)  # fmt: skip
-            self._readers.append(thread)  # before it starts: an interrupt inside start() must not hide a live thread
-            thread.start()
-
-    def stop_readers(self, timeout: float) -> None:
-        """Let the reader threads finish what is queued, then end (nothing more is queued once the pool stopped).
-
-        Safe to call again after an interrupted call: the list is emptied only once every thread was told.
-        """
-        readers = list(self._readers)
-        for _ in readers:
-            self._jobs.put(None)  # one each; a thread told twice leaves a spare None, which nothing reads
-        self._readers = []
-        for thread in readers:
-            if thread is not threading.current_thread():
-                with contextlib.suppress(RuntimeError):  # never started: the interrupt came before start() began it
-                    thread.join(timeout)
-
-    def _serve(self, forward: Callable[[Request], None], backlog_full: Callable[[], bool]) -> None:
-        while True:
-            request = self._jobs.get()
-            if request is None:
-                return
-            while backlog_full():  # a worker would only add to the same backlog: wait for room instead
-                time.sleep(BACKLOG_POLL_S)
-            try:
-                self.try_load(request)  # leaves the outcome in ``request.prebuilt``, or None: for a worker
-            except BaseException as exc:  # a bug of ours: that load fails, none hangs
-                request.prebuilt = (None, exc, ())
-            forward(request)
-            del request
+    def reads_later(self, request: Request) -> bool:
+        """A load with a callback that may be read here: the delivery thread tries it; the caller returns at once."""
+        return self.limit > 0 and request.needs_delivery and request.path is not None and request.device is None
 
     def try_load(self, request: Request) -> bool:
-        """True when ``request`` was answered here; False when it must be queued: for a worker, or (read here, in
-        ``request.prebuilt``) for the delivery thread."""
+        """True when ``request`` was answered here; False when it was read here but its callback is left to run (the
+        outcome in ``request.prebuilt``), or when it must go to a worker (``request.prebuilt`` is None)."""
         path = request.path
         if path is None or request.device is not None or self.limit <= 0:
             return False
@@ -180,7 +131,7 @@ class InlineReader:
             return self._finish(request, None, file, ())
         with file:
             size = file.size
-            if size > self.limit or self._busy(size > ALWAYS_BYTES, request.needs_delivery):
+            if size > self.limit or (size > ALWAYS_BYTES and self._busy()):
                 return False
             image = self.buffers.lease(size)
             read_start = time.perf_counter()

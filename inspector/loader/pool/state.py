@@ -26,7 +26,7 @@ class PoolState:
     workers: list[WorkerHandle] = field(default_factory=list)
     restarts: list[int] = field(default_factory=list)
     undelivered: int = 0  # waiting for (or in) the delivery thread
-    reading: int = 0  # queued for (or at) a reader thread (NOTE [ Small loads in the caller ])
+    reading: int = 0  # queued unread for the delivery thread (NOTE [ Small loads in the caller ])
     done: int = 0
     failed: int = 0
     reserved: int = 0  # segment bytes held by requests in flight or awaiting delivery
@@ -48,6 +48,13 @@ class PoolState:
         """Stop counting ``request``'s segment against the budget (hold ``lock``)."""
         self.reserved -= request.reserved
         request.reserved = 0
+
+    def at_workers(self) -> bool:
+        """Some load is queued for a worker or at one (read without ``lock``: a hint, never a count to keep).
+
+        A load whose future is answered but not yet forgotten, or one queued for the delivery thread, is neither.
+        """
+        return bool(self.pending) or any([w.in_flight for w in self.workers])
 
     def all_ready(self) -> bool:
         """Every worker has said it is ready (hold ``lock``)."""

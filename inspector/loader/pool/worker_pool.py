@@ -82,10 +82,9 @@ class WorkerPool:
         self._inline = InlineReader(config.inline_bytes, config.why_missing, config.record, self._count_inline,
                                     self._busy)  # fmt: skip
         self._deliverer = Deliverer(self._segments, self._finished, config.record, self._staging, self.token,
-                                    config.name, self._forget)  # fmt: skip
+                                    config.name, self._forget, self._read_here)  # fmt: skip
         try:
             self._deliverer.start()
-            self._inline.start_readers(config.name, self._after_read, self._backlog_full)
             for i in range(config.worker_num):  # one at a time, so a failure can stop those already started
                 self._state.workers.append(self._spawn(i))
             self._loop.start()
@@ -111,26 +110,16 @@ class WorkerPool:
         if state.stopped:
             return False
         inline = self._inline
-        if inline.wants_reader(request):  # NOTE [ Small loads in the caller ] in ``inline``
-            put = inline.put_now
+        if inline.reads_later(request):  # NOTE [ Small loads in the caller ] in ``inline``
+            put = self._deliverer.put_now
             with state.lock:
                 if state.stopped:
                     return False
                 state.reading += 1
                 put(request)  # the only call in here: an interrupt comes before it or after it
-                state.requests[request.id] = request  # the reader hands it on under this lock: never before
+                state.requests[request.id] = request  # the deliverer forgets it under this lock: never before
             return True
         if inline.try_load(request):
-            return True
-        if request.prebuilt is not None:  # read here; its callback goes straight to the delivery thread
-            put = self._deliverer.put_now
-            with state.lock:
-                if state.stopped:
-                    return False
-                request.queued = True
-                state.undelivered += 1
-                put(Prebuilt(request))  # the only call in here: an interrupt comes before it or after it
-                state.requests[request.id] = request  # the deliverer forgets it under this lock: never before
             return True
         with state.lock:
             if state.stopped:
@@ -300,41 +289,42 @@ class WorkerPool:
         elif throttled:  # only then can a queued request be waiting for this slot: else a reply frees the next one
             self._wake()
 
-    def _after_read(self, request: Request) -> None:
-        """On a reader thread: deliver what it read, or queue the load for a worker (or fail it: the pool ended)."""
+    def _read_here(self, request: Request) -> None:
+        """On the delivery thread: read a load queued unread and run its callback now, or queue it for a worker (or
+        fail it: shutdown's wait is over, and what is still queued fails) (NOTE [ Small loads in the caller ] in
+        ``inline``, NOTE [ Loader shutdown ])."""
         state = self._state
-        failed = None
-        with state.lock:
+        if not state.exit:
+            try:
+                self._inline.try_load(request)  # leaves the outcome in ``request.prebuilt``, or None: for a worker
+            except BaseException as exc:  # a bug of ours: that load fails, none hangs
+                request.prebuilt = (None, exc, ())
+        with state.lock:  # taken after ``submit`` let go of it: the request is registered by now
             state.reading -= 1
-            if request.prebuilt is not None:
+            crash = state.broken if isinstance(state.broken, LoaderCrashedError) else None  # no I/O thread any more
+            for_worker = request.prebuilt is None and not state.exit and crash is None
+            if for_worker:
+                state.pending.append(request)
+            else:
                 request.queued = True
                 state.undelivered += 1
-                self._deliverer.put(Prebuilt(request))
-                return
-            if state.exit:
-                failed = Failed(request, LoaderShutdownError(request.label))
-            else:
-                state.pending.append(request)
-        if failed is not None:
-            self._route(failed)
-        else:
+        if for_worker:
             self._wake()
+        elif request.prebuilt is None:
+            label = request.label
+            error = LoaderShutdownError(label) if crash is None else LoaderCrashedError(crash.cause, label)
+            self._deliverer.deliver_queued(Failed(request, error))
+        else:
+            self._deliverer.deliver_queued(Prebuilt(request))
 
     def _forget(self, request: Request) -> None:
         with self._state.lock:
             self._state.requests.pop(request.id, None)
 
-    def _busy(self, large: bool, delivered: bool) -> bool:
-        """Whether an inline read should leave this load to the workers: a ``large`` one while other loads are
-        under way, or one for the delivery thread while its backlog is full (NOTE [ Small loads in the caller ])."""
-        state = self._state
-        at_workers = len(state.requests) > state.undelivered + state.reading  # pending, or at a worker
-        return (large and at_workers) or (delivered and state.undelivered >= self.config.max_outstanding)
-
-    def _backlog_full(self) -> bool:
-        """The delivery thread holds as many payloads as it may (none counts while a callback waits on a future)."""
-        state = self._state
-        return not state.exit and not state.delivery_waiting and state.undelivered >= self.config.max_outstanding
+    def _busy(self) -> bool:
+        """Whether loads are queued for or at the workers, which read a large payload in parallel (NOTE [ Small loads
+        in the caller ] in ``inline``)."""
+        return self._state.at_workers()
 
     def _count_inline(self, ok: bool) -> None:
         with self._state.lock:
@@ -368,7 +358,6 @@ class WorkerPool:
                 self._route(Failed(request, error))
 
     def _stop_delivery(self) -> None:
-        self._inline.stop_readers(STOP_GRACE_S)  # what they read still goes to the delivery thread
         self._deliverer.stop(after=self._release)
 
     def _release(self) -> None:

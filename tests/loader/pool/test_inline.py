@@ -230,18 +230,44 @@ def test_many_small_loads_with_callbacks_from_threads_all_arrive_right(tmp_path:
         assert (status.pending, status.in_flight, status.loads_failed) == (0, 0, 0)
 
 
-def test_a_load_with_a_callback_is_read_by_a_reader_thread_and_load_returns_at_once(tmp_path: Path) -> None:
+def test_a_load_with_a_callback_is_read_on_the_delivery_thread_and_load_returns_at_once(tmp_path: Path) -> None:
+    read_on: list[str] = []
     with FileStorageLoader(tmp_path, ttl=None, worker_num=1) as loader:
         storage = loader.save({"a": np.arange(1000)})
         loader.start()
-        assert sorted(n for n in loader_threads() if "-reader-" in n) == [f"{loader.name}-reader-{i}" for i in (0, 1)]
+        assert not [n for n in loader_threads() if "-reader-" in n]  # no thread between the read and the callback
         gate = threading.Event()
         first = loader.load(storage, lambda _obj: gate.wait(WAIT_S))  # holds the delivery thread
-        second = loader.load(storage, lambda obj: None)
+        second = loader.load(storage, lambda obj: read_on.append(threading.current_thread().name))
         assert not second.done()  # queued behind the first callback, not read and delivered by the caller
+        assert loader.status().loads_done == 0
         gate.set()
         assert first.result(WAIT_S)["a"][-1] == 999 and second.result(WAIT_S)["a"][-1] == 999
-        assert [t.worker for t in loader.timings()] == [None, None]
+        assert [t.worker for t in loader.timings()] == [None, None] and read_on == [f"{loader.name}-delivery"]
+
+
+def test_loads_with_callbacks_in_a_burst_are_all_read_here_never_sent_to_a_worker(tmp_path: Path) -> None:
+    """Each finished load is briefly neither delivered nor forgotten: that must not look like a load at a worker,
+    which sent the 1 MiB loads of a burst (above ``ALWAYS_BYTES``) to the workers one after another."""
+    arrived = threading.Semaphore(0)
+    bad: list[int] = []
+
+    def check(index: int) -> Any:
+        def callback(obj: Any) -> None:
+            if not (obj["x"] == index).all():
+                bad.append(index)
+            arrived.release()
+
+        return callback
+
+    with FileStorageLoader(tmp_path, ttl=None, worker_num=2) as loader:
+        storages = [loader.save({"x": np.full(1 << 18, i, np.float32)}) for i in range(4)]  # 1 MiB each
+        loader.start()
+        for n in range(200):
+            loader.load(storages[n % 4], check(n % 4))
+        assert all(arrived.acquire(timeout=WAIT_S) for _ in range(200))
+        assert bad == [] and {t.worker for t in loader.timings()} == {None}
+        assert [w.loads_done for w in loader.status().workers] == [0, 0]
 
 
 def test_a_load_with_a_callback_not_in_the_page_cache_goes_to_a_worker(tmp_path: Path) -> None:
@@ -253,7 +279,7 @@ def test_a_load_with_a_callback_not_in_the_page_cache_goes_to_a_worker(tmp_path:
         assert got[0]["a"][-1] == 49_999 and worker_of(loader, storage.path) == 0
 
 
-def test_shutdown_answers_every_load_queued_for_the_readers_and_stops_them(tmp_path: Path, clean_process: None) -> None:
+def test_shutdown_answers_every_load_queued_unread_for_the_delivery_thread(tmp_path: Path, clean_process: None) -> None:
     loader = FileStorageLoader(tmp_path, ttl=None, worker_num=1)
     storages = [loader.save({"i": np.full(10, i)}) for i in range(4)]
     seen: list[int] = []
@@ -262,3 +288,16 @@ def test_shutdown_answers_every_load_queued_for_the_readers_and_stops_them(tmp_p
     assert all(f.done() for f in futures)
     assert all(f.exception() is None for f in futures) and len(seen) == 300  # shutdown waits for queued loads
     assert loader_threads() == []
+
+
+def test_a_load_answered_but_not_yet_forgotten_is_not_at_a_worker() -> None:
+    from inspector.loader.pool.requests import Request
+    from inspector.loader.pool.state import PoolState
+    from inspector.loader.storage.handles import FileStorage
+
+    state = PoolState(worker_num=1)
+    request = Request(1, FileStorage("/x.istore"), "/x.istore", print, None, None)
+    state.requests[request.id] = request  # delivered and counted, its future answered, not yet forgotten
+    assert not state.at_workers()
+    state.pending.append(request)
+    assert state.at_workers()

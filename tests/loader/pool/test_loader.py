@@ -266,6 +266,8 @@ def test_timings_record_every_stage(loader: FileStorageLoader) -> None:
 
 
 def test_status_reports_workers_and_segments(loader: FileStorageLoader) -> None:
+    storage = loader.save({"big": np.ones(5 << 20, np.uint8)})  # above inline_bytes: a worker reads it into a segment
+    loader.load(storage).result(WAIT_S)
     status = loader.status()
     assert status.running and status.worker_num == 2
     assert [w.index for w in status.workers] == [0, 1]
