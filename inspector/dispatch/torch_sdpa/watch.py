@@ -41,10 +41,9 @@ from inspector.dispatch.torch_sdpa.watch_records import (
     Group,
     WatchedCall,
     WatchedCalls,
-    WatchGroup,
-    WatchTable,
     coarse_key,
 )
+from inspector.dispatch.torch_sdpa.watch_table import WatchGroup, WatchTable
 
 __all__ = ["WatchGroup", "WatchTable", "WatchedCall", "WatchedCalls", "last_watch", "signature", "watch"]
 

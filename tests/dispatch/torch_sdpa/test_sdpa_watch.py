@@ -16,7 +16,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 from inspector.dispatch import torch_sdpa
 from inspector.dispatch.torch_sdpa import interception
 from inspector.dispatch.torch_sdpa.bench_model import LlamaConfig, LlamaStyle
-from inspector.dispatch.torch_sdpa.watch_records import COLUMNS, NOTHING_SEEN, WatchTable
+from inspector.dispatch.torch_sdpa.watch_records import NOTHING_SEEN
+from inspector.dispatch.torch_sdpa.watch_table import COLUMNS, WatchTable
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
