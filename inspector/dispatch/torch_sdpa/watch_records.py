@@ -20,7 +20,8 @@ from typing import Any
 
 from inspector.dispatch.context import format_value
 from inspector.dispatch.torch_sdpa.facts import SdpaCall, context_of
-from inspector.dispatch.torch_sdpa.watch_table import WatchGroup, WatchTable, snapshot
+from inspector.dispatch.torch_sdpa.modules import summarise
+from inspector.dispatch.torch_sdpa.watch_table import WatchGroup, WatchTable
 from inspector.dispatch.trace import MATCH, Trace
 
 NATIVE = "native fast path"
@@ -166,6 +167,35 @@ class Group:
     def note_module(self, module: str) -> None:
         if module and len(self.modules) < MAX_MODULES:
             self.modules.add(module)
+
+
+def _shapes_text(f: SdpaCall, q_lens: list[int], kv_lens: list[int]) -> str:
+    def one(name: str, shape: tuple[int, ...], lengths: list[int]) -> str:
+        dims = [str(int(d)) for d in shape]
+        if len(shape) >= 2 and lengths and lengths[0] != lengths[1]:
+            dims[-2] = f"{lengths[0]}..{lengths[1]}"
+        return f"{name}({', '.join(dims)})"
+
+    q, k, v = f.shapes
+    return " ".join((one("q", q, q_lens), one("k", k, kv_lens), one("v", v, kv_lens)))
+
+
+def snapshot(group: Group) -> WatchGroup:
+    d, f = group.decision, group.decision.facts
+    modules = summarise(group.modules)
+    if f is None:
+        return WatchGroup(d.backend, group.count, modules, "", "", None, None, "", None, "", "", "", d.answered_by,
+                          d.backend, d.note)
+    mask = "" if f.mask_shape is None else f"{tuple(f.mask_shape)} {format_value(f.mask_dtype)}"
+    if f.mask_shape is not None and len(f.mask_shape) >= 2 and (group.q_lens[:1] != group.q_lens[1:]
+                                                                or group.kv_lens[:1] != group.kv_lens[1:]):
+        mask = f"{len(f.mask_shape)}-D {format_value(f.mask_dtype)}"
+    dtypes = sorted({format_value(t) for t in f.dtypes})
+    return WatchGroup(
+        d.backend, group.count, modules, "/".join(dtypes), _shapes_text(f, group.q_lens, group.kv_lens),
+        f.is_causal, f.dropout_p, mask, f.requires_grad, ", ".join(sorted(f.enabled)) or "none", d.next_step,
+        "; ".join(f"{name}: {why}" for name, why in d.rejected), d.answered_by, d.predicted, d.full_note(),
+    )
 
 
 class WatchedCall:
