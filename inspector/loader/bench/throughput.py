@@ -45,7 +45,7 @@ from inspector.loader.bench.rows import METHOD_LABELS, METHODS, WORKERLESS, Benc
 from inspector.loader.bench.stats import Spread, machine_load
 from inspector.loader.bench.time_left import bench_plan, time_left_reporter
 from inspector.loader.pool.cuda import resolve_device
-from inspector.loader.pool.segments import available_memory
+from inspector.loader.pool.shared_segment import available_memory
 
 RUN_CAP_S = 2.0  # one timed repeat of a slow baseline moves fewer payloads so it takes about this long
 CELL_BUDGET_S = 6.0  # and a cell stops repeating once its repeats have taken this long

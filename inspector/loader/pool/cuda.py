@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from inspector.loader._errors import CudaUnavailableError
-from inspector.loader.pool.segments import capacity_for
+from inspector.loader.pool.shared_segment import capacity_for
 from inspector.loader.storage.image import FactoryMaker, ImageFactory
 from inspector.loader.storage.plan import Plan
 

@@ -41,7 +41,7 @@ import numpy as np
 
 from inspector.loader._errors import StorageCorruptError
 from inspector.loader.pool.requests import Request
-from inspector.loader.pool.segments import capacity_for
+from inspector.loader.pool.shared_segment import capacity_for
 from inspector.loader.storage.image import decode_image
 from inspector.loader.storage.reader import open_for_load
 

@@ -32,7 +32,8 @@ from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.delivery import Failed, InProcess, Item, Prebuilt
 from inspector.loader.pool.messages import ReadFile
 from inspector.loader.pool.requests import Request
-from inspector.loader.pool.segments import Segment, SegmentPool
+from inspector.loader.pool.segments import SegmentPool
+from inspector.loader.pool.shared_segment import Segment
 from inspector.loader.pool.state import PoolState
 from inspector.loader.pool.worker_handles import WorkerHandle
 from inspector.loader.storage.reader import StorageFile, open_for_load

@@ -50,7 +50,7 @@ from inspector.loader import (
     WorkerDiedError,
     WorkerSpawnError,
 )
-from inspector.loader.pool.segments import create_segment
+from inspector.loader.pool.shared_segment import create_segment
 
 
 def wait_until_busy(loader: FileStorageLoader, load: Future[Any], timeout: float = 10.0) -> int | None:

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from inspector.loader.pool.segments import MIN_CAPACITY, SegmentPool, capacity_for
+from inspector.loader.pool.segments import SegmentPool
+from inspector.loader.pool.shared_segment import MIN_CAPACITY, capacity_for
 
 
 @given(st.integers(min_value=0, max_value=1 << 40))
