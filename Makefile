@@ -60,6 +60,7 @@ screenshots: $(VENV)/.stamp-test chromium
 
 lint: $(VENV)/.stamp-test
 	$(VENV)/bin/ruff check inspector tests benchmarks
+	$(VENV)/bin/ruff format --check inspector tests benchmarks
 	$(VENV)/bin/mypy
 
 clean:

@@ -95,15 +95,21 @@ def main() -> int:
     measured: list = []  # as each row arrives: Ctrl-C keeps what was measured, as the panel's Cancel does
     try:
         latency = bench.small_load_latency(count=2000, warmup=200, workers=WORKERS)
-        rows = bench.run(sizes_mb=SIZES, workers=(WORKERS,), repeats=3, layouts=LAYOUTS, progress=progress,
-                         on_row=measured.append, keep_history=False)  # fmt: skip
+        rows = bench.run(
+            sizes_mb=SIZES,
+            workers=(WORKERS,),
+            repeats=3,
+            layouts=LAYOUTS,
+            progress=progress,
+            on_row=measured.append,
+            keep_history=False,
+        )
         startup = bench.measure_startup(size_mb=max(SIZES), workers=WORKERS)
         leaf_us = bench.per_leaf_cost_us(workers=WORKERS)
         versus = bench.versus_sync(1, "steps", WORKERS, rounds=10)
     except KeyboardInterrupt:
         bench.record_run("loader", measured, cancelled=True, settings=settings)
-        print(f"\ninterrupted: {len(measured)} rows kept in {bench.history_path()} (marked cancelled)",
-              file=sys.stderr)  # fmt: skip
+        print(f"\ninterrupted: {len(measured)} rows kept in {bench.history_path()} (marked cancelled)", file=sys.stderr)
         return 130
     dram_rows = [r for r in rows if r.method == "memcpy" and r.size_mb == max(SIZES)]
     dram = max(r.mb_s for r in dram_rows)
@@ -112,15 +118,24 @@ def main() -> int:
     for line in table(rows, dram):
         print(line)
     rounds = ", ".join(f"{r:.2f}" for r in latency.round_ratios)
-    print(f"\nsmall load ({latency.payload_bytes} B) round trip: {latency.loader_us} µs; "
-          f"bare multiprocessing pipe round trip: {latency.pipe_us} µs; ratio {latency.ratio:.2f}x "
-          f"(rounds: {rounds})")  # fmt: skip
+    print(
+        f"\nsmall load ({latency.payload_bytes} B) round trip: {latency.loader_us} µs; "
+        f"bare multiprocessing pipe round trip: {latency.pipe_us} µs; ratio {latency.ratio:.2f}x "
+        f"(rounds: {rounds})"
+    )
     rounds = ", ".join(f"{r:.2f}" for r in versus.round_ratios)
-    print(f"1 MiB steps, {WORKERS} workers, taking turns with a synchronous FileStorage.load: ours "
-          f"{versus.ours_mb_s} MiB/s, sync {versus.sync_mb_s} MiB/s; {versus.ratio:.2f}x "
-          f"(rounds: {rounds})")  # fmt: skip
-    measurements = [*throughput_targets(rows), versus_sync_target(versus), startup_target(startup),
-                    leaf_target(leaf_us), latency_target(latency)]  # fmt: skip
+    print(
+        f"1 MiB steps, {WORKERS} workers, taking turns with a synchronous FileStorage.load: ours "
+        f"{versus.ours_mb_s} MiB/s, sync {versus.sync_mb_s} MiB/s; {versus.ratio:.2f}x "
+        f"(rounds: {rounds})"
+    )
+    measurements = [
+        *throughput_targets(rows),
+        versus_sync_target(versus),
+        startup_target(startup),
+        leaf_target(leaf_us),
+        latency_target(latency),
+    ]
     print("\ntargets:")
     for measurement in measurements:
         print("  " + measurement.line())

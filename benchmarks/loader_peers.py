@@ -48,13 +48,17 @@ def missing() -> str | None:
     """Why the peer comparison cannot run here, with what to do; None when it can."""
     script, python = peers_script(), peers_python()
     if not script.exists():
-        return (f"peer comparison skipped: no peer script at {script}\n"
-                "next step = set INSPECTOR_PEERS_SCRIPT to loader_peers.py")  # fmt: skip
+        return (
+            f"peer comparison skipped: no peer script at {script}\n"
+            "next step = set INSPECTOR_PEERS_SCRIPT to loader_peers.py"
+        )
     if not python.exists():
         build = script.parent / "peers-venv.sh"
         venv = python.parent.parent
-        return (f"peer comparison skipped: no peers virtualenv at {venv}\n"
-                f"next step = build it (the peers, kept out of .venv), from {ROOT}: bash {build} {venv}")  # fmt: skip
+        return (
+            f"peer comparison skipped: no peers virtualenv at {venv}\n"
+            f"next step = build it (the peers, kept out of .venv), from {ROOT}: bash {build} {venv}"
+        )
     return None
 
 
@@ -103,8 +107,12 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
                     check(f"{ours} / ding_w3, {layout} {size} MiB", (layout, ours, size), (layout, "ding_w3", size), 1)
     check("inspector_w2 / pickle_load, steps 1 MiB", ("steps", "inspector_w2", 1), ("steps", "pickle_load", 1), 1)
     top = max((s for (lay, m, s) in by if lay == "steps" and m == "memcpy_warm"), default=0)
-    check(f"inspector_w2 / memcpy_warm, steps {top} MiB", ("steps", "inspector_w2", top),
-          ("steps", "memcpy_warm", top), 0.5)  # fmt: skip
+    check(
+        f"inspector_w2 / memcpy_warm, steps {top} MiB",
+        ("steps", "inspector_w2", top),
+        ("steps", "memcpy_warm", top),
+        0.5,
+    )
     ours = [c for (_, method, _), c in by.items() if method in OURS]
     bad = sum(int(c.get("verify_fail", 0)) + int(c.get("lost_callbacks", 0)) for c in ours)
     checks.append(("corrupt or lost deliveries of ours", f"{bad} (needs 0)", bad == 0))
@@ -113,9 +121,11 @@ def targets(results: dict[str, Any]) -> list[tuple[str, str, bool | None]]:
 
 def report(results: dict[str, Any]) -> list[str]:
     by = cells(results)
-    lines = ["MiB/s, median of the timed repeats (ours: inspector_w2 / _w3); bad = corrupt deliveries",
-             f"{'layout':<9} {'MiB':>4} {'w2':>7} {'w3':>7} {'ding_w3':>8} {'pickle':>7} {'memcpy':>7} "
-             f"{'w2/ding':>8} {'w3/ding':>8} {'bad ours/ding':>14}  load avg (ours w2)"]  # fmt: skip
+    lines = [
+        "MiB/s, median of the timed repeats (ours: inspector_w2 / _w3); bad = corrupt deliveries",
+        f"{'layout':<9} {'MiB':>4} {'w2':>7} {'w3':>7} {'ding_w3':>8} {'pickle':>7} {'memcpy':>7} "
+        f"{'w2/ding':>8} {'w3/ding':>8} {'bad ours/ding':>14}  load avg (ours w2)",
+    ]
     for layout in ("steps", "columnar"):
         for size in sorted({s for (lay, _m, s) in by if lay == layout}):
             row = {m: by.get((layout, m, size)) for m in METHODS}
@@ -131,9 +141,11 @@ def report(results: dict[str, Any]) -> list[str]:
             bad_ours = sum(int(row[m].get("verify_fail", 0)) for m in OURS if row[m])
             bad_ding = "-" if not row["ding_w3"] else str(row["ding_w3"].get("verify_fail", 0))
             load = row["inspector_w2"]["load"]
-            lines.append(f"{layout:<9} {size:>4} {mb('inspector_w2'):>7} {mb('inspector_w3'):>7} {mb('ding_w3'):>8} "
-                         f"{mb('pickle_load'):>7} {mb('memcpy_warm'):>7} {over('inspector_w2'):>8} "
-                         f"{over('inspector_w3'):>8} {f'{bad_ours}/{bad_ding}':>14}  {load}")  # fmt: skip
+            lines.append(
+                f"{layout:<9} {size:>4} {mb('inspector_w2'):>7} {mb('inspector_w3'):>7} {mb('ding_w3'):>8} "
+                f"{mb('pickle_load'):>7} {mb('memcpy_warm'):>7} {over('inspector_w2'):>8} "
+                f"{over('inspector_w3'):>8} {f'{bad_ours}/{bad_ding}':>14}  {load}"
+            )
     lines += ["", "peer targets:"]
     for what, shown, passed in targets(results):
         verdict = "n/a " if passed is None else ("PASS" if passed else "MISS")
@@ -155,8 +167,10 @@ def main(argv: list[str] | None = None) -> int:
     after = os.getloadavg()
     print(f"ours vs peers, one run of {peers_script().name} ({results.get('total_wall_s', '?')} s)")
     print("\n".join(report(results)))
-    print(f"\nload average (1, 5, 15 min) before {tuple(round(x, 2) for x in before)}, "
-          f"after {tuple(round(x, 2) for x in after)} on {os.cpu_count()} cores")  # fmt: skip
+    print(
+        f"\nload average (1, 5, 15 min) before {tuple(round(x, 2) for x in before)}, "
+        f"after {tuple(round(x, 2) for x in after)} on {os.cpu_count()} cores"
+    )
     if args.json:
         with open(args.json, "w") as out:
             json.dump(results, out, indent=1)

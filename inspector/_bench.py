@@ -43,10 +43,19 @@ class Measurement:
         from inspector._display import html_table
 
         verdict = ("PASS" if self.ok else "MISS") if self.target else ""
-        return html_table(("figure", "ours", "baseline", "ratio", "target", ""),
-                          [(self.name, f"{_number(self.value)} {self.unit}", self.baseline or "",
-                            f"{self.ratio:.2f}x {self.ratio_label}" if self.ratio is not None else "", self.target,
-                            verdict)])
+        return html_table(
+            ("figure", "ours", "baseline", "ratio", "target", ""),
+            [
+                (
+                    self.name,
+                    f"{_number(self.value)} {self.unit}",
+                    self.baseline or "",
+                    f"{self.ratio:.2f}x {self.ratio_label}" if self.ratio is not None else "",
+                    self.target,
+                    verdict,
+                )
+            ],
+        )
 
     def line(self) -> str:
         """``resolve ...: 0.27 µs; plain Python call 0.030 µs; 9.0x a plain call [target <= 12x] PASS``.
@@ -91,7 +100,11 @@ def per_call_us(statement: str, namespace: dict[str, Any], number: int, rounds: 
 
 
 def time_steps(
-    steps: list[Step], namespace: dict[str, Any], rounds: int, progress: Progress | None, label: str,
+    steps: list[Step],
+    namespace: dict[str, Any],
+    rounds: int,
+    progress: Progress | None,
+    label: str,
     total: int | None = None,
 ) -> dict[str, float]:
     """µs per call of each step, reporting progress as ``label: name`` (``total`` counts later work too)."""

@@ -62,8 +62,7 @@ def gpu_count() -> int:
 def _git(*args: str) -> str | None:
     here = Path(__file__).resolve().parent
     try:
-        done = subprocess.run(["git", "-C", str(here), *args], capture_output=True, text=True, timeout=5,
-                              check=False)  # fmt: skip
+        done = subprocess.run(["git", "-C", str(here), *args], capture_output=True, text=True, timeout=5, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
     return done.stdout.strip() or None if done.returncode == 0 else None

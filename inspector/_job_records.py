@@ -163,37 +163,66 @@ def keyed(value: Any, path: str) -> Any:
         raise RecordProblem(path, f"has {len(value)} keys, more than the {MAX_ENVIRONMENT_KEYS} allowed")
     for key in value:
         if not (isinstance(key, str) and KEY_PATTERN.fullmatch(key)):
-            raise RecordProblem(path, f"has a key that is not 1-{MAX_KEY} letters, digits, spaces or ._-: "
-                                      f"{str(key)[:40]!r}")  # fmt: skip
+            raise RecordProblem(
+                path, f"has a key that is not 1-{MAX_KEY} letters, digits, spaces or ._-: {str(key)[:40]!r}"
+            )
     return {key: scalar(entry, f"{path}[{key!r}]") for key, entry in value.items()}
 
 
 # -- the schemas, one per kind and version ----------------------------------------------------------
 SDPA_GROUP_FIELDS: dict[str, Checker] = {
-    "backend": text(), "count": count, "answered_by": text(), "dtype": text(), "shapes": text(),
-    "causal": flag(True), "dropout_p": real(True), "mask": text(), "grad": flag(True), "enabled": text(),
+    "backend": text(),
+    "count": count,
+    "answered_by": text(),
+    "dtype": text(),
+    "shapes": text(),
+    "causal": flag(True),
+    "dropout_p": real(True),
+    "mask": text(),
+    "grad": flag(True),
+    "enabled": text(),
     "module": text(),
-}  # fmt: skip
+}
 SDPA_GROUP = fields(SDPA_GROUP_FIELDS)
 SDPA_GROUP_2 = fields({**SDPA_GROUP_FIELDS, "device": text(), "capability": text()})
 
 
 def _sdpa(group: Checker) -> Checker:
-    return fields({"kind": text(), "version": count, "seen": count, "groups": listed(group, MAX_SDPA_GROUPS),
-                   "folded_groups": count, "folded_calls": count})  # fmt: skip
+    return fields(
+        {
+            "kind": text(),
+            "version": count,
+            "seen": count,
+            "groups": listed(group, MAX_SDPA_GROUPS),
+            "folded_groups": count,
+            "folded_calls": count,
+        }
+    )
 
 
 SCHEMAS: dict[tuple[str, int], Checker] = {
     (SDPA, 1): _sdpa(SDPA_GROUP),
     (SDPA, 2): _sdpa(SDPA_GROUP_2),
-    (LOADER, 1): fields({
-        "kind": text(), "version": count, "label": text(), "batches": count, "first_batch_s": real(True),
-        "batch_s_median": real(True), "batch_s_min": real(True), "batch_s_max": real(True),
-        "wait_s_median": real(True), "data_wait_share": real(True), "batches_per_s": real(True),
-        "mb_per_s": real(True), "verdict": choice(LOADER_VERDICTS, True), "busy_machine": flag(),
-    }),
+    (LOADER, 1): fields(
+        {
+            "kind": text(),
+            "version": count,
+            "label": text(),
+            "batches": count,
+            "first_batch_s": real(True),
+            "batch_s_median": real(True),
+            "batch_s_min": real(True),
+            "batch_s_max": real(True),
+            "wait_s_median": real(True),
+            "data_wait_share": real(True),
+            "batches_per_s": real(True),
+            "mb_per_s": real(True),
+            "verdict": choice(LOADER_VERDICTS, True),
+            "busy_machine": flag(),
+        }
+    ),
     (ENVIRONMENT, 1): fields({"kind": text(), "version": count, "values": keyed}),
-}  # fmt: skip
+}
 
 
 def check_record(record: Any, path: str = "record") -> dict[str, Any]:
@@ -210,8 +239,11 @@ def check_record(record: Any, path: str = "record") -> dict[str, Any]:
     schema = SCHEMAS.get((str(kind), version)) if isinstance(version, int) and not isinstance(version, bool) else None
     if schema is None:
         readable = sorted(v for k, v in SCHEMAS if k == kind)
-        raise RecordProblem(f"{path}.version", f"{kind} version {str(version)[:20]} cannot be read here "
-                                               f"(this inspector reads {readable}): run one inspector version "
-                                               "on every rank")  # fmt: skip
+        raise RecordProblem(
+            f"{path}.version",
+            f"{kind} version {str(version)[:20]} cannot be read here "
+            f"(this inspector reads {readable}): run one inspector version "
+            "on every rank",
+        )
     checked: dict[str, Any] = schema(record, path)
     return checked

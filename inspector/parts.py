@@ -40,14 +40,42 @@ class Part:
 
 
 PARTS: tuple[Part, ...] = (
-    Part("dispatch", "Dispatch", "inspector.dispatch", "inspector.views.dispatch",
-         "inspector.panels.dispatch:DispatchPanel", "inspector.dispatch.bench:measure", "01_dispatch.ipynb"),
-    Part("backends", "Backends", "inspector.backends", "inspector.views.backends",
-         "inspector.panels.backends:BackendsPanel", "inspector.backends.bench:measure", "02_data_backends.ipynb"),
-    Part("loader", "Loader", "inspector.loader", "inspector.views.loader",
-         "inspector.panels.loader:LoaderPanel", "inspector.loader.bench:measure", "03_loader_profiling.ipynb"),
-    Part("rpc", "RPC", "inspector.rpc", "inspector.views.rpc",
-         "inspector.panels.rpc:RpcPanel", "inspector.rpc.bench:measure", "04_rpc_device_maps.ipynb"),
+    Part(
+        "dispatch",
+        "Dispatch",
+        "inspector.dispatch",
+        "inspector.views.dispatch",
+        "inspector.panels.dispatch:DispatchPanel",
+        "inspector.dispatch.bench:measure",
+        "01_dispatch.ipynb",
+    ),
+    Part(
+        "backends",
+        "Backends",
+        "inspector.backends",
+        "inspector.views.backends",
+        "inspector.panels.backends:BackendsPanel",
+        "inspector.backends.bench:measure",
+        "02_data_backends.ipynb",
+    ),
+    Part(
+        "loader",
+        "Loader",
+        "inspector.loader",
+        "inspector.views.loader",
+        "inspector.panels.loader:LoaderPanel",
+        "inspector.loader.bench:measure",
+        "03_loader_profiling.ipynb",
+    ),
+    Part(
+        "rpc",
+        "RPC",
+        "inspector.rpc",
+        "inspector.views.rpc",
+        "inspector.panels.rpc:RpcPanel",
+        "inspector.rpc.bench:measure",
+        "04_rpc_device_maps.ipynb",
+    ),
 )
 
 

@@ -76,8 +76,9 @@ def environment_section(env: Mapping[str, Any]) -> str:
         ("CPU", f"{env.get('cpu')} ({env.get('cores')} cores)"),
         ("GPU", f"{gpu} (x{env.get('gpus')})" if gpu else "none (torch sees no CUDA device)"),
     ]
-    frame = pd.DataFrame([(what, "" if value is None else str(value)) for what, value in rows],
-                         columns=["item", "value"])
+    frame = pd.DataFrame(
+        [(what, "" if value is None else str(value)) for what, value in rows], columns=["item", "value"]
+    )
     return Page("Environment", (section(ReportSection.ENVIRONMENT, "", [table(frame)]),)).to_html()
 
 
@@ -102,8 +103,10 @@ def build_report(
         try:
             sections.append(part_section(part, states.get(part.name)))
         except Exception as exc:  # one broken part must not cost the whole report
-            sections.append(f"<section><h2>{html.escape(part.title)}</h2><p class='note'>"
-                            f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</p></section>")
+            sections.append(
+                f"<section><h2>{html.escape(part.title)}</h2><p class='note'>"
+                f"{html.escape(type(exc).__name__)}: {html.escape(str(exc))}</p></section>"
+            )
     if env is None:  # read after the parts: torch is loaded by then, so the GPU is known
         from inspector._environment import environment
 

@@ -30,8 +30,13 @@ def free_port() -> int:
 
 def isolated_jupyter_env(home: Path) -> dict[str, str]:
     env = dict(os.environ)
-    for name in ("JUPYTER_CONFIG_DIR", "JUPYTER_RUNTIME_DIR", "JUPYTERLAB_SETTINGS_DIR",
-                 "JUPYTERLAB_WORKSPACES_DIR", "IPYTHONDIR"):
+    for name in (
+        "JUPYTER_CONFIG_DIR",
+        "JUPYTER_RUNTIME_DIR",
+        "JUPYTERLAB_SETTINGS_DIR",
+        "JUPYTERLAB_WORKSPACES_DIR",
+        "IPYTHONDIR",
+    ):
         path = home / name.lower()
         path.mkdir(parents=True)
         env[name] = str(path)
@@ -51,8 +56,9 @@ def isolated_jupyter_env(home: Path) -> dict[str, str]:
 def serve(name: str, command: list[str], home: Path, ready_url: str, cwd: Path | None = None) -> Iterator[None]:
     """Run a Jupyter server in its own session until ``ready_url`` answers; stop the whole group after."""
     log = open(home / f"{name}.log", "wb")  # noqa: SIM115 - closed below
-    server = subprocess.Popen(command, cwd=cwd, env=isolated_jupyter_env(home), stdout=log,
-                              stderr=subprocess.STDOUT, start_new_session=True)
+    server = subprocess.Popen(
+        command, cwd=cwd, env=isolated_jupyter_env(home), stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + START_S
         while True:

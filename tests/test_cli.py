@@ -14,8 +14,9 @@ def run(*args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_explain_prints_the_trace_and_exits_zero() -> None:
-    result = run("explain", "attention", "--dtype", "bfloat16", "--head-dim", "64", "--no-grad",
-                 "--extra", "kv_len=4096")
+    result = run(
+        "explain", "attention", "--dtype", "bfloat16", "--head-dim", "64", "--no-grad", "--extra", "kv_len=4096"
+    )
     assert result.returncode == 0, result.stderr
     assert "chunked: MATCH" in result.stdout and result.stdout.strip().endswith("=> chunked (origin=chain)")
 
@@ -90,8 +91,20 @@ def test_bench_dispatch_writes_csv_and_plot(tmp_path) -> None:
 
 @pytest.mark.slow
 def test_bench_loader_runs_a_small_grid(tmp_path) -> None:
-    result = run("bench", "loader", "--sizes", "1", "--layouts", "columnar", "--repeats", "1",
-                 "--out", str(tmp_path / "l.csv"), "--plot", str(tmp_path / "l.png"))
+    result = run(
+        "bench",
+        "loader",
+        "--sizes",
+        "1",
+        "--layouts",
+        "columnar",
+        "--repeats",
+        "1",
+        "--out",
+        str(tmp_path / "l.csv"),
+        "--plot",
+        str(tmp_path / "l.png"),
+    )
     assert result.returncode in (0, 1), result.stderr
     rows = (tmp_path / "l.csv").read_text().splitlines()
     assert rows[0].startswith("layout,size_mb,workers") and len(rows) == 1 + 5  # ours + 4 baselines
@@ -110,18 +123,39 @@ def test_report_writes_a_self_contained_file_with_what_the_command_line_gives(tm
 
     plan = TopologyPlan.build(2, {"worker0": 2, "worker1": 1}, {"worker0": {"worker1": {"cuda:1": "cuda:1"}}})
     (tmp_path / "plan.json").write_text(plan.to_json())
-    rows = [BenchRow("steps", 4.0, 2, "cpu", method, mb_s, mb_s, mb_s, 3, 8, 4, 0)
-            for method, mb_s in [("ours", 4321.0), ("sync", 2000.0), ("mp_queue", 300.0), ("dataloader", 500.0),
-                                 ("memcpy", 9000.0)]]  # fmt: skip
+    rows = [
+        BenchRow("steps", 4.0, 2, "cpu", method, mb_s, mb_s, mb_s, 3, 8, 4, 0)
+        for method, mb_s in [
+            ("ours", 4321.0),
+            ("sync", 2000.0),
+            ("mp_queue", 300.0),
+            ("dataloader", 500.0),
+            ("memcpy", 9000.0),
+        ]
+    ]
     (tmp_path / "r.csv").write_text(csv_text(row.as_dict() for row in rows))
-    result = run("report", str(tmp_path / "out.html"), "--plan", str(tmp_path / "plan.json"),
-                 "--loader-results", str(tmp_path / "r.csv"), "--family", "attention", "--dtype", "bf16",
-                 "--head-dim", "64", "--no-grad", "--extra", "kv_len=4096")  # fmt: skip
+    result = run(
+        "report",
+        str(tmp_path / "out.html"),
+        "--plan",
+        str(tmp_path / "plan.json"),
+        "--loader-results",
+        str(tmp_path / "r.csv"),
+        "--family",
+        "attention",
+        "--dtype",
+        "bf16",
+        "--head-dim",
+        "64",
+        "--no-grad",
+        "--extra",
+        "kv_len=4096",
+    )
     assert result.returncode == 0 and "wrote" in result.stdout, result.stderr
     text = (tmp_path / "out.html").read_text()
     assert "Operator dispatch" in text and "Data backends" in text and "RPC device maps" in text
     assert "data:image/png;base64," in text
-    environment = text[text.index("<h2>Environment</h2>"):text.index("<h2>Operator dispatch</h2>")]
+    environment = text[text.index("<h2>Environment</h2>") : text.index("<h2>Operator dispatch</h2>")]
     for item in ("inspector", "commit", "Python", "numpy", "CPU", "GPU", torch.__version__):
         assert f"<td>{item}</td>" in environment
     assert "attention: chunked (origin=chain)" in text  # the call described by the flags, as explain decides it
@@ -145,8 +179,13 @@ def test_lab_serves_jupyterlab_on_the_tour(tmp_path) -> None:
 
     port = free_port()
     command = [sys.executable, "-m", "inspector", "lab", "--no-browser", "--port", str(port)]
-    with serve("inspector lab", command, tmp_path, f"http://127.0.0.1:{port}/api/status",
-               cwd=Path(__file__).resolve().parents[1]):
+    with serve(
+        "inspector lab",
+        command,
+        tmp_path,
+        f"http://127.0.0.1:{port}/api/status",
+        cwd=Path(__file__).resolve().parents[1],
+    ):
         pass  # serve() returns once the server answered (a 403 without the token counts)
     log = (tmp_path / "inspector lab.log").read_text()
     assert "jupyterlab | extension was successfully loaded" in log  # the server's own start-up log
@@ -154,10 +193,12 @@ def test_lab_serves_jupyterlab_on_the_tour(tmp_path) -> None:
 
 
 def test_the_lab_server_ignores_only_the_token_warning() -> None:
-    code = ("import sys, warnings; from inspector.cli import _lab_server as s; import jupyterlab.labapp as l; "
-            "l.main = lambda: (warnings.warn(s.TOKEN_WARNING + ' in jupyter-server 2.0', DeprecationWarning), "
-            "warnings.warn('another deprecation', DeprecationWarning), 0)[2]; "
-            "warnings.simplefilter('always'); sys.exit(s.main())")
+    code = (
+        "import sys, warnings; from inspector.cli import _lab_server as s; import jupyterlab.labapp as l; "
+        "l.main = lambda: (warnings.warn(s.TOKEN_WARNING + ' in jupyter-server 2.0', DeprecationWarning), "
+        "warnings.warn('another deprecation', DeprecationWarning), 0)[2]; "
+        "warnings.simplefilter('always'); sys.exit(s.main())"
+    )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert "another deprecation" in result.stderr and "ServerApp.token" not in result.stderr

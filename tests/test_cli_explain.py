@@ -13,7 +13,7 @@ import pytest
 
 from inspector.cli import main
 
-USER_FAMILY = '''
+USER_FAMILY = """
 from inspector.dispatch import ImplRecord, Spec, register_family
 
 def fast(*a): ...
@@ -21,13 +21,14 @@ def slow(*a): ...
 
 register_family("attention", [ImplRecord("attention", "mine", fast, Spec.causal(), priority=0),
                               ImplRecord("attention", "plain", slow, Spec.always(), priority=1)], "plain")
-'''
+"""
 
 
 def run(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """The real command, in a fresh process (what users run)."""
-    return subprocess.run([sys.executable, "-m", "inspector", *args], capture_output=True, text=True, timeout=120,
-                          cwd=cwd)
+    return subprocess.run(
+        [sys.executable, "-m", "inspector", *args], capture_output=True, text=True, timeout=120, cwd=cwd
+    )
 
 
 def invoke(*args: str) -> subprocess.CompletedProcess[str]:
@@ -49,8 +50,10 @@ def test_explain_torch_sdpa_says_what_pytorch_runs_on_this_cpu() -> None:
     assert "non-zero dropout" in dropout.stdout and dropout.stdout.strip().endswith("=> math (origin=chain)")
 
 
-@pytest.mark.parametrize(("alias", "name"), [("bf16", "bfloat16"), ("fp16", "float16"), ("fp32", "float32"),
-                                             ("half", "float16"), ("FP64", "float64")])
+@pytest.mark.parametrize(
+    ("alias", "name"),
+    [("bf16", "bfloat16"), ("fp16", "float16"), ("fp32", "float32"), ("half", "float16"), ("FP64", "float64")],
+)
 def test_dtype_aliases(alias: str, name: str) -> None:
     result = invoke("explain", "rotary", "--dtype", alias, "--json")
     assert result.returncode == 0, result.stderr
@@ -71,16 +74,19 @@ def test_import_loads_the_users_family_which_the_demo_never_replaces(tmp_path: P
     assert "flash" not in result.stdout  # the demo's rows are not there
 
 
-@pytest.mark.parametrize(("args", "fragment"), [
-    (("explain", "atention"), "Did you mean 'attention'?"),
-    (("explain", "torch_spda"), "Did you mean 'torch_sdpa'?"),
-    (("explain", "attention", "--select", "mth"), "Did you mean 'math'?"),
-    (("explain", "torch_sdpa", "--select", "flash"), "Did you mean 'flash_attention'?"),
-    (("explain", "attention", "--extra", "kv_len=abc"), "--extra kv_len=abc"),
-    (("explain", "torch_sdpa", "--extra", "dropout=0.1"), "Axes in extra"),
-    (("explain", "torch_sdpa", "--cuda"), "no CUDA device"),
-    (("explain", "rotary", "--import", "no_such_module_here"), "No module named 'no_such_module_here'"),
-])
+@pytest.mark.parametrize(
+    ("args", "fragment"),
+    [
+        (("explain", "atention"), "Did you mean 'attention'?"),
+        (("explain", "torch_spda"), "Did you mean 'torch_sdpa'?"),
+        (("explain", "attention", "--select", "mth"), "Did you mean 'math'?"),
+        (("explain", "torch_sdpa", "--select", "flash"), "Did you mean 'flash_attention'?"),
+        (("explain", "attention", "--extra", "kv_len=abc"), "--extra kv_len=abc"),
+        (("explain", "torch_sdpa", "--extra", "dropout=0.1"), "Axes in extra"),
+        (("explain", "torch_sdpa", "--cuda"), "no CUDA device"),
+        (("explain", "rotary", "--import", "no_such_module_here"), "No module named 'no_such_module_here'"),
+    ],
+)
 def test_bad_explain_usage_exits_two_with_one_line(args: tuple[str, ...], fragment: str) -> None:
     result = invoke(*args)
     assert result.returncode == 2, result.stdout
@@ -106,7 +112,18 @@ def test_lab_passes_the_users_modules_to_every_kernel(tmp_path: Path, monkeypatc
     from inspector.dispatch import CallContext, resolve
 
     assert resolve("attention", CallContext("attention", causal=True)).name == "mine"
-    assert problems == (f"{IMPORT_ENV}: could not import missing_module_for_tests: ModuleNotFoundError: "
-                        "No module named 'missing_module_for_tests'",)
-    assert "no such module" in invoke("lab", "--no-browser", "--import", "missing_module_for_tests",
-                                      "--notebooks", str(Path(__file__).parents[1] / "notebooks")).stderr
+    assert problems == (
+        f"{IMPORT_ENV}: could not import missing_module_for_tests: ModuleNotFoundError: "
+        "No module named 'missing_module_for_tests'",
+    )
+    assert (
+        "no such module"
+        in invoke(
+            "lab",
+            "--no-browser",
+            "--import",
+            "missing_module_for_tests",
+            "--notebooks",
+            str(Path(__file__).parents[1] / "notebooks"),
+        ).stderr
+    )

@@ -23,8 +23,20 @@ FILE_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[
 
 
 def _row(method: str = "ours", mb_s: float = 1500.0, **changes: object) -> BenchRow:
-    values: dict[str, object] = dict(layout="columnar", size_mb=1.0, workers=2, device="cpu", method=method, mb_s=mb_s,
-                                     mb_s_min=mb_s * 0.9, mb_s_max=mb_s * 1.1, repeats=3, loads=16, leaves=4, corrupt=0)
+    values: dict[str, object] = dict(
+        layout="columnar",
+        size_mb=1.0,
+        workers=2,
+        device="cpu",
+        method=method,
+        mb_s=mb_s,
+        mb_s_min=mb_s * 0.9,
+        mb_s_max=mb_s * 1.1,
+        repeats=3,
+        loads=16,
+        leaves=4,
+        corrupt=0,
+    )
     values.update(changes)
     return BenchRow(**values)  # type: ignore[arg-type]
 
@@ -37,13 +49,29 @@ def _write(path: Path, text: str) -> str:
 finite = st.floats(min_value=0, max_value=1e12, allow_nan=False, allow_infinity=False)
 counts = st.integers(min_value=0, max_value=2**31 - 1)
 bench_rows = st.builds(
-    BenchRow, layout=st.sampled_from(LAYOUTS), size_mb=finite, workers=counts,
-    device=st.sampled_from(["cpu", "cuda", "cuda:1", "mps"]), method=st.sampled_from(sorted(METHOD_LABELS)),
-    mb_s=finite, mb_s_min=finite, mb_s_max=finite, repeats=counts, loads=counts, leaves=counts, corrupt=counts,
-    read_ms=st.none() | finite, handoff_ms=st.none() | finite, wait_ms=st.none() | finite,
-    build_ms=st.none() | finite, h2d_ms=st.none() | finite, callback_ms=st.none() | finite, capped=st.booleans(),
-    load_average=finite, cores=counts,
-)  # fmt: skip
+    BenchRow,
+    layout=st.sampled_from(LAYOUTS),
+    size_mb=finite,
+    workers=counts,
+    device=st.sampled_from(["cpu", "cuda", "cuda:1", "mps"]),
+    method=st.sampled_from(sorted(METHOD_LABELS)),
+    mb_s=finite,
+    mb_s_min=finite,
+    mb_s_max=finite,
+    repeats=counts,
+    loads=counts,
+    leaves=counts,
+    corrupt=counts,
+    read_ms=st.none() | finite,
+    handoff_ms=st.none() | finite,
+    wait_ms=st.none() | finite,
+    build_ms=st.none() | finite,
+    h2d_ms=st.none() | finite,
+    callback_ms=st.none() | finite,
+    capped=st.booleans(),
+    load_average=finite,
+    cores=counts,
+)
 
 
 @FILE_SETTINGS
@@ -87,14 +115,20 @@ BAD_FILES: list[tuple[str | bytes, str]] = [
     (csv_text([_row().as_dict()]) + ",".join(["x"] * 30) + "\n", "line 3 has more fields than the header"),
     ('{"plan": 1}\n', "holds no loader runs"),
     ('{"a": [1,\n2]}\n', "is one JSON document, not a loader history"),
-    ('{"part": "loader", "rows": [{"layout": "steps"}]}\n', "no loader runs (1 line of the history could not be "
-                                                             "read and was skipped (line 1: rows[0]: no size_mb"),
+    (
+        '{"part": "loader", "rows": [{"layout": "steps"}]}\n',
+        "no loader runs (1 line of the history could not be read and was skipped (line 1: rows[0]: no size_mb",
+    ),
     ('{"part": "loader", "rows": [1]}\n', "line 1: rows[0]: is not an object"),
-    (json.dumps({"part": "loader", "rows": [_row().as_dict()], "environment": {"cpu": "<img src=x>"}}) + "\n",
-     "line 1: environment is not plain text"),
+    (
+        json.dumps({"part": "loader", "rows": [_row().as_dict()], "environment": {"cpu": "<img src=x>"}}) + "\n",
+        "line 1: environment is not plain text",
+    ),
     (json.dumps({"part": "loader", "rows": [{**_row().as_dict(), "mb_s": True}]}) + "\n", "is a boolean"),
-    ('{"part": "loader", "rows": [{"mb_s": NaN}]}\n', "holds no loader runs (1 line of the history could not be "
-                                                      "read and was skipped (line 1: not JSON (NaN"),
+    (
+        '{"part": "loader", "rows": [{"mb_s": NaN}]}\n',
+        "holds no loader runs (1 line of the history could not be read and was skipped (line 1: not JSON (NaN",
+    ),
 ]
 
 
@@ -113,15 +147,21 @@ def test_what_is_not_a_readable_regular_file_is_refused_before_reading(tmp_path:
     huge = tmp_path / "huge.csv"
     with huge.open("wb") as file:
         file.truncate(MAX_BYTES + 1)  # sparse: costs no disk
-    for name, fragment in [("fifo", "not a regular file"), (".", "is a folder"), ("huge.csv", "far smaller"),
-                           ("missing.csv", "No such file")]:  # fmt: skip
+    for name, fragment in [
+        ("fifo", "not a regular file"),
+        (".", "is a folder"),
+        ("huge.csv", "far smaller"),
+        ("missing.csv", "No such file"),
+    ]:
         with pytest.raises(UsageError, match=fragment):
             read_loader_results(str(tmp_path / name))
 
 
 @FILE_SETTINGS
-@given(text=st.text(max_size=400) | st.builds(lambda row, cut: csv_text([row.as_dict()])[:cut], bench_rows,
-                                               st.integers(0, 400)))
+@given(
+    text=st.text(max_size=400)
+    | st.builds(lambda row, cut: csv_text([row.as_dict()])[:cut], bench_rows, st.integers(0, 400))
+)
 def test_any_text_reads_as_rows_or_one_usage_error(tmp_path: Path, text: str) -> None:
     path = _write(tmp_path / "fuzz.txt", text)
     try:

@@ -23,8 +23,11 @@ def test_a_job_file_that_is_not_a_view_is_one_line_and_exit_two_and_nothing_is_w
     altered["ranks"][1]["records"][0]["values"]["torch"] = ["not", "a", "scalar"]
     (tmp_path / "altered.json").write_text(json.dumps(altered))
     os.mkfifo(tmp_path / "fifo")
-    for name, why in (("altered.json", "view.ranks[1].records[0].values['torch']: must be a string"),
-                      ("fifo", "it is a FIFO"), ("missing.json", "No such file or directory")):  # fmt: skip
+    for name, why in (
+        ("altered.json", "view.ranks[1].records[0].values['torch']: must be a string"),
+        ("fifo", "it is a FIFO"),
+        ("missing.json", "No such file or directory"),
+    ):
         result = run("report", str(tmp_path / "out.html"), "--job", str(tmp_path / name))
         assert result.returncode == 2, result
         assert result.stderr.startswith(f"inspector report: cannot read --job {tmp_path / name}: ")

@@ -30,8 +30,10 @@ BAD_INVOCATIONS: list[tuple[list[str], str]] = [
     # app
     (["app", "--port", "abc"], "argument --port: invalid port 'abc'"),
     (["app", "app.ipynb"], "inspector app: unrecognized arguments: app.ipynb"),
-    (["app", "--no-browser", "--import", "no_such_module_for_inspector"],
-     "--import no_such_module_for_inspector: no such module here"),
+    (
+        ["app", "--no-browser", "--import", "no_such_module_for_inspector"],
+        "--import no_such_module_for_inspector: no such module here",
+    ),
     # explain: argparse's part
     (["explain"], "inspector explain: the following arguments are required: family"),
     (["explain", "attention", "--dtype", "int8"], "argument --dtype: unknown dtype 'int8'"),

@@ -13,10 +13,31 @@ from waiting import PROCESS_WAIT_S
 from inspector.cli._common import UsageError, check_module_name, import_modules
 
 # Standard-library modules the command imports lazily (reports, tables, argument parsing, JSON, ...).
-SHADOWS = ("html", "csv", "json", "textwrap", "difflib", "base64", "secrets", "tempfile", "string", "shlex",
-           "statistics", "decimal", "fractions", "zipfile", "tarfile", "uuid", "platform", "locale", "gettext")
-USER_MODULE = "from inspector.dispatch import ImplRecord, Spec, register_family\n" \
-              "register_family('mine', [ImplRecord('mine', 'only', len, Spec.always())], 'only')\n"  # fmt: skip
+SHADOWS = (
+    "html",
+    "csv",
+    "json",
+    "textwrap",
+    "difflib",
+    "base64",
+    "secrets",
+    "tempfile",
+    "string",
+    "shlex",
+    "statistics",
+    "decimal",
+    "fractions",
+    "zipfile",
+    "tarfile",
+    "uuid",
+    "platform",
+    "locale",
+    "gettext",
+)
+USER_MODULE = (
+    "from inspector.dispatch import ImplRecord, Spec, register_family\n"
+    "register_family('mine', [ImplRecord('mine', 'only', len, Spec.always())], 'only')\n"
+)
 
 
 def plant(folder: Path) -> Path:
@@ -55,7 +76,8 @@ def test_the_folder_is_on_the_path_only_while_the_named_modules_import(tmp_path:
         "import sys, os\nimport path_probe_for_inspector as me\nme.seen = os.getcwd() in sys.path\n"
         "me.before_site = sys.path.index(os.getcwd()) < min(\n"
         "    [i for i, p in enumerate(sys.path) if 'site-packages' in p] or [len(sys.path)])\n"
-        "me.after_stdlib = sys.path.index(os.getcwd()) > sys.path.index(os.path.dirname(os.__file__))\n")
+        "me.after_stdlib = sys.path.index(os.getcwd()) > sys.path.index(os.path.dirname(os.__file__))\n"
+    )
     before = list(sys.path)
     try:
         import_modules(["path_probe_for_inspector"])
@@ -74,14 +96,20 @@ def test_nothing_named_means_the_path_is_left_alone(tmp_path: Path, monkeypatch)
     assert sys.path == before
 
 
-@pytest.mark.parametrize(("given", "hint"), [
-    ("./my_kernels.py", "expects a module name, not a file path; pass --import my_kernels"),
-    ("my_kernels.py", "pass --import my_kernels"),
-    ("/abs/folder/my_kernels.py", "run from /abs/folder (or with PYTHONPATH=/abs/folder) and pass --import my_kernels"),
-    ("pkg/sub", "pass --import pkg.sub"),
-    ("my-kernels", "not a module name"),
-    ("", "not a module name"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("given", "hint"),
+    [
+        ("./my_kernels.py", "expects a module name, not a file path; pass --import my_kernels"),
+        ("my_kernels.py", "pass --import my_kernels"),
+        (
+            "/abs/folder/my_kernels.py",
+            "run from /abs/folder (or with PYTHONPATH=/abs/folder) and pass --import my_kernels",
+        ),
+        ("pkg/sub", "pass --import pkg.sub"),
+        ("my-kernels", "not a module name"),
+        ("", "not a module name"),
+    ],
+)
 def test_a_path_given_to_import_gets_the_module_name_to_use(given: str, hint: str) -> None:
     with pytest.raises(UsageError, match="--import") as caught:
         check_module_name(given)
@@ -91,7 +119,8 @@ def test_a_path_given_to_import_gets_the_module_name_to_use(given: str, hint: st
 def test_a_module_whose_error_cannot_be_printed_still_gets_one_line(tmp_path: Path, monkeypatch) -> None:
     monkeypatch.chdir(tmp_path)
     (tmp_path / "unprintable_for_inspector.py").write_text(
-        "class Odd(Exception):\n    def __str__(self):\n        raise RuntimeError('no words')\nraise Odd()\n")
+        "class Odd(Exception):\n    def __str__(self):\n        raise RuntimeError('no words')\nraise Odd()\n"
+    )
     try:
         with pytest.raises(UsageError) as caught:
             import_modules(["unprintable_for_inspector"])
@@ -116,8 +145,9 @@ print("children ran")
 @pytest.mark.slow
 def test_loader_and_rpc_workers_never_import_a_stray_module_from_the_working_folder(tmp_path: Path) -> None:
     marks = plant(tmp_path)
-    result = subprocess.run([sys.executable, "-P", "-c", CHILDREN], capture_output=True, text=True,
-                            timeout=PROCESS_WAIT_S, cwd=tmp_path)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-P", "-c", CHILDREN], capture_output=True, text=True, timeout=PROCESS_WAIT_S, cwd=tmp_path
+    )
     assert result.returncode == 0, result.stderr
     assert "children ran" in result.stdout
     assert sorted(p.name for p in marks.iterdir()) == []

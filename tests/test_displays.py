@@ -31,8 +31,12 @@ def test_a_loader_status_shows_its_workers(tmp_path) -> None:
 
 
 def test_benchmark_results_and_measurements_show_a_table() -> None:
-    rows = BenchResults([BenchRow("steps", 1.0, 2, "cpu", "ours", 5000.0, 4500.0, 5100.0, 3, 8, 20, 0),
-                         BenchRow("steps", 1.0, 1, "cpu", "sync", 4000.0, 3900.0, 4100.0, 3, 8, 20, 0)])
+    rows = BenchResults(
+        [
+            BenchRow("steps", 1.0, 2, "cpu", "ours", 5000.0, 4500.0, 5100.0, 3, 8, 20, 0),
+            BenchRow("steps", 1.0, 1, "cpu", "sync", 4000.0, 3900.0, 4100.0, 3, 8, 20, 0),
+        ]
+    )
     assert len(repr(rows)) < LIMIT and "best 5,000 MiB/s" in repr(rows)
     assert "<table" in rows._repr_html_() and "MiB/s" in rows._repr_html_()
     figure = Measurement("loader", "1 MiB", 5000.0, "MiB/s", "sync", 4000.0, 1.25, "sync", ">= 1.0x", True)

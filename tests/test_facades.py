@@ -28,8 +28,11 @@ def test_an_eager_facade_lists_every_public_name_it_defines_once(name: str) -> N
     assert len(module.__all__) == len(set(module.__all__))
     if hasattr(module, "__getattr__"):  # a lazy facade: its names resolve on first use (checked above)
         return
-    public = {n for n, value in vars(module).items()
-              if not n.startswith("_") and n != "annotations" and not isinstance(value, ModuleType)}
+    public = {
+        n
+        for n, value in vars(module).items()
+        if not n.startswith("_") and n != "annotations" and not isinstance(value, ModuleType)
+    }
     assert sorted(public - set(module.__all__)) == []
 
 
@@ -38,8 +41,11 @@ def test_every_error_a_part_exports_is_under_one_root_under_inspector_error(engi
     from inspector.errors import InspectorError
 
     module = importlib.import_module(engine)
-    errors = [getattr(module, n) for n in module.__all__
-              if inspect.isclass(getattr(module, n)) and issubclass(getattr(module, n), BaseException)]
+    errors = [
+        getattr(module, n)
+        for n in module.__all__
+        if inspect.isclass(getattr(module, n)) and issubclass(getattr(module, n), BaseException)
+    ]
     roots = [error for error in errors if InspectorError in error.__bases__]
     assert len(roots) == 1, f"{engine} exports {len(roots)} roots: {roots}"
     assert [e.__name__ for e in errors if not issubclass(e, roots[0])] == []
@@ -50,12 +56,16 @@ def test_every_error_below_a_root_is_also_the_builtin_it_would_otherwise_be(engi
     from inspector.errors import InspectorError
 
     module = importlib.import_module(engine)
-    errors = [getattr(module, n) for n in module.__all__
-              if inspect.isclass(getattr(module, n)) and issubclass(getattr(module, n), BaseException)]
+    errors = [
+        getattr(module, n)
+        for n in module.__all__
+        if inspect.isclass(getattr(module, n)) and issubclass(getattr(module, n), BaseException)
+    ]
     below = [error for error in errors if InspectorError not in error.__bases__]
 
     def builtin(error: type) -> bool:
-        return any(base.__module__ == "builtins" and base not in (Exception, BaseException, object)
-                   for base in error.__mro__)
+        return any(
+            base.__module__ == "builtins" and base not in (Exception, BaseException, object) for base in error.__mro__
+        )
 
     assert [error.__name__ for error in below if not builtin(error)] == []

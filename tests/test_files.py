@@ -37,5 +37,5 @@ def test_a_target_that_is_not_a_regular_file_is_never_replaced(tmp_path: Path, k
     os.mkfifo(target) if kind == "fifo" else target.mkdir()
     with pytest.raises(FileExistsError, match="is not a regular file"):
         atomic_write_text(target, "data")
-    assert (target.is_fifo() if kind == "fifo" else target.is_dir())
+    assert target.is_fifo() if kind == "fifo" else target.is_dir()
     assert [p.name for p in tmp_path.iterdir()] == [kind]

@@ -75,12 +75,12 @@ print(json.dumps({{"names": names, "outcome": outcome}}))
 BODIES = {
     "bare": "queue = ctx.Queue()",
     "deferred": "from inspector._interrupts import interrupts_deferred\n"
-                "    with interrupts_deferred():\n"
-                "        queue = ctx.Queue()",
+    "    with interrupts_deferred():\n"
+    "        queue = ctx.Queue()",
     "mp_queue_peer": "from inspector.loader.bench.peers import BenchFiles, mp_queue_peer\n"
-                     "    with mp_queue_peer(BenchFiles(sys.argv[1], 'steps', 0.1, False), 1, None) as once:\n"
-                     "        once(1)",
-}  # fmt: skip
+    "    with mp_queue_peer(BenchFiles(sys.argv[1], 'steps', 0.1, False), 1, None) as once:\n"
+    "        once(1)",
+}
 
 
 def semaphores_left(names: list[str]) -> list[str]:
@@ -95,8 +95,12 @@ def semaphores_left(names: list[str]) -> list[str]:
 
 def run_window(body: str, tmp_path: Path) -> dict[str, object]:
     script = WINDOW_SCRIPT.format(body=body)
-    result = subprocess.run([sys.executable, "-c", textwrap.dedent(script), str(tmp_path)], capture_output=True,
-                            text=True, timeout=PROCESS_WAIT_S)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script), str(tmp_path)],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_WAIT_S,
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout.strip().splitlines()[-1])
 

@@ -119,8 +119,15 @@ def test_a_record_that_does_not_fit_is_refused_with_the_path_of_the_field(watche
 def test_an_environment_record_refuses_odd_keys_and_values() -> None:
     good = {"kind": "environment", "version": 1, "values": {"torch": "2.13.0", "GPUs": 0, "flag": True, "cuda": None}}
     assert check_record(good) == good
-    for values in ({"bad\nkey": 1}, {"k": [1]}, {"k": math.inf}, {f"k{i}": 1 for i in range(49)}, {"k": "v" * 201},
-                   {"k": 2**63}, []):  # fmt: skip
+    for values in (
+        {"bad\nkey": 1},
+        {"k": [1]},
+        {"k": math.inf},
+        {f"k{i}": 1 for i in range(49)},
+        {"k": "v" * 201},
+        {"k": 2**63},
+        [],
+    ):
         with pytest.raises(RecordProblem):
             check_record({**good, "values": values})
 
@@ -143,8 +150,7 @@ def test_any_json_value_is_either_a_record_or_a_record_problem(value) -> None:
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.sampled_from(["backend", "count", "dtype", "shapes", "causal", "dropout_p", "mask", "grad", "module"]),
-       JSON)  # fmt: skip
+@given(st.sampled_from(["backend", "count", "dtype", "shapes", "causal", "dropout_p", "mask", "grad", "module"]), JSON)
 def test_a_group_with_any_field_replaced_is_checked_or_refused_never_crashes(watched, field, value) -> None:
     record = copy.deepcopy(_valid_sdpa(watched))
     record["groups"][0][field] = value

@@ -23,10 +23,7 @@ def _present(module: str) -> bool:
 
 @pytest.mark.parametrize("part", [p for p in ENGINE_PARTS if _present(p)])
 def test_engine_part_imports_no_ui_library(part: str) -> None:
-    code = (
-        f"import json, sys; import {part}; "
-        f"print(json.dumps([m for m in {UI_MODULES!r} if m in sys.modules]))"
-    )
+    code = f"import json, sys; import {part}; print(json.dumps([m for m in {UI_MODULES!r} if m in sys.modules]))"
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert json.loads(result.stdout) == []
 
@@ -97,8 +94,12 @@ def test_an_engine_part_imports_no_upper_floor_no_ui_library_and_no_other_part(p
 
 
 def test_views_never_import_panels_or_widgets() -> None:
-    broken = [f"{path.relative_to(PACKAGE)} imports {module}" for path in _modules("views")
-              for module, _ in _imports(path) if _within(module, "inspector.panels") or _within(module, "ipywidgets")]
+    broken = [
+        f"{path.relative_to(PACKAGE)} imports {module}"
+        for path in _modules("views")
+        for module, _ in _imports(path)
+        if _within(module, "inspector.panels") or _within(module, "ipywidgets")
+    ]
     assert broken == []
 
 

@@ -105,7 +105,7 @@ def test_ci_runs_the_readme_test_command() -> None:
     assert "make test" in readme and "make lab" in readme
     assert "urlpath=lab/tree/notebooks/00_tour.ipynb" in readme
     makefile = (ROOT / "Makefile").read_text()
-    assert 'torch==2.13.0' in makefile and "-c constraints.txt" in makefile
+    assert "torch==2.13.0" in makefile and "-c constraints.txt" in makefile
 
 
 def test_test_modules_have_unique_basenames() -> None:
@@ -129,17 +129,22 @@ def test_panels_without_the_ui_extra_name_the_extra_to_install(blocked: str) -> 
     assert "Install it with: pip install 'dispatch-inspector[ui]'" in result.stdout
 
 
-@pytest.mark.parametrize(("code", "feature"), [
-    ("import inspector; inspector.to_html('r.html')", "inspector.report (and inspector.to_html)"),
-    ("import inspector.views.dispatch", "inspector.views"),
-    ("from inspector.report import to_html", "inspector.report (and inspector.to_html)"),
-])
-def test_the_report_and_views_without_the_ui_extra_name_the_extra_to_install(code: str, feature: str,
-                                                                             tmp_path: Path) -> None:
-    blocked = f"import sys; sys.modules['pandas'] = None\ntry:\n    {code}\n" \
-              "except ImportError as exc:\n    print(type(exc).__name__, '|', exc)\n"
-    result = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=120,
-                            cwd=tmp_path)
+@pytest.mark.parametrize(
+    ("code", "feature"),
+    [
+        ("import inspector; inspector.to_html('r.html')", "inspector.report (and inspector.to_html)"),
+        ("import inspector.views.dispatch", "inspector.views"),
+        ("from inspector.report import to_html", "inspector.report (and inspector.to_html)"),
+    ],
+)
+def test_the_report_and_views_without_the_ui_extra_name_the_extra_to_install(
+    code: str, feature: str, tmp_path: Path
+) -> None:
+    blocked = (
+        f"import sys; sys.modules['pandas'] = None\ntry:\n    {code}\n"
+        "except ImportError as exc:\n    print(type(exc).__name__, '|', exc)\n"
+    )
+    result = subprocess.run([sys.executable, "-c", blocked], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     expected = f"MissingExtraError | {feature} needs the [ui] extra"
     assert result.stdout.startswith(expected), result.stdout + result.stderr
     assert list(tmp_path.iterdir()) == []  # no half-written report
@@ -148,8 +153,18 @@ def test_the_report_and_views_without_the_ui_extra_name_the_extra_to_install(cod
 # --- the slim install: the wheel, next to torch, in a fresh venv ---------------------------
 
 ENGINE_DISTRIBUTIONS = ("torch", "numpy", "pyyaml")
-UI_AND_JUPYTER = ("pandas", "matplotlib", "ipywidgets", "jupyterlab", "jupyter-server", "ipykernel", "voila",
-                  "notebook", "nbformat", "ipython")
+UI_AND_JUPYTER = (
+    "pandas",
+    "matplotlib",
+    "ipywidgets",
+    "jupyterlab",
+    "jupyter-server",
+    "ipykernel",
+    "voila",
+    "notebook",
+    "nbformat",
+    "ipython",
+)
 
 
 def _closure(names: tuple[str, ...]) -> list[Any]:
@@ -204,8 +219,9 @@ def test_the_wheel_installs_slim_and_the_engine_and_cli_work_without_the_ui(tmp_
     env.pop("PYTHONPATH", None)
 
     def run(*command: str | Path, check: bool = True) -> subprocess.CompletedProcess[str]:
-        result = subprocess.run([str(c) for c in command], capture_output=True, text=True, env=env, timeout=300,
-                                cwd=tmp_path)
+        result = subprocess.run(
+            [str(c) for c in command], capture_output=True, text=True, env=env, timeout=300, cwd=tmp_path
+        )
         if check:
             assert result.returncode == 0, f"{command}\n{result.stdout}\n{result.stderr}"
         return result
@@ -221,8 +237,11 @@ def test_the_wheel_installs_slim_and_the_engine_and_cli_work_without_the_ui(tmp_
         notebook_files = [*(ROOT / "notebooks").glob("*.ipynb"), *(ROOT / "notebooks").glob("*.md")]
         assert "inspector/notebooks/glossary.md" in shipped
         assert shipped == sorted(f"inspector/notebooks/{p.name}" for p in notebook_files)
-        assert {"inspector/_voila/app.ipynb", "inspector/_voila/voila/templates/inspector/index.html.j2",
-                "inspector/_voila/voila/templates/inspector/conf.json"} <= set(archive.namelist())  # inspector app
+        assert {
+            "inspector/_voila/app.ipynb",
+            "inspector/_voila/voila/templates/inspector/index.html.j2",
+            "inspector/_voila/voila/templates/inspector/conf.json",
+        } <= set(archive.namelist())  # inspector app
 
     venv = tmp_path / "fresh"
     run(sys.executable, "-m", "venv", "--without-pip", venv)
@@ -231,8 +250,18 @@ def test_the_wheel_installs_slim_and_the_engine_and_cli_work_without_the_ui(tmp_
     (own_site / "torch_env.pth").write_text(f"{_torch_site(tmp_path / 'torch-site')}\n")
     before = {p.name for p in own_site.iterdir()}
 
-    run(sys.executable, "-m", "pip", "--python", python, "install", "--no-index", "--find-links", wheels,
-        "dispatch-inspector")
+    run(
+        sys.executable,
+        "-m",
+        "pip",
+        "--python",
+        python,
+        "install",
+        "--no-index",
+        "--find-links",
+        wheels,
+        "dispatch-inspector",
+    )
     added = {p.name for p in own_site.iterdir()} - before
     assert {n for n in added if n.endswith(".dist-info")} == {wheel.name.split("-")[0] + "-0.1.0.dist-info"}, added
 
@@ -262,15 +291,21 @@ def test_the_wheel_installs_slim_and_the_engine_and_cli_work_without_the_ui(tmp_
     explained = run(inspector, "explain", "rotary", "--head-dim", "32")
     assert explained.stdout.strip().endswith("=> fused (origin=chain)")
     plan = tmp_path / "plan.json"
-    run(python, "-c", f"from inspector.rpc import TopologyPlan; open({str(plan)!r}, 'w').write("
-                      "TopologyPlan.full_mesh(2, 2).to_json())")
+    run(
+        python,
+        "-c",
+        f"from inspector.rpc import TopologyPlan; open({str(plan)!r}, 'w').write("
+        "TopologyPlan.full_mesh(2, 2).to_json())",
+    )
     assert run(inspector, "rpc", "check", plan).stdout.startswith("OK: init_rpc would accept this plan")
 
-    for code, feature in (("import inspector.panels", "inspector.panels"),
-                          ("import inspector; inspector.show()", "inspector.panels"),
-                          ("from inspector.panels import DispatchPanel", "inspector.panels"),
-                          ("import inspector; inspector.to_html('r.html')", "inspector.report (and inspector.to_html)"),
-                          ("import inspector.views.loader", "inspector.views")):
+    for code, feature in (
+        ("import inspector.panels", "inspector.panels"),
+        ("import inspector; inspector.show()", "inspector.panels"),
+        ("from inspector.panels import DispatchPanel", "inspector.panels"),
+        ("import inspector; inspector.to_html('r.html')", "inspector.report (and inspector.to_html)"),
+        ("import inspector.views.loader", "inspector.views"),
+    ):
         refused = run(python, "-c", code, check=False)
         assert refused.returncode == 1
         last = refused.stderr.strip().splitlines()[-1]
@@ -278,9 +313,14 @@ def test_the_wheel_installs_slim_and_the_engine_and_cli_work_without_the_ui(tmp_
         assert "Install it with: pip install 'dispatch-inspector[ui]'" in last
     outside = tmp_path / "elsewhere"
     outside.mkdir()
-    copied = subprocess.run([str(python), "-c", "from inspector.cli._lab import _default_folder; "
-                             "print(_default_folder())"], capture_output=True, text=True, env=env, cwd=outside,
-                            timeout=120)
+    copied = subprocess.run(
+        [str(python), "-c", "from inspector.cli._lab import _default_folder; print(_default_folder())"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=outside,
+        timeout=120,
+    )
     assert copied.returncode == 0, copied.stderr
     assert (outside / copied.stdout.strip() / "00_tour.ipynb").is_file()  # the installed notebooks, copied once
     assert (outside / copied.stdout.strip() / "glossary.md").is_file()  # with the glossary the tour links

@@ -10,11 +10,19 @@ SCANNED = ("inspector", "tests", "docs", "notebooks", "benchmarks", "binder", "R
 SUFFIXES = {".py", ".md", ".ipynb", ".txt", ".toml", ".yml", ".yaml", ".cfg"}
 # Built from parts so that this file does not match itself.
 ORIGINS = re.compile(
-    "|".join((
-        r"\bthe " + "seed\\b", r"\bseed " + "design", r"\bTensor" + "Play\\b", r"\bDI-" + "engine\\b",
-        r"\boriginal " + "design\\b", r"\breview" + "er\\b", r"\bfor the " + "lead\\b", r"\bissue ?#?\d+",
-        r"\bAX-" + r"\d+",
-    )),
+    "|".join(
+        (
+            r"\bthe " + "seed\\b",
+            r"\bseed " + "design",
+            r"\bTensor" + "Play\\b",
+            r"\bDI-" + "engine\\b",
+            r"\boriginal " + "design\\b",
+            r"\breview" + "er\\b",
+            r"\bfor the " + "lead\\b",
+            r"\bissue ?#?\d+",
+            r"\bAX-" + r"\d+",
+        )
+    ),
     re.IGNORECASE,
 )
 
@@ -26,8 +34,11 @@ def _files() -> list[Path]:
         if path.is_file():
             found.append(path)
         elif path.is_dir():
-            found.extend(p for p in path.rglob("*") if p.is_file() and p.suffix in SUFFIXES
-                         and ".ipynb_checkpoints" not in p.parts)
+            found.extend(
+                p
+                for p in path.rglob("*")
+                if p.is_file() and p.suffix in SUFFIXES and ".ipynb_checkpoints" not in p.parts
+            )
     return found
 
 

@@ -50,8 +50,9 @@ def test_without_a_benchmark_the_loader_section_says_how_to_get_one() -> None:
 def test_the_report_shows_what_the_app_shows(tmp_path) -> None:
     app = inspector.show()
     app.panels["Dispatch"].select("attention", "math")
-    app.open("RPC").load_plan(TopologyPlan.build(2, {"worker0": 2, "worker1": 1},
-                                                 {"worker0": {"worker1": {"cuda:1": "cuda:1"}}}))
+    app.open("RPC").load_plan(
+        TopologyPlan.build(2, {"worker0": 2, "worker1": 1}, {"worker0": {"worker1": {"cuda:1": "cuda:1"}}})
+    )
     path = app.to_html(tmp_path / "app.html")
     text = path.read_text()
     assert "attention: math (origin=context)" in text
@@ -66,12 +67,27 @@ def test_the_module_level_report_reads_the_engine_not_an_app(tmp_path) -> None:
 
 
 def test_the_report_opens_with_the_environment_it_was_written_in() -> None:
-    env = {"inspector": None, "commit": None, "python": "3.11.7", "torch": "2.13.0", "numpy": "2.4.6",
-           "platform": "Linux", "cpu": "<b>Xeon</b>", "cores": 16, "gpu": "NVIDIA H200", "gpus": 2}
+    env = {
+        "inspector": None,
+        "commit": None,
+        "python": "3.11.7",
+        "torch": "2.13.0",
+        "numpy": "2.4.6",
+        "platform": "Linux",
+        "cpu": "<b>Xeon</b>",
+        "cores": 16,
+        "gpu": "NVIDIA H200",
+        "gpus": 2,
+    }
     text = build_report({"loader": LoaderState(tuple(rows()))}, env=env)
     assert text.index("<h2>Environment</h2>") < text.index("<h2>Operator dispatch</h2>")
-    for shown in ("not installed (running from a source tree)", "not a git checkout of inspector", "<td>2.13.0</td>",
-                  "&lt;b&gt;Xeon&lt;/b&gt; (16 cores)", "NVIDIA H200 (x2)"):
+    for shown in (
+        "not installed (running from a source tree)",
+        "not a git checkout of inspector",
+        "<td>2.13.0</td>",
+        "&lt;b&gt;Xeon&lt;/b&gt; (16 cores)",
+        "NVIDIA H200 (x2)",
+    ):
         assert shown in text
     assert "none (torch sees no CUDA device)" in environment_section({**env, "gpu": None})
 

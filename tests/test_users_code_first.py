@@ -50,13 +50,13 @@ def users_registrations() -> Iterator[None]:
 
 
 def test_importing_the_demos_keeps_the_users_family(tmp_path: Path) -> None:
-    script = textwrap.dedent('''
+    script = textwrap.dedent("""
         from inspector.dispatch import CallContext, ImplRecord, Spec, register_family, resolve
         register_family("attention", [ImplRecord("attention", "mine", print, Spec.always())], "mine")
         import inspector.examples
         print(resolve("attention", CallContext("attention")).name)
         print(inspector.examples.skipped())
-    ''')
+    """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     name, skipped = result.stdout.strip().splitlines()
@@ -64,7 +64,7 @@ def test_importing_the_demos_keeps_the_users_family(tmp_path: Path) -> None:
 
 
 def test_a_users_own_torch_sdpa_family_survives_the_inspectors_imports_and_app(tmp_path: Path) -> None:
-    script = textwrap.dedent('''
+    script = textwrap.dedent("""
         import torch
         from inspector.dispatch import CallContext, ImplRecord, Spec, register_family, resolve
         register_family("torch_sdpa", [ImplRecord("torch_sdpa", "mine", print, Spec.always())], "mine")
@@ -77,7 +77,7 @@ def test_a_users_own_torch_sdpa_family_survives_the_inspectors_imports_and_app(t
         q = torch.randn(1, 2, 4, 8)
         print(torch_sdpa.predict(q, q, q).name)  # still PyTorch's own choice
         print([note for note in app.notes if "torch_sdpa" in note])
-    ''')
+    """)
     result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=180, cwd=tmp_path)
     assert result.returncode == 0, result.stderr
     name, predicted, notes = result.stdout.strip().splitlines()[-3:]
@@ -115,14 +115,14 @@ def test_show_loads_the_demos_into_empty_registries() -> None:
         assert app.notes == ()
 
 
-PLUGIN = '''
+PLUGIN = """
 from inspector.dispatch import ImplRecord, Spec, register_family
 
 def run(*a):
     return "plugin"
 
 register_family("plugin_family", [ImplRecord("plugin_family", "only", run, Spec.always())], "only")
-'''
+"""
 
 
 def _install_distribution(root: Path, entry_points: str, modules: dict[str, str]) -> None:
@@ -135,15 +135,19 @@ def _install_distribution(root: Path, entry_points: str, modules: dict[str, str]
 
 
 def test_families_published_as_entry_points_are_discovered(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _install_distribution(tmp_path, textwrap.dedent(f"""
+    _install_distribution(
+        tmp_path,
+        textwrap.dedent(f"""
         [{FAMILY_ENTRY_POINT_GROUP}]
         good = inspector_test_family_plugin
         exits = inspector_test_exiting_plugin
         klass = inspector_test_family_plugin:ImplRecord
-    """), {
-        "inspector_test_family_plugin": PLUGIN,
-        "inspector_test_exiting_plugin": "import sys\nsys.exit(3)\n",
-    })
+    """),
+        {
+            "inspector_test_family_plugin": PLUGIN,
+            "inspector_test_exiting_plugin": "import sys\nsys.exit(3)\n",
+        },
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     default_registry().forget_plugins()  # as in a fresh process
     assert "plugin_family" in families()
@@ -155,8 +159,11 @@ def test_families_published_as_entry_points_are_discovered(tmp_path: Path, monke
 
 
 def test_op_backend_discovers_a_plugin_family_it_names(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    _install_distribution(tmp_path, f"[{FAMILY_ENTRY_POINT_GROUP}]\ngood = inspector_test_selected_plugin\n",
-                          {"inspector_test_selected_plugin": PLUGIN})
+    _install_distribution(
+        tmp_path,
+        f"[{FAMILY_ENTRY_POINT_GROUP}]\ngood = inspector_test_selected_plugin\n",
+        {"inspector_test_selected_plugin": PLUGIN},
+    )
     monkeypatch.syspath_prepend(str(tmp_path))
     default_registry().forget_plugins()  # as in a fresh process: nothing has looked at entry points yet
     with op_backend(plugin_family="only"):

@@ -44,13 +44,22 @@ def value_stats(value: Any) -> ValueStats | None:
     if np is None:
         return None
     if torch is not None and isinstance(value, torch.Tensor):
-        if value.is_complex() or value.dtype == torch.bool or value.numel() == 0 or value.layout != torch.strided \
-                or value.device.type == "meta":
+        if (
+            value.is_complex()
+            or value.dtype == torch.bool
+            or value.numel() == 0
+            or value.layout != torch.strided
+            or value.device.type == "meta"
+        ):
             return None
         values = value.detach().to("cpu", torch.float64).numpy()
     elif isinstance(value, np.ndarray):
-        if value.size == 0 or value.dtype == np.bool_ or not np.issubdtype(value.dtype, np.number) \
-                or np.issubdtype(value.dtype, np.complexfloating):
+        if (
+            value.size == 0
+            or value.dtype == np.bool_
+            or not np.issubdtype(value.dtype, np.number)
+            or np.issubdtype(value.dtype, np.complexfloating)
+        ):
             return None
         values = value.astype(np.float64, copy=False)
     else:

@@ -110,8 +110,7 @@ def decode(data: bytes, path: Path) -> str:
         return data.decode("utf-8").removeprefix("\ufeff")
     except UnicodeDecodeError as exc:
         raise ConfigError(
-            f"{path.name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); "
-            "save it as UTF-8.",
+            f"{path.name} is not UTF-8 text (byte 0x{data[exc.start]:02x} at offset {exc.start}); save it as UTF-8.",
             source=str(path),
         ) from None
 

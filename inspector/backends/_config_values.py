@@ -31,9 +31,7 @@ def _unreadable(path: str, exc: Exception, source: str | None) -> ConfigError:
 _UNREADABLE = object()  # stands for a child that could not be read, when that is tolerated
 
 
-def _read_children(
-    value: Any, path: str, source: str | None, strict: bool = True
-) -> list[tuple[str, Any]] | None:
+def _read_children(value: Any, path: str, source: str | None, strict: bool = True) -> list[tuple[str, Any]] | None:
     """The (path, child) pairs of a container, or None for a leaf.
 
     Reading a child can fail (an OmegaConf ``???`` or an interpolation that cannot be
@@ -91,9 +89,7 @@ def check_size(
         if children is None:
             return 1
         if depth > MAX_CONFIG_DEPTH:
-            raise ConfigError(
-                f"{path} is nested deeper than {MAX_CONFIG_DEPTH} levels.", key=path, source=source
-            )
+            raise ConfigError(f"{path} is nested deeper than {MAX_CONFIG_DEPTH} levels.", key=path, source=source)
         open_nodes.add(key)
         keep_alive.append(value)
         total = 1

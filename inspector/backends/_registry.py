@@ -42,8 +42,9 @@ def _call_site(depth: int) -> str:
     frame = sys._getframe(depth + 1)
     filename = frame.f_code.co_filename
     path = Path(filename)
-    shown = filename if filename.startswith("<ipython-input-") or path.parent.name.startswith("ipykernel_") \
-        else path.name
+    shown = (
+        filename if filename.startswith("<ipython-input-") or path.parent.name.startswith("ipykernel_") else path.name
+    )
     return f"{shown}:{frame.f_lineno} in {frame.f_code.co_name}"
 
 

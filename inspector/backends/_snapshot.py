@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from inspector.backends._errors import UnknownBackendError, UnknownVerbError
-from inspector.backends._plugins import PluginInfo
 from inspector.backends._verbs import BUILD, VerbInfo
+
+if TYPE_CHECKING:
+    from inspector.backends._plugins import PluginInfo
 
 
 @dataclass(frozen=True)
@@ -85,8 +88,7 @@ class RegistrySnapshot:
 
     def __repr__(self) -> str:
         failed = f", {len(self.failed)} failed to import" if self.failed else ""
-        return (f"<RegistrySnapshot: {len(self.backends)} backends {list(self.names)}{failed}; "
-                f"active={self.active!r}>")
+        return f"<RegistrySnapshot: {len(self.backends)} backends {list(self.names)}{failed}; active={self.active!r}>"
 
     def _repr_html_(self) -> str:
         """The backend × verb matrix as a plain table (no pandas): ✓ where a backend publishes a verb."""

@@ -32,7 +32,6 @@ def _backend() -> ModuleType:
     return module
 
 
-
 def measure(rounds: int = 7, progress: Progress | None = None) -> list[Measurement]:
     """Lookup plus verb against a plain dict with ``getattr``; the active backend; the plugin scan."""
     registry = BackendRegistry(discover_plugins=False)
@@ -40,9 +39,11 @@ def measure(rounds: int = 7, progress: Progress | None = None) -> list[Measureme
     registry.register_module("bench", backend)
     registry.load_config({"data": {"dataset_type": "bench"}})
     namespace = {"plain": {"bench": backend}, "registry": registry}
-    steps = [("plain", "getattr(plain['bench'], 'describe')", 300_000),
-             ("lookup", "registry.backend_for('bench').describe", 100_000),
-             ("active", "registry.data_backend().describe", 100_000)]
+    steps = [
+        ("plain", "getattr(plain['bench'], 'describe')", 300_000),
+        ("lookup", "registry.backend_for('bench').describe", 100_000),
+        ("active", "registry.data_backend().describe", 100_000),
+    ]
     t = time_steps(steps, namespace, rounds, progress, "backends", total=len(steps) + 1)
     if progress is not None:
         progress(len(steps), len(steps) + 1, "backends: plugin scan")
@@ -55,11 +56,25 @@ def measure(rounds: int = 7, progress: Progress | None = None) -> list[Measureme
         progress(len(steps) + 1, len(steps) + 1, "backends: done")
     ratio = t["lookup"] / t["plain"]
     return [
-        Measurement("backends", "backend_for(name).verb", t["lookup"], "µs", "plain dict + getattr", t["plain"],
-                    ratio, "a plain dict", "<= 0.75 µs and <= 15x", t["lookup"] <= 0.75 and ratio <= 15),
-        Measurement("backends", "data_backend().verb", t["active"], "µs", target="<= 0.75 µs",
-                    ok=t["active"] <= 0.75),
-        Measurement("backends", "first lookup's plugin scan (once per registry)", min(scans), "ms",
-                    target="<= 50 ms", ok=min(scans) <= 50),
+        Measurement(
+            "backends",
+            "backend_for(name).verb",
+            t["lookup"],
+            "µs",
+            "plain dict + getattr",
+            t["plain"],
+            ratio,
+            "a plain dict",
+            "<= 0.75 µs and <= 15x",
+            t["lookup"] <= 0.75 and ratio <= 15,
+        ),
+        Measurement("backends", "data_backend().verb", t["active"], "µs", target="<= 0.75 µs", ok=t["active"] <= 0.75),
+        Measurement(
+            "backends",
+            "first lookup's plugin scan (once per registry)",
+            min(scans),
+            "ms",
+            target="<= 50 ms",
+            ok=min(scans) <= 50,
+        ),
     ]
-

@@ -32,8 +32,14 @@ def add_parser(verbs: Any) -> None:
     app.add_argument("--port", type=port_number, default=None, help="port for Voila (default: 8866)")
     app.add_argument("--no-browser", action="store_true", help="do not open a browser window")
     app.add_argument("--dark", action="store_true", help="the dark theme")
-    app.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                     help="a module of yours the app imports first (families, backends); repeatable")
+    app.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="a module of yours the app imports first (families, backends); repeatable",
+    )
 
 
 def voila_command(notebook: Path, port: int | None, *, no_browser: bool, dark: bool) -> list[str]:
@@ -59,6 +65,7 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(Message(headline, next_step="reinstall it").one_line())
     env = user_modules_env(args.imports, dict(os.environ))
     env["JUPYTER_PATH"] = os.pathsep.join(filter(None, [str(folder), env.get("JUPYTER_PATH")]))
-    command = voila_command(notebook, args.port, no_browser=args.no_browser or bool(os.environ.get("CI")),
-                            dark=args.dark)  # fmt: skip
+    command = voila_command(
+        notebook, args.port, no_browser=args.no_browser or bool(os.environ.get("CI")), dark=args.dark
+    )
     return subprocess.call(command, env=env)

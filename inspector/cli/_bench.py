@@ -28,9 +28,16 @@ def add_parser(verbs: Any) -> None:
     bench.add_argument("--layouts", help="loader: steps and/or columnar (default both)")
     bench.add_argument("--repeats", type=int, help="loader: repeats per cell (default 3)")
     bench.add_argument("--device", default=None, help="loader: deliver to this device, e.g. cuda")
-    bench.add_argument("--compare", nargs="?", type=int, const=5, default=None, metavar="N",
-                       help="loader: print the last N runs (default 5) side by side, baselines and targets included, "
-                            "instead of running (with --plot: the last two overlaid in one chart)")  # fmt: skip
+    bench.add_argument(
+        "--compare",
+        nargs="?",
+        type=int,
+        const=5,
+        default=None,
+        metavar="N",
+        help="loader: print the last N runs (default 5) side by side, baselines and targets included, "
+        "instead of running (with --plot: the last two overlaid in one chart)",
+    )
     bench.add_argument("--label", default=None, help="loader: a label kept with this run, shown by --compare")
 
 
@@ -45,8 +52,14 @@ def _numbers(text: str, kind: type, what: str) -> list[Any]:
 
 
 # The loader's own options, with their defaults: other parts refuse them rather than ignore them.
-LOADER_DEFAULTS = {"sizes": "1,16,64", "workers": "2", "layouts": "steps,columnar", "repeats": 3, "device": None,
-                   "label": None}
+LOADER_DEFAULTS = {
+    "sizes": "1,16,64",
+    "workers": "2",
+    "layouts": "steps,columnar",
+    "repeats": 3,
+    "device": None,
+    "label": None,
+}
 
 
 def _check_options(args: argparse.Namespace) -> None:
@@ -142,13 +155,25 @@ def _run_loader(args: argparse.Namespace) -> tuple[list[dict[str, Any]], list[An
         check_label(label)
     except ValueError as exc:
         raise UsageError(f"--label {label!r}: {exc}") from None
-    settings = {"sizes_mb": sizes, "workers": workers, "layouts": layouts, "repeats": args.repeats,
-                "device": args.device or "cpu"}  # fmt: skip
+    settings = {
+        "sizes_mb": sizes,
+        "workers": workers,
+        "layouts": layouts,
+        "repeats": args.repeats,
+        "device": args.device or "cpu",
+    }
     measured: list[Any] = []  # as each row arrives, so Ctrl-C keeps what was measured (the panel's Cancel does too)
     try:
-        bench_rows = run_loader(sizes_mb=sizes, workers=workers, layouts=layouts, repeats=args.repeats,
-                                device=args.device, progress=progress_bar, on_row=measured.append,
-                                keep_history=False)  # fmt: skip
+        bench_rows = run_loader(
+            sizes_mb=sizes,
+            workers=workers,
+            layouts=layouts,
+            repeats=args.repeats,
+            device=args.device,
+            progress=progress_bar,
+            on_row=measured.append,
+            keep_history=False,
+        )
         latency = small_load_latency(count=1000, warmup=100, workers=max(workers))
     except ValueError as exc:
         raise UsageError(str(exc).splitlines()[0]) from None
@@ -185,9 +210,11 @@ def _compare(args: argparse.Namespace) -> int:
         return 0
     for i, entry in enumerate(runs):
         env = entry.get("environment", {})
-        print(f"{run_name(i, entry)} (id {entry.get('id')}): commit {env.get('commit')}, torch {env.get('torch')}, "
-              f"{env.get('cpu')} x{env.get('cores')}, gpu {env.get('gpu')}, "
-              f"load {_load(env.get('load_average'))}")  # fmt: skip
+        print(
+            f"{run_name(i, entry)} (id {entry.get('id')}): commit {env.get('commit')}, torch {env.get('torch')}, "
+            f"{env.get('cpu')} x{env.get('cores')}, gpu {env.get('gpu')}, "
+            f"load {_load(env.get('load_average'))}"
+        )
     _print_rows(side_by_side(runs, ("layout", "size_mb", "workers", "method"), "mb_s"))
     _print_targets(runs)
     if runs.note():
@@ -211,8 +238,9 @@ def _print_rows(table: list[dict[str, Any]]) -> None:
         cells = "".join(f" {record[n]:>9,.0f}" if record[n] is not None else f" {'-':>9}" for n in names)
         label = METHOD_LABELS.get(record["method"], record["method"])
         print(f"{record['layout']:<9} {record['size_mb']:>6g} {record['workers']:>2} {label:<24}{cells}")
-    print("\nMiB/s (median of each run's timed repeats), every method with its baselines; a column per run, oldest "
-          "first")
+    print(
+        "\nMiB/s (median of each run's timed repeats), every method with its baselines; a column per run, oldest first"
+    )
 
 
 def _print_targets(runs: list[dict[str, Any]]) -> None:
@@ -250,4 +278,3 @@ def _figure(part: str, rows: list[dict[str, Any]]) -> Any:
     from inspector.views.bench import measurements_figure
 
     return measurements_figure(rows, title=f"inspector bench {part}")
-

@@ -110,9 +110,15 @@ def jsonable(value: Any) -> Any:
 
 
 def add_import_option(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                        help="import this module first (your own families and backends); a module name such as "
-                             "my_kernels, found in the current folder or on PYTHONPATH; repeatable")  # fmt: skip
+    parser.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import this module first (your own families and backends); a module name such as "
+        "my_kernels, found in the current folder or on PYTHONPATH; repeatable",
+    )
 
 
 def safe_text(exc: BaseException) -> str:

@@ -12,10 +12,20 @@ from inspector.cli._common import UsageError, add_import_option, import_modules,
 
 # Names and the aliases researchers type, to torch dtype attribute names.
 DTYPE_ALIASES = {
-    "float32": "float32", "fp32": "float32", "float": "float32", "f32": "float32",
-    "float16": "float16", "fp16": "float16", "half": "float16", "f16": "float16",
-    "bfloat16": "bfloat16", "bf16": "bfloat16",
-    "float64": "float64", "fp64": "float64", "double": "float64", "f64": "float64",
+    "float32": "float32",
+    "fp32": "float32",
+    "float": "float32",
+    "f32": "float32",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+    "f16": "float16",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float64": "float64",
+    "fp64": "float64",
+    "double": "float64",
+    "f64": "float64",
 }
 
 
@@ -55,26 +65,56 @@ def positive_int(text: str) -> int:
 # (``described_call``) and traced once (``checked_trace``), so the report's Dispatch section shows
 # exactly what ``inspector explain`` prints for the same flags, and a typo is refused the same way.
 CONTEXT_OPTIONS: tuple[tuple[str, dict[str, Any]], ...] = (
-    ("--dtype", {"type": dtype_name, "default": "float32", "metavar": "DTYPE",
-                 "help": "float32 (fp32), float16 (fp16, half), bfloat16 (bf16) or float64 (fp64)"}),
-    ("--head-dim", {"type": positive_int, "default": None,
-                    "help": "the last dimension of the query (attention heads)"}),
+    (
+        "--dtype",
+        {
+            "type": dtype_name,
+            "default": "float32",
+            "metavar": "DTYPE",
+            "help": "float32 (fp32), float16 (fp16, half), bfloat16 (bf16) or float64 (fp64)",
+        },
+    ),
+    (
+        "--head-dim",
+        {"type": positive_int, "default": None, "help": "the last dimension of the query (attention heads)"},
+    ),
     ("--ndim", {"type": positive_int, "default": 4, "help": "the inputs' number of dimensions (default 4)"}),
     ("--fwd", {"choices": ("prefill", "decode"), "default": None, "help": "inference mode (default: training)"}),
-    ("--cuda", {"action": "store_true",
-                "help": "the call's tensors are on a CUDA device (this machine's GPU, or --gpu)"}),
-    ("--gpu", {"default": None, "metavar": "GPU",
-               "help": "torch_sdpa: plan the call on this GPU: a preset (t4, a100, a10, a6000, 3090, l4, 4090, "
-                       "h100, h200, b200) or a compute capability (sm90, 8.6); implies --cuda"}),
-    ("--cudnn", {"default": None, "metavar": "VERSION",
-                 "help": "torch_sdpa: the cuDNN version PyTorch runs with (9.15.1 or 91501)"}),
+    (
+        "--cuda",
+        {"action": "store_true", "help": "the call's tensors are on a CUDA device (this machine's GPU, or --gpu)"},
+    ),
+    (
+        "--gpu",
+        {
+            "default": None,
+            "metavar": "GPU",
+            "help": "torch_sdpa: plan the call on this GPU: a preset (t4, a100, a10, a6000, 3090, l4, 4090, "
+            "h100, h200, b200) or a compute capability (sm90, 8.6); implies --cuda",
+        },
+    ),
+    (
+        "--cudnn",
+        {
+            "default": None,
+            "metavar": "VERSION",
+            "help": "torch_sdpa: the cuDNN version PyTorch runs with (9.15.1 or 91501)",
+        },
+    ),
     ("--mask", {"action": "store_true", "help": "the call passes an explicit mask tensor"}),
     ("--causal", {"action": "store_true", "help": "the call is causal (is_causal=True, no mask tensor)"}),
     ("--cache", {"action": "store_true", "help": "the call uses a KV cache"}),
     ("--no-grad", {"action": "store_true", "help": "autograd is off"}),
-    ("--extra", {"action": "append", "default": [], "metavar": "NAME=VALUE",
-                 "help": "family-specific axis, e.g. kv_len=4096; repeatable"}),
-)  # fmt: skip
+    (
+        "--extra",
+        {
+            "action": "append",
+            "default": [],
+            "metavar": "NAME=VALUE",
+            "help": "family-specific axis, e.g. kv_len=4096; repeatable",
+        },
+    ),
+)
 FAMILY_HELP = "op family, e.g. torch_sdpa, attention or rotary"
 
 
@@ -104,12 +144,19 @@ def add_parser(verbs: Any) -> None:
     add_context_options(explain)
     explain.add_argument("--select", default=None, metavar="ROW", help="explicit (strict) selection")
     explain.add_argument("--json", action="store_true", help="print the structured trace as JSON")
-    explain.add_argument("--time", action="store_true",
-                         help="torch_sdpa: also run every backend that can serve the call on this machine and time it "
-                              "(forward, and backward when grad is on)")
-    explain.add_argument("--budget", type=positive_seconds, default=0.5, metavar="SECONDS",
-                         help="with --time: seconds for every backend's warm-up and timed runs together "
-                              "(default 0.5)")
+    explain.add_argument(
+        "--time",
+        action="store_true",
+        help="torch_sdpa: also run every backend that can serve the call on this machine and time it "
+        "(forward, and backward when grad is on)",
+    )
+    explain.add_argument(
+        "--budget",
+        type=positive_seconds,
+        default=0.5,
+        metavar="SECONDS",
+        help="with --time: seconds for every backend's warm-up and timed runs together (default 0.5)",
+    )
     add_import_option(explain)
 
 
@@ -165,8 +212,16 @@ def described_call(args: argparse.Namespace) -> Any:
         cuda = True
         extra.update(_gpu_axes(args))
     return CallContext(
-        args.family, args.fwd, getattr(torch, args.dtype), cuda, args.ndim, args.head_dim, args.cache,
-        args.mask, not args.no_grad, args.causal,
+        args.family,
+        args.fwd,
+        getattr(torch, args.dtype),
+        cuda,
+        args.ndim,
+        args.head_dim,
+        args.cache,
+        args.mask,
+        not args.no_grad,
+        args.causal,
     ).evolve(extra=extra)
 
 
@@ -177,8 +232,9 @@ def _gpu_axes(args: argparse.Namespace) -> dict[str, Any]:
 
     flag = "--gpu" if args.gpu is not None else "--cudnn"
     if args.family != FAMILY:
-        raise UsageError(f"{flag} describes PyTorch's SDPA on a GPU: only the {FAMILY} family reads it, not "
-                         f"{args.family}")
+        raise UsageError(
+            f"{flag} describes PyTorch's SDPA on a GPU: only the {FAMILY} family reads it, not {args.family}"
+        )
     axes: dict[str, Any] = {}
     if args.cudnn is not None:
         try:
@@ -202,8 +258,11 @@ def checked_trace(ctx: Any, explicit: str | None = None) -> Any:
 
     try:
         # PyTorch's own family decides in the order PyTorch uses for the call (NOTE [ Priority orders ]).
-        result = trace_context(ctx, explicit) if ctx.family == FAMILY and ours() else \
-            trace(ctx.family, ctx, explicit=explicit)
+        result = (
+            trace_context(ctx, explicit)
+            if ctx.family == FAMILY and ours()
+            else trace(ctx.family, ctx, explicit=explicit)
+        )
     except ValueError as exc:  # a family refusing the described call (e.g. torch_sdpa --cuda without a GPU)
         raise UsageError(str(exc).splitlines()[0]) from None
     _refuse_ill_typed_extras(result, dict(ctx.extra), get_family(ctx.family).name)
@@ -228,8 +287,12 @@ def run(args: argparse.Namespace) -> int:
             k: jsonable(v) for k, v in result.context._asdict().items() if k not in ("raw", "raw_kwargs")
         }
         if comparison is not None:
-            payload["compare"] = {"summary": comparison.summary(), "pick": comparison.pick,
-                                  "fastest": comparison.fastest, "backends": jsonable(comparison.rows())}
+            payload["compare"] = {
+                "summary": comparison.summary(),
+                "pick": comparison.pick,
+                "fastest": comparison.fastest,
+                "backends": jsonable(comparison.rows()),
+            }
         print(json.dumps(payload, indent=2))
     else:
         print(result.explain())
@@ -252,8 +315,12 @@ def _timed(result: Any, args: argparse.Namespace) -> Any:
     facts = result.context.extra.get("sdpa")
     try:
         # before any tensor is made: a call too big for this machine is refused, not an allocator traceback
-        refuse_what_cannot_run(facts, args.budget, facts.requires_grad and not args.no_grad,
-                               how="smaller --extra seq_len=/kv_len=/batch=/heads= or --head-dim")
+        refuse_what_cannot_run(
+            facts,
+            args.budget,
+            facts.requires_grad and not args.no_grad,
+            how="smaller --extra seq_len=/kv_len=/batch=/heads= or --head-dim",
+        )
         call, options = tensors_for(facts)
     except ValueError as exc:
         message = str(exc).splitlines()[0]

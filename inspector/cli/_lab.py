@@ -34,12 +34,21 @@ def add_parser(verbs: Any) -> None:
     lab = verbs.add_parser("lab", help="open JupyterLab on the tour notebook")
     lab.add_argument("--port", type=port_number, default=None, help="port for JupyterLab (default: its own choice)")
     lab.add_argument("--no-browser", action="store_true", help="do not open a browser window")
-    lab.add_argument("--notebooks", default=None, metavar="DIR",
-                     help="folder holding 00_tour.ipynb (default: notebooks/ of a checkout, else a copy of the "
-                          "installed notebooks in ./inspector-notebooks)")
-    lab.add_argument("--import", dest="imports", action="append", default=[], metavar="MODULE",
-                     help="a module of yours the notebooks' inspector.show() imports first (families, backends); "
-                          "repeatable")
+    lab.add_argument(
+        "--notebooks",
+        default=None,
+        metavar="DIR",
+        help="folder holding 00_tour.ipynb (default: notebooks/ of a checkout, else a copy of the "
+        "installed notebooks in ./inspector-notebooks)",
+    )
+    lab.add_argument(
+        "--import",
+        dest="imports",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="a module of yours the notebooks' inspector.show() imports first (families, backends); repeatable",
+    )
 
 
 # NOTE [ The token warning ]

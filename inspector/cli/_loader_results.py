@@ -74,8 +74,10 @@ def _read_data(path: str) -> bytes:
     try:
         data, _ = read_bytes(path, MAX_BYTES, tail=False)
     except FileTooLargeError as exc:
-        raise UsageError(f"{where} is {exc.size >> 20} MiB; a loader benchmark's results are far smaller "
-                         f"(at most {MAX_BYTES >> 20} MiB read)") from None  # fmt: skip
+        raise UsageError(
+            f"{where} is {exc.size >> 20} MiB; a loader benchmark's results are far smaller "
+            f"(at most {MAX_BYTES >> 20} MiB read)"
+        ) from None
     except HistoryFileError as exc:
         if exc.reason == "is a folder":
             raise UsageError(f"{where} is a folder; give the CSV or history file") from None
@@ -110,8 +112,12 @@ def _from_csv(path: str, text: str) -> list[Any]:
         header = [name for name in (reader.fieldnames or []) if name is not None]
         missing = [name for name in _required() if name not in header]
         if missing:
-            hint = (" (it looks like the CSV of another part's benchmark: only `inspector bench loader --out` "
-                    "writes loader rows)" if {"name", "value", "baseline"} <= set(header) else "")  # fmt: skip
+            hint = (
+                " (it looks like the CSV of another part's benchmark: only `inspector bench loader --out` "
+                "writes loader rows)"
+                if {"name", "value", "baseline"} <= set(header)
+                else ""
+            )
             shown = ", ".join(header[:8]) + (", ..." if len(header) > 8 else "")
             columns = f"column{'s' if len(missing) > 1 else ''}"
             headline = f"{where} is not a loader benchmark CSV: no {', '.join(missing)} {columns}"

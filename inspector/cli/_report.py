@@ -19,23 +19,38 @@ from inspector.cli._explain import add_context_options, context_flags_given
 
 def add_parser(verbs: Any) -> None:
     report = verbs.add_parser(
-        "report", help="write a self-contained HTML report of the engine's state",
+        "report",
+        help="write a self-contained HTML report of the engine's state",
         description="Write one self-contained HTML file (no network, images inline): the environment, then "
-                    "every engine part's page. Options add what only you can give: a plan, the call to "
-                    "explain, a loader benchmark measured earlier.",
-    )  # fmt: skip
+        "every engine part's page. Options add what only you can give: a plan, the call to "
+        "explain, a loader benchmark measured earlier.",
+    )
     report.add_argument("out", metavar="OUT.html", help="the file to write; its folder must exist")
-    report.add_argument("--plan", metavar="PLAN.json", default=None,
-                        help="the RPC section checks this plan (written by the RPC tab or TopologyPlan.to_json)")
-    report.add_argument("--job", metavar="JOB.json", default=None,
-                        help="the RPC section shows this job's view: every rank's SDPA backends, loader and "
-                             "environment, as rank 0 saved them (JobView.save after inspector.rpc.gather)")
-    report.add_argument("--loader-results", metavar="FILE", default=None,
-                        help="the Loader section shows these results: the CSV of `inspector bench loader --out "
-                             "FILE`, or the history `inspector bench loader` keeps (its last runs side by side)")
+    report.add_argument(
+        "--plan",
+        metavar="PLAN.json",
+        default=None,
+        help="the RPC section checks this plan (written by the RPC tab or TopologyPlan.to_json)",
+    )
+    report.add_argument(
+        "--job",
+        metavar="JOB.json",
+        default=None,
+        help="the RPC section shows this job's view: every rank's SDPA backends, loader and "
+        "environment, as rank 0 saved them (JobView.save after inspector.rpc.gather)",
+    )
+    report.add_argument(
+        "--loader-results",
+        metavar="FILE",
+        default=None,
+        help="the Loader section shows these results: the CSV of `inspector bench loader --out "
+        "FILE`, or the history `inspector bench loader` keeps (its last runs side by side)",
+    )
     context = report.add_argument_group(
-        "context", "the call the Dispatch section explains, with the flags of `inspector explain` "
-                   "(--family, then any of --dtype, --head-dim, --causal, ...)")  # fmt: skip
+        "context",
+        "the call the Dispatch section explains, with the flags of `inspector explain` "
+        "(--family, then any of --dtype, --head-dim, --causal, ...)",
+    )
     add_context_options(context, family_option=True)
     add_import_option(report)
 

@@ -19,11 +19,12 @@ import contextvars
 import os
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from inspector.dispatch.context import CallContext
-from inspector.dispatch.records import ImplRecord
-from inspector.dispatch.spec import Spec
+if TYPE_CHECKING:
+    from inspector.dispatch.context import CallContext
+    from inspector.dispatch.records import ImplRecord
+    from inspector.dispatch.spec import Spec
 
 
 class ClosureSpec:

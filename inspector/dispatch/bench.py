@@ -39,8 +39,16 @@ def hot_path(family: str = "attention", rounds: int = 7, progress: Progress | No
     assert baseline.resolve(family, ctx)[0].name == resolve(family, ctx).name  # the same question, the same answer
     namespace = {
         "baseline_resolve": baseline.resolve,
-        "resolve": resolve, "ctx": ctx, "plain": _plain_call, "op_backend": op_backend, "sdpa_kernel": sdpa_kernel,
-        "SDPBackend": SDPBackend, "extractor": info.extractor, "args": args, "kwargs": kwargs, "family": family,
+        "resolve": resolve,
+        "ctx": ctx,
+        "plain": _plain_call,
+        "op_backend": op_backend,
+        "sdpa_kernel": sdpa_kernel,
+        "SDPBackend": SDPBackend,
+        "extractor": info.extractor,
+        "args": args,
+        "kwargs": kwargs,
+        "family": family,
     }
     if not family.isidentifier():
         raise ValueError(f"Family {family!r} is not a Python identifier, so op_backend({family}=...) cannot name it")
@@ -58,18 +66,45 @@ def hot_path(family: str = "attention", rounds: int = 7, progress: Progress | No
     resolve_ratio, scope_ratio = t["resolve"] / t["plain"], t["sdpa_kernel"] / t["op_backend"]
     baseline_ratio = t["baseline"] / t["resolve"]
     return [
-        Measurement("dispatch", f"resolve, {size}-row {family} family", t["resolve"], "µs", "plain Python call",
-                    t["plain"], resolve_ratio, "a plain call", "<= 0.5 µs and <= 12x",
-                    t["resolve"] <= 0.5 and resolve_ratio <= 12),
-        Measurement("dispatch", f"resolve against a straightforward one, {size}-row {family} family",
-                    t["resolve"], "µs", "straightforward resolve (baseline_resolve)", t["baseline"], baseline_ratio,
-                    "faster than the straightforward one", "<= 0.25 µs and >= 15x",
-                    t["resolve"] <= 0.25 and baseline_ratio >= 15),
-        Measurement("dispatch", "op_backend enter+exit", t["op_backend"], "µs", "sdpa_kernel enter+exit",
-                    t["sdpa_kernel"], scope_ratio, "cheaper than sdpa_kernel", "<= 1 µs and >= 10x",
-                    t["op_backend"] <= 1.0 and scope_ratio >= 10),
-        Measurement("dispatch", "context from tensors + resolve", t["context"], "µs", target="<= 2.5 µs",
-                    ok=t["context"] <= 2.5),
+        Measurement(
+            "dispatch",
+            f"resolve, {size}-row {family} family",
+            t["resolve"],
+            "µs",
+            "plain Python call",
+            t["plain"],
+            resolve_ratio,
+            "a plain call",
+            "<= 0.5 µs and <= 12x",
+            t["resolve"] <= 0.5 and resolve_ratio <= 12,
+        ),
+        Measurement(
+            "dispatch",
+            f"resolve against a straightforward one, {size}-row {family} family",
+            t["resolve"],
+            "µs",
+            "straightforward resolve (baseline_resolve)",
+            t["baseline"],
+            baseline_ratio,
+            "faster than the straightforward one",
+            "<= 0.25 µs and >= 15x",
+            t["resolve"] <= 0.25 and baseline_ratio >= 15,
+        ),
+        Measurement(
+            "dispatch",
+            "op_backend enter+exit",
+            t["op_backend"],
+            "µs",
+            "sdpa_kernel enter+exit",
+            t["sdpa_kernel"],
+            scope_ratio,
+            "cheaper than sdpa_kernel",
+            "<= 1 µs and >= 10x",
+            t["op_backend"] <= 1.0 and scope_ratio >= 10,
+        ),
+        Measurement(
+            "dispatch", "context from tensors + resolve", t["context"], "µs", target="<= 2.5 µs", ok=t["context"] <= 2.5
+        ),
     ]
 
 

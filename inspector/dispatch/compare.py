@@ -12,11 +12,13 @@ import statistics
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from inspector.dispatch.context import CallContext
 from inspector.dispatch.registry import get_family, plan_for
 from inspector.dispatch.resolution import context_for
+
+if TYPE_CHECKING:
+    from inspector.dispatch.context import CallContext
 
 DEFAULT_TOLERANCE = (1e-5, 1e-5)
 
@@ -103,20 +105,56 @@ def run_rows(
                 runs.append(RowRun(record.name, "reference", record.faithful, 0.0, 0.0, atol, rtol, True, ref_ms, ""))
                 continue
             if not plan.is_available(record):
-                runs.append(RowRun(record.name, "skipped", record.faithful, None, None, atol, rtol, None, None,
-                                   "unavailable on this machine"))
+                runs.append(
+                    RowRun(
+                        record.name,
+                        "skipped",
+                        record.faithful,
+                        None,
+                        None,
+                        atol,
+                        rtol,
+                        None,
+                        None,
+                        "unavailable on this machine",
+                    )
+                )
                 continue
             failing = record.spec.failures(ctx)
             if failing:
-                runs.append(RowRun(record.name, "skipped", record.faithful, None, None, atol, rtol, None, None,
-                                   "; ".join(str(c) for c in failing)))
+                runs.append(
+                    RowRun(
+                        record.name,
+                        "skipped",
+                        record.faithful,
+                        None,
+                        None,
+                        atol,
+                        rtol,
+                        None,
+                        None,
+                        "; ".join(str(c) for c in failing),
+                    )
+                )
                 continue
             try:
                 got, ms = _timed(record.obj, args, kwargs, repeats, ctx.device_cuda)
                 max_abs, max_rel, close = _errors(got, want, atol, rtol)
             except Exception as exc:
-                runs.append(RowRun(record.name, "error", record.faithful, None, None, atol, rtol, None, None,
-                                   f"{type(exc).__name__}: {exc}"))
+                runs.append(
+                    RowRun(
+                        record.name,
+                        "error",
+                        record.faithful,
+                        None,
+                        None,
+                        atol,
+                        rtol,
+                        None,
+                        None,
+                        f"{type(exc).__name__}: {exc}",
+                    )
+                )
                 continue
             runs.append(RowRun(record.name, "ok", record.faithful, max_abs, max_rel, atol, rtol, close, ms, ""))
     return tuple(runs)

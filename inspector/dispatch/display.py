@@ -30,8 +30,14 @@ def trace_html(trace: Trace) -> str:
         name = html.escape(row.name)
         if row.chosen:
             name = f"<span class='chosen'>▶ {name}</span>"
-        rows.append((name, str(row.priority if row.priority is not None else ""), f"{mark} {html.escape(row.verdict)}",
-                     html.escape(trace.row_verdict(row))))
+        rows.append(
+            (
+                name,
+                str(row.priority if row.priority is not None else ""),
+                f"{mark} {html.escape(row.verdict)}",
+                html.escape(trace.row_verdict(row)),
+            )
+        )
     if trace.error is not None:
         outcome = f"<b>ERROR</b>: {html.escape(trace.error.splitlines()[0])}"
     else:

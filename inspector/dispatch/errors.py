@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from inspector._messages import Message
-from inspector.dispatch.clauses import ClauseCheck
 from inspector.errors import InspectorError
+
+if TYPE_CHECKING:
+    from inspector.dispatch.clauses import ClauseCheck
 
 
 class DispatchError(InspectorError):

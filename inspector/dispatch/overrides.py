@@ -11,11 +11,13 @@ from __future__ import annotations
 import contextvars
 from collections.abc import Mapping
 from types import MappingProxyType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.dispatch.errors import UnknownImplementationError
 from inspector.dispatch.registry import REGISTRY, plan_for
-from inspector.dispatch.steering import Steer
+
+if TYPE_CHECKING:
+    from inspector.dispatch.steering import Steer
 
 # NOTE [ Scope stack ]
 # The ContextVar holds the innermost scope as ``[selections, token]`` (plus, for a scope that

@@ -14,22 +14,28 @@ making every call of the family raise.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.dispatch.clauses import namespace_binder, prologue
-from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import NoImplementationError
 from inspector.dispatch.records import ImplRecord, Resolution
 from inspector.dispatch.spec import Spec
-from inspector.dispatch.steering import Steer
+
+if TYPE_CHECKING:
+    from inspector.dispatch.context import CallContext
+    from inspector.dispatch.steering import Steer
 
 
 class FamilyPlan:
     """Sorted rows, memoised availability and the compiled chain of one family."""
 
     def __init__(
-        self, name: str, rows: Iterable[ImplRecord], fallback: ImplRecord,
-        completer: Callable[[CallContext], CallContext] | None = None, steer: Steer | None = None,
+        self,
+        name: str,
+        rows: Iterable[ImplRecord],
+        fallback: ImplRecord,
+        completer: Callable[[CallContext], CallContext] | None = None,
+        steer: Steer | None = None,
     ) -> None:
         self.name = name
         self.completer = completer
@@ -45,9 +51,7 @@ class FamilyPlan:
         self.fallback = self.by_name.get(fallback.name, fallback)
         self.by_name.setdefault(fallback.name, fallback)
         self._by_identity = {id(r.obj): r for r in self.by_name.values()}
-        self._available = {
-            r.name: r.is_available() for r in self.by_name.values() if not r.probe_each_call
-        }
+        self._available = {r.name: r.is_available() for r in self.by_name.values() if not r.probe_each_call}
         self._resolutions: dict[tuple[str, str], Resolution] = {}
         # ``chain_as_is`` skips the completer, for callers whose contexts are complete already.
         self.chain_as_is: Callable[[CallContext], Resolution] = self._compile_chain(complete=False)

@@ -10,10 +10,13 @@ import threading
 import time
 from collections import Counter, deque
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from inspector.dispatch.context import CallContext
-from inspector.dispatch.records import Resolution
 from inspector.dispatch.registry import REGISTRY
+
+if TYPE_CHECKING:
+    from inspector.dispatch.context import CallContext
+    from inspector.dispatch.records import Resolution
 
 # The running recorders and the one stopped last live on the registry (NOTE [ Dispatch state ]);
 # resolve reads ACTIVE on every call, so both lists are changed in place, never replaced.

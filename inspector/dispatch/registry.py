@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import UnknownFamilyError
@@ -29,7 +29,9 @@ from inspector.dispatch.plugins import FamilyPlugin, load_family_plugins
 from inspector.dispatch.records import ImplRecord
 from inspector.dispatch.selection import ProcessTier, TierState
 from inspector.dispatch.spec import Spec
-from inspector.dispatch.steering import Steer
+
+if TYPE_CHECKING:
+    from inspector.dispatch.steering import Steer
 
 Provider = Callable[[], Iterable[ImplRecord]]
 Sampler = Callable[[CallContext, Any], tuple[tuple[Any, ...], dict[str, Any]]]
@@ -166,9 +168,17 @@ class DispatchRegistry:
         if origin is None:
             origin = sys._getframe(1).f_globals.get("__name__", "")
         family = OpFamily(
-            name, rows, _as_fallback(fallback, rows), extractor, sampler, dict(tolerances or {}), description,
-            completer, steer, origin,
-        )  # fmt: skip
+            name,
+            rows,
+            _as_fallback(fallback, rows),
+            extractor,
+            sampler,
+            dict(tolerances or {}),
+            description,
+            completer,
+            steer,
+            origin,
+        )
         with self._lock:
             self._families[name] = family
             self._external.setdefault(name, {})

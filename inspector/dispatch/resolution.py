@@ -7,9 +7,8 @@ and ``trace`` calls ``decide`` too, so what the inspector shows is what runs.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import ExplicitSelectionError, UnknownImplementationError
 from inspector.dispatch.overrides import _OVERRIDES
 from inspector.dispatch.plan import FamilyPlan, adhoc_record
@@ -17,6 +16,9 @@ from inspector.dispatch.recorder import ACTIVE, note_all
 from inspector.dispatch.records import Resolution
 from inspector.dispatch.registry import REGISTRY, get_family, is_steered, plan_for
 from inspector.dispatch.selection import ENV_VAR, PROFILE
+
+if TYPE_CHECKING:
+    from inspector.dispatch.context import CallContext
 
 # The hot path reads these registry containers through names bound once (NOTE [ Dispatch state ]).
 _PLANS = REGISTRY.plans
@@ -104,9 +106,7 @@ def select_strict(plan: FamilyPlan, ctx: CallContext, handle: Any, origin: str) 
     if available and record.spec.matches(ctx):
         return plan.resolution(record, origin)
     failures = record.spec.failures(ctx)
-    raise ExplicitSelectionError(
-        plan.name, record.name, origin, failures, available, plan.capable(ctx), ctx.describe()
-    )
+    raise ExplicitSelectionError(plan.name, record.name, origin, failures, available, plan.capable(ctx), ctx.describe())
 
 
 def _process_tier(plan: FamilyPlan, ctx: CallContext, selection: dict[str, str]) -> Resolution:

@@ -19,9 +19,10 @@ import os
 import threading
 from collections.abc import Collection, Mapping
 from types import MappingProxyType
-from typing import Any, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, NamedTuple, Protocol
 
-from inspector.dispatch.notices import Notices
+if TYPE_CHECKING:
+    from inspector.dispatch.notices import Notices
 
 ENV_VAR = "INSPECTOR_OPS"
 PROFILE = "profile"

@@ -240,9 +240,15 @@ class Spec:
 
     @classmethod
     def _rule(
-        cls, name: str, template: str, *, axes: Iterable[str], required: str,
+        cls,
+        name: str,
+        template: str,
+        *,
+        axes: Iterable[str],
+        required: str,
         message: str | Callable[[CallContext], str] = "",
-        constants: tuple[Any, ...] = (), show: Callable[[CallContext], str] | None = None,
+        constants: tuple[Any, ...] = (),
+        show: Callable[[CallContext], str] | None = None,
         bindings: tuple[tuple[str, str], ...] = (),
     ) -> Spec:
         """A clause written as an expression over ``ctx`` (package-internal: e.g. PyTorch's SDPA

@@ -10,17 +10,19 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from inspector.dispatch.clauses import ClauseCheck
-from inspector.dispatch.context import CallContext
 from inspector.dispatch.errors import ExplicitSelectionError, NoImplementationError, UnknownImplementationError
 from inspector.dispatch.overrides import get_override
 from inspector.dispatch.plan import FamilyPlan, adhoc_record
-from inspector.dispatch.records import ImplRecord
 from inspector.dispatch.registry import plan_for, seeded
 from inspector.dispatch.resolution import decide_in
 from inspector.dispatch.selection import PROFILE
+
+if TYPE_CHECKING:
+    from inspector.dispatch.clauses import ClauseCheck
+    from inspector.dispatch.context import CallContext
+    from inspector.dispatch.records import ImplRecord
 
 MATCH, REJECT, UNAVAILABLE, UNFAITHFUL = "MATCH", "reject", "SKIP unavailable", "SKIP not faithful"
 SELECTION_ERRORS = (ExplicitSelectionError, UnknownImplementationError, NoImplementationError)
@@ -73,8 +75,9 @@ class Trace:
     @classmethod
     def failed(cls, family: str, ctx: CallContext, exc: BaseException) -> Trace:
         """A trace that could not be made (the context itself was refused), carrying why."""
-        return cls(family, ctx, (), None, None, f"{type(exc).__name__}: {exc}", type(exc).__name__, None, None,
-                   None, ())
+        return cls(
+            family, ctx, (), None, None, f"{type(exc).__name__}: {exc}", type(exc).__name__, None, None, None, ()
+        )
 
     def row(self, name: str) -> RowTrace:
         for row in self.rows:
@@ -168,8 +171,15 @@ def trace_in(plan: FamilyPlan, ctx: CallContext, explicit: Any = None) -> Trace:
 
     in_table = {id(r) for r in plan.rows}
     rows = tuple(
-        _row_trace(record, plan.is_available(record), ctx, record is chosen, record is plan.fallback,
-                   record is selected_record, id(record) in in_table)
+        _row_trace(
+            record,
+            plan.is_available(record),
+            ctx,
+            record is chosen,
+            record is plan.fallback,
+            record is selected_record,
+            id(record) in in_table,
+        )
         for record in records
     )
     notes = []
@@ -177,14 +187,27 @@ def trace_in(plan: FamilyPlan, ctx: CallContext, explicit: Any = None) -> Trace:
         notes.append(f"process selection {family}={handle!r} could not be used here; the chain decided")
     profile = selection.get(PROFILE)
     return Trace(
-        family, ctx, rows, chosen.name if chosen else None, origin, error, error_type,
-        _handle_text(handle) if handle is not None else None, tier if handle is not None else None,
-        profile, tuple(notes),
+        family,
+        ctx,
+        rows,
+        chosen.name if chosen else None,
+        origin,
+        error,
+        error_type,
+        _handle_text(handle) if handle is not None else None,
+        tier if handle is not None else None,
+        profile,
+        tuple(notes),
     )
 
 
 def _row_trace(
-    record: ImplRecord, available: bool, ctx: CallContext, chosen: bool, is_fallback: bool, selected: bool,
+    record: ImplRecord,
+    available: bool,
+    ctx: CallContext,
+    chosen: bool,
+    is_fallback: bool,
+    selected: bool,
     in_table: bool,
 ) -> RowTrace:
     checks = record.spec.check(ctx)
@@ -195,8 +218,16 @@ def _row_trace(
     else:
         verdict = MATCH if all(c.passed for c in checks) else REJECT
     return RowTrace(
-        record.name, record.priority if in_table or is_fallback else None, available, record.faithful,
-        verdict, checks, chosen, is_fallback, selected, record.description,
+        record.name,
+        record.priority if in_table or is_fallback else None,
+        available,
+        record.faithful,
+        verdict,
+        checks,
+        chosen,
+        is_fallback,
+        selected,
+        record.description,
     )
 
 

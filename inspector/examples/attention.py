@@ -68,8 +68,9 @@ def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def math_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causal: bool = False,
-                   scale: float | None = None) -> Any:
+def math_attention(
+    q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causal: bool = False, scale: float | None = None
+) -> Any:
     """Reference: softmax(QKᵀ·scale + mask)·V, computed in float32 (float64 for float64 inputs)."""
     compute = _compute_dtype(q.dtype)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -80,14 +81,23 @@ def math_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causal: 
     return (torch.softmax(scores, dim=-1) @ v.to(compute)).to(q.dtype)
 
 
-def sdpa_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causal: bool = False,
-                   scale: float | None = None) -> Any:
+def sdpa_attention(
+    q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causal: bool = False, scale: float | None = None
+) -> Any:
     """PyTorch's fused ``scaled_dot_product_attention`` (it picks its own kernel inside)."""
     return F.scaled_dot_product_attention(q, k, v, attn_mask=attn_mask, is_causal=is_causal, scale=scale)
 
 
-def chunked_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causal: bool = False,
-                      scale: float | None = None, chunk: int = CHUNK) -> Any:
+def chunked_attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    attn_mask: Any = None,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+    chunk: int = CHUNK,
+) -> Any:
     """Online softmax over key/value chunks: memory O(length x chunk) instead of O(length²)."""
     compute = _compute_dtype(q.dtype)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
@@ -117,16 +127,18 @@ def _fp8_round(x: Any) -> Any:
     return (x / scale).to(torch.float8_e4m3fn).to(x.dtype) * scale
 
 
-def quantized_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causal: bool = False,
-                        scale: float | None = None) -> Any:
+def quantized_attention(
+    q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causal: bool = False, scale: float | None = None
+) -> Any:
     """fp8-style attention: Q, K and V rounded to float8_e4m3fn (per-tensor scale). Changes numerics."""
     compute = _compute_dtype(q.dtype)
     q8, k8, v8 = (_fp8_round(t.to(compute)) for t in (q, k, v))
     return math_attention(q8, k8, v8, attn_mask, is_causal=is_causal, scale=scale).to(q.dtype)
 
 
-def flash_attention(q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causal: bool = False,
-                    scale: float | None = None) -> Any:
+def flash_attention(
+    q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causal: bool = False, scale: float | None = None
+) -> Any:
     """FlashAttention through SDPA restricted to the flash kernel (CUDA only)."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -141,35 +153,90 @@ def flash_available() -> bool:
 
 HALF = (torch.float16, torch.bfloat16)
 ROWS = (
-    ImplRecord(FAMILY, "flash", flash_attention,
-               Spec.cuda_device() & Spec.dtype_in(*HALF) & axis("head_dim").le(256) & Spec.mask_free() & Spec.ndim(4),
-               available=flash_available, priority=0, description="FlashAttention kernel via SDPA"),
-    ImplRecord(FAMILY, "quantized", quantized_attention,
-               Spec.inference() & Spec.dtype_in(*HALF, torch.float32),
-               priority=5, faithful=False, description="fp8-rounded Q/K/V (numerics change)"),
-    ImplRecord(FAMILY, "chunked", chunked_attention,
-               Spec.no_grad() & Spec.mask_free() & axis("kv_len").ge(LONG_KV),
-               priority=10, description=f"online softmax in chunks of {CHUNK} keys"),
-    ImplRecord(FAMILY, "sdpa", sdpa_attention,
-               Spec.ndim(4) & Spec.dtype_in(*HALF, torch.float32),
-               priority=20, description="torch.nn.functional.scaled_dot_product_attention"),
-    ImplRecord(FAMILY, "math", math_attention, Spec.always(), priority=100,
-               description="reference softmax(QKᵀ)V in float32/float64"),
+    ImplRecord(
+        FAMILY,
+        "flash",
+        flash_attention,
+        Spec.cuda_device() & Spec.dtype_in(*HALF) & axis("head_dim").le(256) & Spec.mask_free() & Spec.ndim(4),
+        available=flash_available,
+        priority=0,
+        description="FlashAttention kernel via SDPA",
+    ),
+    ImplRecord(
+        FAMILY,
+        "quantized",
+        quantized_attention,
+        Spec.inference() & Spec.dtype_in(*HALF, torch.float32),
+        priority=5,
+        faithful=False,
+        description="fp8-rounded Q/K/V (numerics change)",
+    ),
+    ImplRecord(
+        FAMILY,
+        "chunked",
+        chunked_attention,
+        Spec.no_grad() & Spec.mask_free() & axis("kv_len").ge(LONG_KV),
+        priority=10,
+        description=f"online softmax in chunks of {CHUNK} keys",
+    ),
+    ImplRecord(
+        FAMILY,
+        "sdpa",
+        sdpa_attention,
+        Spec.ndim(4) & Spec.dtype_in(*HALF, torch.float32),
+        priority=20,
+        description="torch.nn.functional.scaled_dot_product_attention",
+    ),
+    ImplRecord(
+        FAMILY,
+        "math",
+        math_attention,
+        Spec.always(),
+        priority=100,
+        description="reference softmax(QKᵀ)V in float32/float64",
+    ),
 )
 
 
-def attention_context(q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causal: bool = False,
-                      scale: float | None = None, fwd: str | None = None) -> CallContext:
+def attention_context(
+    q: Any,
+    k: Any,
+    v: Any,
+    attn_mask: Any = None,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+    fwd: str | None = None,
+) -> CallContext:
     """The ``CallContext`` of an attention call (``kv_len`` is a family-specific axis)."""
     return CallContext(
-        FAMILY, fwd, q.dtype, q.is_cuda, q.dim(), q.shape[-1], False, attn_mask is not None,
-        torch.is_grad_enabled(), bool(is_causal), {"kv_len": k.shape[-2]}, (q, k, v, attn_mask),
+        FAMILY,
+        fwd,
+        q.dtype,
+        q.is_cuda,
+        q.dim(),
+        q.shape[-1],
+        False,
+        attn_mask is not None,
+        torch.is_grad_enabled(),
+        bool(is_causal),
+        {"kv_len": k.shape[-2]},
+        (q, k, v, attn_mask),
         {"is_causal": is_causal, "scale": scale},
     )
 
 
-def attention(q: Any, k: Any, v: Any, attn_mask: Any = None, *, is_causal: bool = False,
-              scale: float | None = None, fwd: str | None = None, backend: Any = None) -> Any:
+def attention(
+    q: Any,
+    k: Any,
+    v: Any,
+    attn_mask: Any = None,
+    *,
+    is_causal: bool = False,
+    scale: float | None = None,
+    fwd: str | None = None,
+    backend: Any = None,
+) -> Any:
     """Attention through the dispatcher; ``backend`` is an explicit (strict) selection."""
     ctx = attention_context(q, k, v, attn_mask, is_causal=is_causal, scale=scale, fwd=fwd)
     return resolve(FAMILY, ctx, backend).record.obj(q, k, v, attn_mask, is_causal=is_causal, scale=scale)
@@ -202,8 +269,14 @@ def register() -> bool:
     if not may_register_family(default_registry(), FAMILY):
         return False
     register_family(
-        FAMILY, ROWS, "math", extractor=attention_context, sampler=sample_attention, tolerances=TOLERANCES,
-        description="scaled dot-product attention over (batch, heads, length, head_dim)", origin=ORIGIN,
+        FAMILY,
+        ROWS,
+        "math",
+        extractor=attention_context,
+        sampler=sample_attention,
+        tolerances=TOLERANCES,
+        description="scaled dot-product attention over (batch, heads, length, head_dim)",
+        origin=ORIGIN,
     )
     register_env_alias(FAMILY, "INSPECTOR_BACKEND")
     return True

@@ -51,16 +51,29 @@ def rotary_fused(x: Any, angles: Any) -> Any:
 
 
 ROWS = (
-    ImplRecord(FAMILY, "fused", rotary_fused, Spec.dtype_in(torch.float32, torch.float64), priority=10,
-               description="complex multiply (float32/float64)"),
-    ImplRecord(FAMILY, "torch", rotary_reference, Spec.always(), priority=100,
-               description="real-arithmetic reference"),
+    ImplRecord(
+        FAMILY,
+        "fused",
+        rotary_fused,
+        Spec.dtype_in(torch.float32, torch.float64),
+        priority=10,
+        description="complex multiply (float32/float64)",
+    ),
+    ImplRecord(FAMILY, "torch", rotary_reference, Spec.always(), priority=100, description="real-arithmetic reference"),
 )
 
 
 def rotary_context(x: Any, angles: Any) -> CallContext:
     return CallContext(
-        FAMILY, None, x.dtype, x.is_cuda, x.dim(), x.shape[-1], False, False, torch.is_grad_enabled(),
+        FAMILY,
+        None,
+        x.dtype,
+        x.is_cuda,
+        x.dim(),
+        x.shape[-1],
+        False,
+        False,
+        torch.is_grad_enabled(),
         raw=(x, angles),
     )
 
@@ -84,7 +97,13 @@ def register() -> bool:
     if not may_register_family(default_registry(), FAMILY):
         return False
     register_family(
-        FAMILY, ROWS, "torch", extractor=rotary_context, sampler=sample_rotary, tolerances=TOLERANCES,
-        description="rotary position embedding over (..., length, head_dim)", origin=ORIGIN,
+        FAMILY,
+        ROWS,
+        "torch",
+        extractor=rotary_context,
+        sampler=sample_rotary,
+        tolerances=TOLERANCES,
+        description="rotary position embedding over (..., length, head_dim)",
+        origin=ORIGIN,
     )
     return True

@@ -31,12 +31,14 @@ import sys
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.loader.pool.config import INLINE_BYTES, PoolConfig, no_reason
 from inspector.loader.pool.records import LoaderStatus
-from inspector.loader.pool.requests import Request
 from inspector.loader.pool.worker_pool import WorkerPool
+
+if TYPE_CHECKING:
+    from inspector.loader.pool.requests import Request
 
 logger = logging.getLogger("inspector.loader")
 
@@ -51,9 +53,12 @@ class Core:
     """A loader's pool (started on demand, restartable), its timings, and its clean-up and fork steps."""
 
     def __init__(
-        self, kind: str, worker_num: int, why_missing: Callable[[str], str | None] = no_reason,
+        self,
+        kind: str,
+        worker_num: int,
+        why_missing: Callable[[str], str | None] = no_reason,
         inline_bytes: int = INLINE_BYTES,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.name = f"{kind}-{next(_numbers)}"
         self.timings: collections.deque[tuple[Any, ...]] = collections.deque(maxlen=TIMINGS_KEPT)  # LoadTiming marks
         self.config = PoolConfig(self.name, worker_num, why_missing, self.timings.append, inline_bytes=inline_bytes)
@@ -99,8 +104,9 @@ class Core:
         try:
             self._finish_shutdown(pool, timeout, join_timeout)
         except BaseException:
-            threading.Thread(target=self._finish_shutdown, args=(pool, timeout, join_timeout),
-                             name=f"{self.name}-close", daemon=True).start()  # fmt: skip
+            threading.Thread(
+                target=self._finish_shutdown, args=(pool, timeout, join_timeout), name=f"{self.name}-close", daemon=True
+            ).start()
             raise
 
     def _finish_shutdown(self, pool: WorkerPool | None, timeout: float | None, join_timeout: float | None) -> None:

@@ -37,9 +37,12 @@ class StorageLoader(ABC):
     """
 
     def __init__(
-        self, worker_num: int = 3, *, inline_bytes: int = INLINE_BYTES,
+        self,
+        worker_num: int = 3,
+        *,
+        inline_bytes: int = INLINE_BYTES,
         _why_missing: Callable[[str], str | None] = no_reason,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._core = Core(type(self).__name__, worker_num, _why_missing, inline_bytes)
         self._finalizer = weakref.finalize(self, self._core.close_when_idle)
         self._finalizer.atexit = False

@@ -17,12 +17,14 @@ import html
 import logging
 import threading
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from inspector._bench import Progress
 from inspector.errors import Cancelled
+
+if TYPE_CHECKING:
+    from inspector._bench import Progress
 
 logger = logging.getLogger("inspector.panels")
 
@@ -34,14 +36,23 @@ class BackgroundJob:
     """
 
     def __init__(self, description: str = "Working", triggers: Sequence[widgets.Button] = ()) -> None:
-        self.progress = widgets.IntProgress(value=0, min=0, max=1, description=description,
-                                            style={"description_width": "initial"},
-                                            layout=widgets.Layout(display="none"))  # fmt: skip
+        self.progress = widgets.IntProgress(
+            value=0,
+            min=0,
+            max=1,
+            description=description,
+            style={"description_width": "initial"},
+            layout=widgets.Layout(display="none"),
+        )
         self.label = widgets.HTML(value="")
         self.label.add_class("inspector-job-label")
-        self.cancel_button = widgets.Button(description="Cancel", disabled=True, icon="stop",
-                                            tooltip="Stop the running job (what it measured so far is kept)",
-                                            layout=widgets.Layout(display="none", width="auto"))  # fmt: skip
+        self.cancel_button = widgets.Button(
+            description="Cancel",
+            disabled=True,
+            icon="stop",
+            tooltip="Stop the running job (what it measured so far is kept)",
+            layout=widgets.Layout(display="none", width="auto"),
+        )
         self.cancel_button.on_click(lambda _button: self.cancel())
         self.triggers = list(triggers)
         self.widget = widgets.HBox([self.progress, self.cancel_button, self.label])

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import base64
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import ipywidgets as widgets
 from matplotlib.figure import Figure
 
 from inspector.views._figures import figure_to_png
+
+if TYPE_CHECKING:
+    import ipywidgets as widgets
 
 
 def mimebundle(obj: Any) -> dict[str, Any]:
@@ -42,9 +44,7 @@ def mimebundle(obj: Any) -> dict[str, Any]:
 
 def render_into(out: widgets.Output, *objects: Any) -> None:
     """Replace everything shown in ``out`` with ``objects`` (see NOTE [ Rendering into Output ])."""
-    out.outputs = tuple(
-        {"output_type": "display_data", "data": mimebundle(obj), "metadata": {}} for obj in objects
-    )
+    out.outputs = tuple({"output_type": "display_data", "data": mimebundle(obj), "metadata": {}} for obj in objects)
 
 
 class RawHTML:

@@ -47,8 +47,18 @@ def plain(description: str) -> str:
 
 # The widgets whose ipywidgets 8 views drop ``tooltip`` when they have a ``description`` (NOTE [ Tooltips in
 # ipywidgets 8 ]); sliders, toggle buttons and labels show theirs already.
-LOSES_TOOLTIP = (widgets.Text, widgets.Textarea, widgets.IntText, widgets.BoundedIntText, widgets.FloatText,
-                 widgets.BoundedFloatText, widgets.Dropdown, widgets.Select, widgets.SelectMultiple, widgets.Checkbox)
+LOSES_TOOLTIP = (
+    widgets.Text,
+    widgets.Textarea,
+    widgets.IntText,
+    widgets.BoundedIntText,
+    widgets.FloatText,
+    widgets.BoundedFloatText,
+    widgets.Dropdown,
+    widgets.Select,
+    widgets.SelectMultiple,
+    widgets.Checkbox,
+)
 
 
 def _carries_tip(widget: widgets.Widget) -> bool:
@@ -61,7 +71,7 @@ def _label_with_tip(widget: Any, _change: Any = None) -> None:
         if widget.description != text:
             widget.description = text
         return
-    wrapped = f"{_MARK}{html.escape(tip, quote=True)}\">{html.escape(text)}</span>"
+    wrapped = f'{_MARK}{html.escape(tip, quote=True)}">{html.escape(text)}</span>'
     if widget.description != wrapped:
         widget.description_allow_html = True
         widget.description = wrapped

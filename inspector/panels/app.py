@@ -95,8 +95,11 @@ class Inspector:
 
     def states(self) -> dict[str, Any]:
         """The state of every built panel, by engine part (what the report shows of this app)."""
-        return {spec.part: self.panels[spec.title].state() for spec in self.tabs
-                if spec.part is not None and spec.title in self.panels}
+        return {
+            spec.part: self.panels[spec.title].state()
+            for spec in self.tabs
+            if spec.part is not None and spec.title in self.panels
+        }
 
     def to_html(self, path: str | Any) -> Any:
         """Write the self-contained report of what this app shows (see ``inspector.report``)."""
@@ -120,9 +123,7 @@ class Inspector:
         self._show_status()
 
     def static_html(self) -> str:
-        sections = [
-            f"<h3>{html.escape(title)}</h3>{panel.static_html()}" for title, panel in self.panels.items()
-        ]
+        sections = [f"<h3>{html.escape(title)}</h3>{panel.static_html()}" for title, panel in self.panels.items()]
         return "<div class='inspector-app'>" + "".join(sections) + "</div>"
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict[str, Any]:

@@ -10,13 +10,11 @@ from __future__ import annotations
 import html
 import threading
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
-import pandas as pd
 import yaml
 
-from inspector._bench import Progress
 from inspector.backends import (
     BackendRegistry,
     BuildContext,
@@ -41,6 +39,11 @@ from inspector.views.backends import (
     plugin_table,
     verb_html,
 )
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from inspector._bench import Progress
 
 # Small configs that build in well under a second; a caller may pass its own per backend (the app passes the
 # demos' own, whose sample files it writes: ``inspector.examples.data_backends.example_configs``).
@@ -78,20 +81,37 @@ class BackendsPanel(Panel[BackendsState]):
         self._details_of: RegistrySnapshot | None = None  # the snapshot the details area shows
 
         self.matrix_out = widgets.Output()
-        self.backend = widgets.Dropdown(description="backend", layout=widgets.Layout(width="240px"),
-                                        tooltip="The backend whose verb, docs and sample config are shown below")
-        self.verb = widgets.Dropdown(description="verb", layout=widgets.Layout(width="300px"),
-                                     tooltip="A verb: its signature and docstring, or the error code would raise")
+        self.backend = widgets.Dropdown(
+            description="backend",
+            layout=widgets.Layout(width="240px"),
+            tooltip="The backend whose verb, docs and sample config are shown below",
+        )
+        self.verb = widgets.Dropdown(
+            description="verb",
+            layout=widgets.Layout(width="300px"),
+            tooltip="A verb: its signature and docstring, or the error code would raise",
+        )
         self.verb_html = widgets.HTML()
         self.verb_html.add_class("inspector-backend-verb")
-        refresh_button = widgets.Button(description="Refresh", icon="refresh", layout=widgets.Layout(width="auto"),
-                                        tooltip="Re-read the registry (backends registered since, the active one)")
+        refresh_button = widgets.Button(
+            description="Refresh",
+            icon="refresh",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Re-read the registry (backends registered since, the active one)",
+        )
         refresh_button.on_click(self.guard(lambda _b: self.refresh()))
-        self.config_text = widgets.Textarea(description="config", layout=widgets.Layout(width="560px", height="150px"),
-                                            tooltip="The YAML config Build sample builds (it is not made active)")
+        self.config_text = widgets.Textarea(
+            description="config",
+            layout=widgets.Layout(width="560px", height="150px"),
+            tooltip="The YAML config Build sample builds (it is not made active)",
+        )
         self.config_errors = ErrorLine("config")
-        self.build_button = widgets.Button(description="Build sample", icon="play", layout=widgets.Layout(width="auto"),
-                                           tooltip="Build this config's DataLoaders and show the first batch")
+        self.build_button = widgets.Button(
+            description="Build sample",
+            icon="play",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Build this config's DataLoaders and show the first batch",
+        )
         self.build_button.on_click(self.guard_into(self.config_errors, lambda _b: self.build_sample()))
         self.job = BackgroundJob("Building", triggers=[self.build_button])
         self.build_out = widgets.Output()
@@ -101,8 +121,9 @@ class BackendsPanel(Panel[BackendsState]):
         details.titles = ("Import errors and plugins",)
 
         # The config, its error and the build button share one box: an error shows where you typed.
-        self.config_box = widgets.VBox([self.config_text, self.config_errors.widget,
-                                        widgets.HBox([self.build_button, self.job.widget])])
+        self.config_box = widgets.VBox(
+            [self.config_text, self.config_errors.widget, widgets.HBox([self.build_button, self.job.widget])]
+        )
         self.config_box.add_class("inspector-backends-config")
         self.backend.observe(self.guard(self._on_backend), names="value")
         self.verb.observe(self.guard(self._on_verb), names="value")
@@ -127,8 +148,15 @@ class BackendsPanel(Panel[BackendsState]):
     # -- the matrix and the verb details -------------------------------------------------------
     def state(self) -> BackendsState:
         """What this panel shows now, as the page's state."""
-        return BackendsState(self.snapshot, self.backend.value, self.verb.value, self.last_verb_text,
-                             self.last_batch, self.last_verb_doc, self.last_verb_defined_in)
+        return BackendsState(
+            self.snapshot,
+            self.backend.value,
+            self.verb.value,
+            self.last_verb_text,
+            self.last_batch,
+            self.last_verb_doc,
+            self.last_verb_defined_in,
+        )
 
     def refresh(self) -> None:
         """Re-read the registry: matrix, dropdowns, import errors, plugins, status line."""

@@ -41,29 +41,47 @@ TOOLTIPS = {
     "causal": "Causal attention (is_causal=True)",
     "grad_enabled": "Autograd is on (torch.is_grad_enabled())",
 }
-STANDARD = {"dtype": "dtype", "device": "device_cuda", "fwd": "fwd", "ndim": "ndim", "head_dim": "head_dim",
-            "has_cache": "has_cache", "has_mask": "has_mask", "causal": "causal", "grad_enabled": "grad_enabled"}
+STANDARD = {
+    "dtype": "dtype",
+    "device": "device_cuda",
+    "fwd": "fwd",
+    "ndim": "ndim",
+    "head_dim": "head_dim",
+    "has_cache": "has_cache",
+    "has_mask": "has_mask",
+    "causal": "causal",
+    "grad_enabled": "grad_enabled",
+}
 
 
 def _field_widget(field: AxisField) -> widgets.Widget:
     layout = widgets.Layout(width="170px")
     if field.kind == "int":
-        widget: widgets.Widget = widgets.BoundedIntText(value=field.default, min=0, max=10**9, description=field.name,
-                                                        style=FIELD_LABEL, layout=layout)
+        widget: widgets.Widget = widgets.BoundedIntText(
+            value=field.default, min=0, max=10**9, description=field.name, style=FIELD_LABEL, layout=layout
+        )
     elif field.kind == "float":
-        widget = widgets.BoundedFloatText(value=field.default, min=0.0, max=1.0, step=0.05, description=field.name,
-                                          style=FIELD_LABEL, layout=layout)
+        widget = widgets.BoundedFloatText(
+            value=field.default, min=0.0, max=1.0, step=0.05, description=field.name, style=FIELD_LABEL, layout=layout
+        )
     elif field.kind == "bool":
-        widget = widgets.Checkbox(value=bool(field.default), description=field.name, indent=False,
-                                  layout=widgets.Layout(width="110px"))
+        widget = widgets.Checkbox(
+            value=bool(field.default), description=field.name, indent=False, layout=widgets.Layout(width="110px")
+        )
     elif field.kind == "choice":
-        widget = widgets.Dropdown(options=list(field.choices), value=field.default, description=field.name,
-                                  style=FIELD_LABEL, layout=layout)
+        widget = widgets.Dropdown(
+            options=list(field.choices), value=field.default, description=field.name, style=FIELD_LABEL, layout=layout
+        )
     else:  # "text" and "optional int": free text, blank for unset
         default = "" if field.default is None else str(field.default)
-        widget = widgets.Text(value=default, description=field.name, style=FIELD_LABEL, layout=layout,
-                              placeholder="blank: unset" if field.kind == "text" else "blank: as the query's",
-                              continuous_update=False)
+        widget = widgets.Text(
+            value=default,
+            description=field.name,
+            style=FIELD_LABEL,
+            layout=layout,
+            placeholder="blank: unset" if field.kind == "text" else "blank: as the query's",
+            continuous_update=False,
+        )
     widget.tooltip = field.tooltip or f"The axis {field.name!r}"
     return widget
 
@@ -77,18 +95,42 @@ class ContextEditor:
     """
 
     def __init__(self, on_change: Callable[[], None]) -> None:
-        self.dtype = widgets.Dropdown(options=list(DTYPES), value="float32", description="dtype",
-                                      layout=widgets.Layout(width="160px"), style=SHORT_LABEL)
-        self.device = widgets.Dropdown(options=["cpu", "cuda"], value="cpu", description="device",
-                                       layout=widgets.Layout(width="130px"), style=SHORT_LABEL)
-        self.fwd = widgets.Dropdown(options=list(FWD_MODES), value="training (fwd=None)", description="fwd",
-                                    layout=widgets.Layout(width="230px"), style={"description_width": "30px"})
-        self.ndim = widgets.BoundedIntText(value=4, min=1, max=8, description="ndim", style=SHORT_LABEL,
-                                           layout=widgets.Layout(width="120px"))
-        self.head_dim = widgets.BoundedIntText(value=64, min=1, max=4096, description="head_dim", style=SHORT_LABEL,
-                                               layout=widgets.Layout(width="150px"))
-        self.extra = widgets.Text(value="", description="extra", continuous_update=False,
-                                  placeholder="kv_len=2048", style=SHORT_LABEL, layout=widgets.Layout(width="230px"))
+        self.dtype = widgets.Dropdown(
+            options=list(DTYPES),
+            value="float32",
+            description="dtype",
+            layout=widgets.Layout(width="160px"),
+            style=SHORT_LABEL,
+        )
+        self.device = widgets.Dropdown(
+            options=["cpu", "cuda"],
+            value="cpu",
+            description="device",
+            layout=widgets.Layout(width="130px"),
+            style=SHORT_LABEL,
+        )
+        self.fwd = widgets.Dropdown(
+            options=list(FWD_MODES),
+            value="training (fwd=None)",
+            description="fwd",
+            layout=widgets.Layout(width="230px"),
+            style={"description_width": "30px"},
+        )
+        self.ndim = widgets.BoundedIntText(
+            value=4, min=1, max=8, description="ndim", style=SHORT_LABEL, layout=widgets.Layout(width="120px")
+        )
+        self.head_dim = widgets.BoundedIntText(
+            value=64, min=1, max=4096, description="head_dim", style=SHORT_LABEL, layout=widgets.Layout(width="150px")
+        )
+        self.extra = widgets.Text(
+            value="",
+            description="extra",
+            continuous_update=False,
+            placeholder="kv_len=2048",
+            style=SHORT_LABEL,
+            layout=widgets.Layout(width="230px"),
+        )
+
         def tight() -> widgets.Layout:  # one each: hiding a control must not hide its neighbours
             return widgets.Layout(width="90px")
 
@@ -96,21 +138,41 @@ class ContextEditor:
         self.has_mask = widgets.Checkbox(value=False, description="mask", indent=False, layout=tight())
         self.causal = widgets.Checkbox(value=False, description="causal", indent=False, layout=tight())
         self.grad = widgets.Checkbox(value=True, description="grad", indent=False, layout=tight())
-        self.controls = (self.dtype, self.device, self.fwd, self.ndim, self.head_dim, self.extra,
-                         self.has_cache, self.has_mask, self.causal, self.grad)
+        self.controls = (
+            self.dtype,
+            self.device,
+            self.fwd,
+            self.ndim,
+            self.head_dim,
+            self.extra,
+            self.has_cache,
+            self.has_mask,
+            self.causal,
+            self.grad,
+        )
         for control, tip in zip(self.controls, TOOLTIPS.values(), strict=True):
             control.tooltip = tip
         cuda_here = torch.cuda.is_available()
         name = torch.cuda.get_device_name() if cuda_here else ""
         choices = gpu_choices(cuda_here, name)
-        self.gpu = widgets.Dropdown(options=choices, value=choices[0][1] if cuda_here else "h100", description="GPU",
-                                    style={"description_width": "36px"}, layout=widgets.Layout(width="230px"),
-                                    tooltip="The GPU whose rules PyTorch's choice is planned with (a preset, or this "
-                                            "machine's GPU)")  # fmt: skip
-        self.cudnn = widgets.Text(value="", description="cuDNN", placeholder="as the GPU's", continuous_update=False,
-                                  style={"description_width": "44px"}, layout=widgets.Layout(width="170px"),
-                                  tooltip="The cuDNN version PyTorch runs with (9.15.1 or 91501); blank: the "
-                                          "GPU's, or 9.15.1 for a described GPU")  # fmt: skip
+        self.gpu = widgets.Dropdown(
+            options=choices,
+            value=choices[0][1] if cuda_here else "h100",
+            description="GPU",
+            style={"description_width": "36px"},
+            layout=widgets.Layout(width="230px"),
+            tooltip="The GPU whose rules PyTorch's choice is planned with (a preset, or this machine's GPU)",
+        )
+        self.cudnn = widgets.Text(
+            value="",
+            description="cuDNN",
+            placeholder="as the GPU's",
+            continuous_update=False,
+            style={"description_width": "44px"},
+            layout=widgets.Layout(width="170px"),
+            tooltip="The cuDNN version PyTorch runs with (9.15.1 or 91501); blank: the "
+            "GPU's, or 9.15.1 for a described GPU",
+        )
         self.gpu_label = widgets.HTML()
         self.gpu_box = widgets.HBox([self.gpu, self.cudnn, self.gpu_label])
         self.gpu_box.add_class("inspector-gpu-picker")
@@ -124,13 +186,15 @@ class ContextEditor:
         self._holding = False
         for control in (*self.controls, self.gpu, self.cudnn):
             control.observe(self._changed, names="value")
-        self.widget = widgets.VBox([
-            widgets.HBox([self.dtype, self.device, self.fwd, self.ndim, self.head_dim]),
-            self.gpu_box,
-            self.fields_box,
-            widgets.HBox([self.extra, self.has_cache, self.has_mask, self.causal, self.grad]),
-            self.errors.widget,
-        ])
+        self.widget = widgets.VBox(
+            [
+                widgets.HBox([self.dtype, self.device, self.fwd, self.ndim, self.head_dim]),
+                self.gpu_box,
+                self.fields_box,
+                widgets.HBox([self.extra, self.has_cache, self.has_mask, self.causal, self.grad]),
+                self.errors.widget,
+            ]
+        )
         self.widget.add_class("inspector-context-editor")
         self._show_gpu()
 
@@ -160,10 +224,21 @@ class ContextEditor:
             self.fields[field.name], self.field_kinds[field.name] = widget, field
         self.fields_box.children = tuple(self.fields.values())
         self.fields_box.layout.display = "" if self.fields else "none"
-        for control, axis in zip((self.dtype, self.device, self.fwd, self.ndim, self.head_dim, self.has_cache,
-                                  self.has_mask, self.causal, self.grad),
-                                 ("dtype", "device_cuda", "fwd", "ndim", "head_dim", "has_cache", "has_mask", "causal",
-                                  "grad_enabled"), strict=True):  # fmt: skip
+        for control, axis in zip(
+            (
+                self.dtype,
+                self.device,
+                self.fwd,
+                self.ndim,
+                self.head_dim,
+                self.has_cache,
+                self.has_mask,
+                self.causal,
+                self.grad,
+            ),
+            ("dtype", "device_cuda", "fwd", "ndim", "head_dim", "has_cache", "has_mask", "causal", "grad_enabled"),
+            strict=True,
+        ):
             control.layout.display = "" if axis in axes.standard else "none"
         self._show_gpu()
 

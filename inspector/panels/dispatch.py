@@ -10,10 +10,9 @@ from __future__ import annotations
 
 import html
 import os
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
-import pandas as pd
 
 from inspector.dispatch import (
     ENV_VAR,
@@ -44,7 +43,11 @@ from inspector.views.dispatch import (
     what_if_key,
 )
 from inspector.views.dispatch_axes import FamilyAxes, family_axes
-from inspector.views.page import Page
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from inspector.views.page import Page
 
 AUTO = "auto"
 PROFILE_OPTIONS = {"none": None, "reference": "reference"}
@@ -59,64 +62,96 @@ class DispatchPanel(DispatchActions, Panel[DispatchState]):
         super().__init__()
         ensure_registered()  # PyTorch's own SDPA family is always there
         names = list(families())  # never empty: torch_sdpa is registered above
-        self.family = widgets.Dropdown(options=names, value=family or names[0], description="family",
-                                       layout=widgets.Layout(width="220px"),
-                                       tooltip="The op family whose decision table is shown")  # fmt: skip
+        self.family = widgets.Dropdown(
+            options=names,
+            value=family or names[0],
+            description="family",
+            layout=widgets.Layout(width="220px"),
+            tooltip="The op family whose decision table is shown",
+        )
         self.editor = ContextEditor(self.guard(self.refresh))
         self.editor.set_axes(self._axes(self.family.value))
         self.toggles = {name: self._toggle(name) for name in names}
         self.refusals = {name: widgets.HTML(layout=widgets.Layout(width="auto", flex="1 1 auto")) for name in names}
         self.snippet = widgets.HTML()
-        apply_button = widgets.Button(description="Use process-wide (set_op)", icon="globe",
-                                      layout=widgets.Layout(width="auto"),
-                                      tooltip="Make the toggles' selection process-wide with set_op (soft)")
-        clear_button = widgets.Button(description="Clear process-wide", icon="eraser",
-                                      layout=widgets.Layout(width="auto"),
-                                      tooltip="Clear every family's process-wide selection")
+        apply_button = widgets.Button(
+            description="Use process-wide (set_op)",
+            icon="globe",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Make the toggles' selection process-wide with set_op (soft)",
+        )
+        clear_button = widgets.Button(
+            description="Clear process-wide",
+            icon="eraser",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Clear every family's process-wide selection",
+        )
         apply_button.on_click(self.guard(lambda _b: self.apply_process_wide()))
         clear_button.on_click(self.guard(lambda _b: self.clear_process_wide()))
         self._env_applied = os.environ.get(ENV_VAR, "")  # what the process tier was last read from
-        self.env_text = widgets.Text(value=self._env_applied, description=ENV_VAR,
-                                     placeholder="attention=sdpa,profile=reference",
-                                     tooltip="family=row pairs, comma-separated, and profile=reference",
-                                     style={"description_width": "initial"}, layout=widgets.Layout(width="420px"))
-        env_button = widgets.Button(description="Apply and reload_env()", icon="refresh",
-                                    layout=widgets.Layout(width="auto"),
-                                    tooltip=f"Set {ENV_VAR} in this process and re-read it (replaces set_op edits)")
+        self.env_text = widgets.Text(
+            value=self._env_applied,
+            description=ENV_VAR,
+            placeholder="attention=sdpa,profile=reference",
+            tooltip="family=row pairs, comma-separated, and profile=reference",
+            style={"description_width": "initial"},
+            layout=widgets.Layout(width="420px"),
+        )
+        env_button = widgets.Button(
+            description="Apply and reload_env()",
+            icon="refresh",
+            layout=widgets.Layout(width="auto"),
+            tooltip=f"Set {ENV_VAR} in this process and re-read it (replaces set_op edits)",
+        )
         self.env_errors = ErrorLine("env")
         env_button.on_click(self.guard_into(self.env_errors, lambda _b: self.apply_env(self.env_text.value)))
-        self.profile = widgets.Dropdown(options=list(PROFILE_OPTIONS), value="none", description="profile",
-                                        layout=widgets.Layout(width="190px"),
-                                        tooltip="profile=reference: every family without a selection uses its "
-                                                "reference row")  # fmt: skip
-        self.profile.observe(self.guard_into(self.env_errors, lambda _c: self.set_profile(
-            PROFILE_OPTIONS[self.profile.value])), names="value")  # fmt: skip
+        self.profile = widgets.Dropdown(
+            options=list(PROFILE_OPTIONS),
+            value="none",
+            description="profile",
+            layout=widgets.Layout(width="190px"),
+            tooltip="profile=reference: every family without a selection uses its reference row",
+        )
+        self.profile.observe(
+            self.guard_into(self.env_errors, lambda _c: self.set_profile(PROFILE_OPTIONS[self.profile.value])),
+            names="value",
+        )
         self.env_problems = widgets.HTML()
-        self.env_box = widgets.VBox([widgets.HBox([self.env_text, env_button, self.profile]), self.env_problems,
-                                     self.env_errors.widget])  # fmt: skip
+        self.env_box = widgets.VBox(
+            [widgets.HBox([self.env_text, env_button, self.profile]), self.env_problems, self.env_errors.widget]
+        )
         self.env_box.add_class("inspector-env-box")
         self.process_label = widgets.HTML()
         self.table_out = widgets.Output()
         self.trace_html = widgets.HTML()
         self.plan_out = widgets.Output()
-        details = Sections(zip(("Trace", "Plan (all families)", "What-if grid", "Run and compare", "What ran"),
-                               [self.trace_html, self.plan_out, *self._action_boxes()], strict=True))
+        details = Sections(
+            zip(
+                ("Trace", "Plan (all families)", "What-if grid", "Run and compare", "What ran"),
+                [self.trace_html, self.plan_out, *self._action_boxes()],
+                strict=True,
+            )
+        )
         self.results = StaleMark(self.table_out, details.widget)
         self.family.observe(self.guard(lambda _c: self._family_changed()), names="value")
-        toggle_rows = [widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="100px")), toggle,
-                                     self.refusals[name]]) for name, toggle in self.toggles.items()]  # fmt: skip
-        self.widget = widgets.VBox([
-            widgets.HTML(PANEL_CSS + "<b>Operator dispatch</b>: which implementation runs, and why"),
-            widgets.HBox([self.family]),
-            self.editor.widget,
-            *toggle_rows,
-            widgets.HBox([apply_button, clear_button, self.snippet]),
-            self.env_box,
-            self.process_label,
-            self.status,
-            self.errors.widget,
-            self.results.widget,
-        ])
+        toggle_rows = [
+            widgets.HBox([widgets.Label(f"{name}:", layout=widgets.Layout(width="100px")), toggle, self.refusals[name]])
+            for name, toggle in self.toggles.items()
+        ]
+        self.widget = widgets.VBox(
+            [
+                widgets.HTML(PANEL_CSS + "<b>Operator dispatch</b>: which implementation runs, and why"),
+                widgets.HBox([self.family]),
+                self.editor.widget,
+                *toggle_rows,
+                widgets.HBox([apply_button, clear_button, self.snippet]),
+                self.env_box,
+                self.process_label,
+                self.status,
+                self.errors.widget,
+                self.results.widget,
+            ]
+        )
         self.widget.add_class("inspector-dispatch-panel")
         self.widget.add_class(PANEL_CLASS)
         self.last_trace: Trace | None = None
@@ -147,11 +182,14 @@ class DispatchPanel(DispatchActions, Panel[DispatchState]):
         self.refresh()
 
     def _toggle(self, family: str) -> widgets.ToggleButtons:
-        toggle = widgets.ToggleButtons(options=[AUTO, *[r.name for r in rows(family)]], value=AUTO,
-                                       tooltip=f"Force a row of {family} for the panel's decisions (op_backend); "
-                                               "a marked row cannot serve the context",
-                                       style={"button_width": "auto"},
-                                       layout=widgets.Layout(width="auto", flex="0 0 auto"))  # fmt: skip
+        toggle = widgets.ToggleButtons(
+            options=[AUTO, *[r.name for r in rows(family)]],
+            value=AUTO,
+            tooltip=f"Force a row of {family} for the panel's decisions (op_backend); "
+            "a marked row cannot serve the context",
+            style={"button_width": "auto"},
+            layout=widgets.Layout(width="auto", flex="0 0 auto"),
+        )
         toggle.add_class(f"inspector-toggle-{family}")
         toggle.observe(self.guard(lambda _c: self.refresh()), names="value")
         return toggle
@@ -222,8 +260,7 @@ class DispatchPanel(DispatchActions, Panel[DispatchState]):
             ctx = self.context
         except ValueError as exc:
             self.editor.errors.show(exc)
-            self.results.mark("the decision below is for the last context that could be read; fix the context "
-                              "above")  # fmt: skip
+            self.results.mark("the decision below is for the last context that could be read; fix the context above")
             self.set_status(f"{self.family.value}: the context cannot be read (see above)")
             return
         self.editor.errors.clear()
@@ -234,13 +271,19 @@ class DispatchPanel(DispatchActions, Panel[DispatchState]):
         # fields where the context was typed: not again beside its toggles, in the status line or the trace.
         refusing = [t for t in self._plan if not t.rows and t.error]
         if refusing:
-            self.editor.errors.show_text("; ".join(
-                (t.error or "").splitlines()[0] if t.family == self.family.value
-                else f"{t.family}: {(t.error or '').splitlines()[0]}" for t in refusing))  # fmt: skip
+            self.editor.errors.show_text(
+                "; ".join(
+                    (t.error or "").splitlines()[0]
+                    if t.family == self.family.value
+                    else f"{t.family}: {(t.error or '').splitlines()[0]}"
+                    for t in refusing
+                )
+            )
         if any(t.family == self.family.value for t in refusing):
             self._mark_toggles()
-            self.results.mark(f"the decision below is for the last context {self.family.value} could use; fix the "
-                              "context above")  # fmt: skip
+            self.results.mark(
+                f"the decision below is for the last context {self.family.value} could use; fix the context above"
+            )
             self.set_status(f"{self.family.value}: the context cannot be used (see above)")
             return
         self._render()
@@ -275,8 +318,17 @@ class DispatchPanel(DispatchActions, Panel[DispatchState]):
         family = self.family.value
         what_if_cells = {family: self._what_if[1]} if self._what_if and self._what_if[0] == family else {}
         sdpa_runs = self._sdpa_runs if family == TORCH_SDPA else None
-        return DispatchState(family, self.context, dict(self.selected), self._plan, what_if_cells,
-                             self._runs if sdpa_runs is None else None, self._what_ran, self._decisions, sdpa_runs)
+        return DispatchState(
+            family,
+            self.context,
+            dict(self.selected),
+            self._plan,
+            what_if_cells,
+            self._runs if sdpa_runs is None else None,
+            self._what_ran,
+            self._decisions,
+            sdpa_runs,
+        )
 
     def _render(self) -> Page:
         """Show the page of one state (built once); only the sections whose inputs changed redraw."""

@@ -7,10 +7,9 @@ so each module stays small.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
-import pandas as pd
 
 from inspector.dispatch import CallContext, op_backend, run_rows, what_if
 from inspector.dispatch.torch_sdpa import FAMILY as TORCH_SDPA
@@ -22,6 +21,9 @@ from inspector.panels.context_editor import DTYPES, ContextEditor
 from inspector.views.dispatch import DispatchState, comparison_table, watch_table, what_if_key
 from inspector.views.page import FIGURE, Page
 from inspector.views.sdpa_tables import sdpa_comparison_table
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 class DispatchActions(Panel[DispatchState]):
@@ -59,14 +61,30 @@ class DispatchActions(Panel[DispatchState]):
         self.put(self.compare_out, RawHTML("<i>No comparison yet: press <b>Run and compare rows</b>.</i>"))
         self.put(self.ran_out, RawHTML("<i>Nothing shown yet: press <b>Show what ran</b>.</i>"))
         return [
-            self._action_box("Draw what-if grid", "th", "Heatmap of the winning row as the axes that change it vary "
-                             "(torch_sdpa: GPU x dtype x variations of the call), under the toggles",
-                             self.draw_what_if, self.what_if_out),
-            self._action_box("Run and compare rows", "play", "Run every capable row on random inputs of this "
-                             "context and compare it with the reference (torch_sdpa: every backend, timed)",
-                             self.run_and_compare, self.compare_out),
-            self._action_box("Show what ran", "history", "The calls of the last `with torch_sdpa.watch():` block, "
-                             "and decisions of any running record_decisions()", self.show_what_ran, self.ran_out),
+            self._action_box(
+                "Draw what-if grid",
+                "th",
+                "Heatmap of the winning row as the axes that change it vary "
+                "(torch_sdpa: GPU x dtype x variations of the call), under the toggles",
+                self.draw_what_if,
+                self.what_if_out,
+            ),
+            self._action_box(
+                "Run and compare rows",
+                "play",
+                "Run every capable row on random inputs of this "
+                "context and compare it with the reference (torch_sdpa: every backend, timed)",
+                self.run_and_compare,
+                self.compare_out,
+            ),
+            self._action_box(
+                "Show what ran",
+                "history",
+                "The calls of the last `with torch_sdpa.watch():` block, "
+                "and decisions of any running record_decisions()",
+                self.show_what_ran,
+                self.ran_out,
+            ),
         ]
 
     def _action_box(self, label: str, icon: str, tooltip: str, action: Any, out: widgets.Output) -> widgets.VBox:
@@ -93,9 +111,13 @@ class DispatchActions(Panel[DispatchState]):
         recorders = tuple(ACTIVE) or ((stopped,) if stopped is not None else ())
         self._decisions = tuple(c for recorder in recorders for c in recorder.counts()) if recorders else None
         if self._what_ran is None and self._decisions is None:
-            self.put(self.ran_out, RawHTML(
-                "<i>No watched block yet: run <code>with torch_sdpa.watch() as calls: model(x)</code> (or "
-                "<code>with record_decisions(): ...</code> for your own families), then press the button again.</i>"))
+            self.put(
+                self.ran_out,
+                RawHTML(
+                    "<i>No watched block yet: run <code>with torch_sdpa.watch() as calls: model(x)</code> (or "
+                    "<code>with record_decisions(): ...</code> for your own families), then press the button again.</i>"
+                ),
+            )
             self.last_what_ran = None
             return None
         self._render()
@@ -145,8 +167,12 @@ class DispatchActions(Panel[DispatchState]):
         ctx = complete(self.context)
         facts = ctx.extra["sdpa"]
         # too big for this machine, or a GPU it lacks: ValueError before any tensor is made, shown by the button
-        refuse_what_cannot_run(facts, budget_s, facts.requires_grad and ctx.grad_enabled,
-                               how="smaller batch, heads, seq_len, kv_len or head_dim in the context editor")
+        refuse_what_cannot_run(
+            facts,
+            budget_s,
+            facts.requires_grad and ctx.grad_enabled,
+            how="smaller batch, heads, seq_len, kv_len or head_dim in the context editor",
+        )
         call, options = tensors_for(facts)
         with torch.set_grad_enabled(ctx.grad_enabled):
             self._sdpa_runs = compare(*call, **options, budget_s=budget_s)

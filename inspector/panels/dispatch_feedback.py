@@ -53,8 +53,11 @@ def refusal_html(trace: Trace, selected: str | None) -> str:
         parts.append(f"<b>✗ {html.escape(selected)} refused</b>: {html.escape(trace.error.splitlines()[0])}")
     elif not trace.rows and trace.error:
         parts.append(f"<b>✗</b> {html.escape(trace.error.splitlines()[0])}")
-    parts += [f"✗ {html.escape(row.name)}: {html.escape(refusal(row))}"
-              for row in trace.rows if cannot_serve(row) and row.name != selected]  # fmt: skip
+    parts += [
+        f"✗ {html.escape(row.name)}: {html.escape(refusal(row))}"
+        for row in trace.rows
+        if cannot_serve(row) and row.name != selected
+    ]
     if not parts:
         return ""
     return f'<span class="inspector-row-refusal">{" · ".join(parts)}</span>'
@@ -84,5 +87,7 @@ def env_problems_html(problems: Sequence[str]) -> str:
     if not problems:
         return ""
     items = "".join(f"<li>{html.escape(p)}</li>" for p in problems)
-    return (f'<div class="inspector-error-box inspector-env-problems"><b>{ENV_VAR} is not used as written</b>'
-            f"<ul>{items}</ul></div>")  # fmt: skip
+    return (
+        f'<div class="inspector-error-box inspector-env-problems"><b>{ENV_VAR} is not used as written</b>'
+        f"<ul>{items}</ul></div>"
+    )

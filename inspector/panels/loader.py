@@ -17,11 +17,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
-from inspector._bench import Progress
 from inspector.errors import Cancelled
 from inspector.loader import LoaderProfile, loader_statuses
 from inspector.loader.bench import (
@@ -41,6 +40,9 @@ from inspector.panels._render import RawHTML
 from inspector.panels.loader_history import PastRuns
 from inspector.panels.loader_yours import YourLoader
 from inspector.views.loader import LoaderSection, LoaderState
+
+if TYPE_CHECKING:
+    from inspector._bench import Progress
 
 SIZE_CHOICES = (0.25, 1, 4, 16, 64, 256)
 WORKER_CHOICES = (1, 2, 3, 4)
@@ -82,35 +84,72 @@ class LoaderPanel(YourLoader, PastRuns, Panel[LoaderState]):
         self._rows_lock = threading.Lock()
         wide = widgets.Layout(width="220px")
         several = " (shift- or ctrl-click to pick several)"
-        self.sizes = widgets.SelectMultiple(options=SIZE_CHOICES, value=tuple(sizes_mb), description="sizes (MiB)",
-                                            rows=len(SIZE_CHOICES), layout=wide,
-                                            tooltip="Trajectory sizes to load, in MiB" + several)  # fmt: skip
-        self.workers = widgets.SelectMultiple(options=WORKER_CHOICES, value=tuple(workers), description="workers",
-                                              rows=len(WORKER_CHOICES), layout=wide,
-                                              tooltip="Worker process counts to compare" + several)  # fmt: skip
-        self.layouts = widgets.SelectMultiple(options=("steps", "columnar"), value=tuple(layouts),
-                                              description="layouts", rows=2, layout=wide,
-                                              tooltip="steps: a list of per-step dicts; columnar: one array per "
-                                                      "key" + several)  # fmt: skip
+        self.sizes = widgets.SelectMultiple(
+            options=SIZE_CHOICES,
+            value=tuple(sizes_mb),
+            description="sizes (MiB)",
+            rows=len(SIZE_CHOICES),
+            layout=wide,
+            tooltip="Trajectory sizes to load, in MiB" + several,
+        )
+        self.workers = widgets.SelectMultiple(
+            options=WORKER_CHOICES,
+            value=tuple(workers),
+            description="workers",
+            rows=len(WORKER_CHOICES),
+            layout=wide,
+            tooltip="Worker process counts to compare" + several,
+        )
+        self.layouts = widgets.SelectMultiple(
+            options=("steps", "columnar"),
+            value=tuple(layouts),
+            description="layouts",
+            rows=2,
+            layout=wide,
+            tooltip="steps: a list of per-step dicts; columnar: one array per key" + several,
+        )
         self.methods = widgets.SelectMultiple(
-            options=[(METHOD_LABELS[m], m) for m in METHODS], value=tuple(methods), description="methods",
-            rows=len(METHODS), layout=widgets.Layout(width="300px"),
+            options=[(METHOD_LABELS[m], m) for m in METHODS],
+            value=tuple(methods),
+            description="methods",
+            rows=len(METHODS),
+            layout=widgets.Layout(width="300px"),
             tooltip="The loaders to time; memcpy is the ceiling" + several,
-        )  # fmt: skip
+        )
         devices = [("CPU", "cpu")] + ([("CUDA", "cuda")] if cuda_available() else [])
-        self.device = widgets.Dropdown(options=devices, value="cpu", description="device", layout=wide,
-                                       tooltip="Where each batch is delivered")
-        self.repeats = widgets.IntSlider(value=repeats, min=1, max=5, description="repeats", layout=wide,
-                                         tooltip="Timed repeats per cell (the median is shown)")
-        self.label = widgets.Text(value="", description="label", placeholder="e.g. before my change", layout=wide,
-                                  tooltip="A label kept with this run in the history (plain text)")
-        self.run_button = widgets.Button(description="Run", icon="play", button_style="primary",
-                                         layout=widgets.Layout(width="auto"),
-                                         tooltip="Run the benchmark with these choices (worker start-up is excluded)")
+        self.device = widgets.Dropdown(
+            options=devices, value="cpu", description="device", layout=wide, tooltip="Where each batch is delivered"
+        )
+        self.repeats = widgets.IntSlider(
+            value=repeats,
+            min=1,
+            max=5,
+            description="repeats",
+            layout=wide,
+            tooltip="Timed repeats per cell (the median is shown)",
+        )
+        self.label = widgets.Text(
+            value="",
+            description="label",
+            placeholder="e.g. before my change",
+            layout=wide,
+            tooltip="A label kept with this run in the history (plain text)",
+        )
+        self.run_button = widgets.Button(
+            description="Run",
+            icon="play",
+            button_style="primary",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Run the benchmark with these choices (worker start-up is excluded)",
+        )
         self.run_errors = ErrorLine("run")
         self.run_button.on_click(self.guard_into(self.run_errors, lambda _b: self.run()))
-        refresh = widgets.Button(description="Refresh workers", icon="refresh", layout=widgets.Layout(width="auto"),
-                                 tooltip="Redraw the table of loaders alive in this kernel")
+        refresh = widgets.Button(
+            description="Refresh workers",
+            icon="refresh",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Redraw the table of loaders alive in this kernel",
+        )
         refresh.on_click(self.guard(lambda _b: self.refresh_status()))
         self.job = BackgroundJob("Benchmark", triggers=[self.run_button])
         self.run_html = widgets.HTML()
@@ -127,39 +166,52 @@ class LoaderPanel(YourLoader, PastRuns, Panel[LoaderState]):
         self.table_out = widgets.Output()
         self.status_out = widgets.Output()
         # The choices, the Run button and their error line share one box.
-        self.run_box = widgets.VBox([
-            widgets.HBox([widgets.VBox([self.sizes, self.workers]), widgets.VBox([self.layouts, self.device,
-                          self.repeats, self.label]), self.methods]),
-            widgets.HBox([self.run_button, self.job.widget]),
-            self.run_errors.widget,
-        ])  # fmt: skip
+        self.run_box = widgets.VBox(
+            [
+                widgets.HBox(
+                    [
+                        widgets.VBox([self.sizes, self.workers]),
+                        widgets.VBox([self.layouts, self.device, self.repeats, self.label]),
+                        self.methods,
+                    ]
+                ),
+                widgets.HBox([self.run_button, self.job.widget]),
+                self.run_errors.widget,
+            ]
+        )
         self.run_box.add_class("inspector-loader-run")
         self.charts = charts = widgets.Tab(children=[self.chart_out, self.stage_out])
         charts.titles = ("By size", "Stages")  # "By workers" joins when several worker counts run
-        self.widget = widgets.VBox([
-            widgets.HTML(PANEL_CSS + "<b>Shared-memory loader</b>: throughput against the usual alternatives"),
-            self.status,
-            self.errors.widget,
-            self.run_box,
-            self.run_html,
-            charts,
-            self.targets_out,
-            self.table_out,
-            *self._past_runs(wide),
-            widgets.HTML("<b>Your loader</b>: <code>panel.profile(your_dataloader, step=your_step)</code> (or "
-                         "<code>inspector.show(loader=...)</code>) says whether your loop waits for data, and shows "
-                         "what the inspector's loader delivers for your saved batches (I/O only)"),
-            self.profile_job.widget,
-            self.profile_html,
-            self.profile_out,
-            widgets.HTML("<b>Tuning</b>: <code>panel.sweep(make_loader, num_workers=[0, 2, 4])</code> times each "
-                         "setting your function builds and recommends one"),
-            self.sweep_job.widget,
-            self.sweep_html,
-            self.sweep_out,
-            widgets.HBox([widgets.HTML("<b>Loaders in this kernel</b>"), refresh]),
-            self.status_out,
-        ])  # fmt: skip
+        self.widget = widgets.VBox(
+            [
+                widgets.HTML(PANEL_CSS + "<b>Shared-memory loader</b>: throughput against the usual alternatives"),
+                self.status,
+                self.errors.widget,
+                self.run_box,
+                self.run_html,
+                charts,
+                self.targets_out,
+                self.table_out,
+                *self._past_runs(wide),
+                widgets.HTML(
+                    "<b>Your loader</b>: <code>panel.profile(your_dataloader, step=your_step)</code> (or "
+                    "<code>inspector.show(loader=...)</code>) says whether your loop waits for data, and shows "
+                    "what the inspector's loader delivers for your saved batches (I/O only)"
+                ),
+                self.profile_job.widget,
+                self.profile_html,
+                self.profile_out,
+                widgets.HTML(
+                    "<b>Tuning</b>: <code>panel.sweep(make_loader, num_workers=[0, 2, 4])</code> times each "
+                    "setting your function builds and recommends one"
+                ),
+                self.sweep_job.widget,
+                self.sweep_html,
+                self.sweep_out,
+                widgets.HBox([widgets.HTML("<b>Loaders in this kernel</b>"), refresh]),
+                self.status_out,
+            ]
+        )
         self.widget.add_class("inspector-loader-panel")
         self.widget.add_class(PANEL_CLASS)
         self._render_results()
@@ -194,8 +246,11 @@ class LoaderPanel(YourLoader, PastRuns, Panel[LoaderState]):
                 raise ValueError(f"Pick at least one of {name.replace('_mb', '')} before running.")
         settings["label"] = self.label.value.strip()
         planned_methods = [*settings["methods"], *(["h2d"] if settings["device"] else [])]
-        planned = tuple(bench_plan(settings["layouts"], check_sizes(settings["sizes_mb"]), settings["workers"],
-                                   planned_methods, WORKERLESS))  # fmt: skip
+        planned = tuple(
+            bench_plan(
+                settings["layouts"], check_sizes(settings["sizes_mb"]), settings["workers"], planned_methods, WORKERLESS
+            )
+        )
         with self._rows_lock:
             self.rows = []
             self._planned = planned
@@ -256,8 +311,16 @@ class LoaderPanel(YourLoader, PastRuns, Panel[LoaderState]):
         with self._rows_lock:
             rows = tuple(self.rows)
             planned = self._planned
-        return LoaderState(rows, tuple(self.profiles), self._history, self._statuses, self._history_note, planned,
-                           self._overlay, self.sweep_result)  # fmt: skip
+        return LoaderState(
+            rows,
+            tuple(self.profiles),
+            self._history,
+            self._statuses,
+            self._history_note,
+            planned,
+            self._overlay,
+            self.sweep_result,
+        )
 
     def _render_results(self) -> None:
         current = self.page(self.state())

@@ -29,26 +29,51 @@ class PastRuns(Panel[LoaderState]):
         """The part's widgets: the button, the overlay and label controls (hidden until a history is shown), the
         history's output."""
         self.history_out = widgets.Output()
-        history = widgets.Button(description="Show history", icon="history", layout=widgets.Layout(width="auto"),
-                                 tooltip="The last five benchmark runs side by side (kept under your cache)")
+        history = widgets.Button(
+            description="Show history",
+            icon="history",
+            layout=widgets.Layout(width="auto"),
+            tooltip="The last five benchmark runs side by side (kept under your cache)",
+        )
         history.on_click(self.guard(lambda _b: self.show_history()))
-        self.overlay_first = widgets.Dropdown(options=[], description="overlay", layout=wide,
-                                              tooltip="The first of two past runs to draw in one chart (solid)")
-        self.overlay_second = widgets.Dropdown(options=[], description="with", layout=wide,
-                                               tooltip="The second past run to draw in the same chart (dashed)")
+        self.overlay_first = widgets.Dropdown(
+            options=[],
+            description="overlay",
+            layout=wide,
+            tooltip="The first of two past runs to draw in one chart (solid)",
+        )
+        self.overlay_second = widgets.Dropdown(
+            options=[],
+            description="with",
+            layout=wide,
+            tooltip="The second past run to draw in the same chart (dashed)",
+        )
         for choice in (self.overlay_first, self.overlay_second):
             choice.observe(self.guard(lambda _change: self._overlay_changed()), names="value")
-        self.run_label = widgets.Text(value="", description="new label", layout=wide,
-                                      tooltip="A label for the first run picked above (plain text)")
-        label_button = widgets.Button(description="Label run", icon="tag", layout=widgets.Layout(width="auto"),
-                                      tooltip="Keep this label with the first run picked above")
+        self.run_label = widgets.Text(
+            value="",
+            description="new label",
+            layout=wide,
+            tooltip="A label for the first run picked above (plain text)",
+        )
+        label_button = widgets.Button(
+            description="Label run",
+            icon="tag",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Keep this label with the first run picked above",
+        )
         self.history_errors = ErrorLine("history")
-        label_button.on_click(self.guard_into(self.history_errors, lambda _b: self.label_run(
-            self.overlay_first.value, self.run_label.value)))
-        self.history_box = widgets.VBox([
-            widgets.HBox([self.overlay_first, self.overlay_second, self.run_label, label_button]),
-            self.history_errors.widget,
-        ])  # fmt: skip
+        label_button.on_click(
+            self.guard_into(
+                self.history_errors, lambda _b: self.label_run(self.overlay_first.value, self.run_label.value)
+            )
+        )
+        self.history_box = widgets.VBox(
+            [
+                widgets.HBox([self.overlay_first, self.overlay_second, self.run_label, label_button]),
+                self.history_errors.widget,
+            ]
+        )
         self.history_box.layout.display = "none"  # until a history is shown
         return [widgets.HBox([widgets.HTML("<b>Past runs</b>"), history]), self.history_box, self.history_out]
 

@@ -10,18 +10,20 @@ from __future__ import annotations
 import html
 import threading
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import ipywidgets as widgets
-
-from inspector._bench import Progress
 from inspector.errors import Cancelled
 from inspector.loader import LoaderProfile, UnsupportedPayloadError
 from inspector.loader.bench import SweepCancelled, SweepResult, profile_inspector_loader, profile_loader, sweep_loader
-from inspector.panels._background import BackgroundJob
 from inspector.panels._base import Panel
 from inspector.panels._guard import error_html
 from inspector.views.loader import LoaderSection, LoaderState
+
+if TYPE_CHECKING:
+    import ipywidgets as widgets
+
+    from inspector._bench import Progress
+    from inspector.panels._background import BackgroundJob
 
 
 class YourLoader(Panel[LoaderState]):
@@ -36,8 +38,16 @@ class YourLoader(Panel[LoaderState]):
     sweep_html: widgets.HTML
     sweep_out: widgets.Output
 
-    def profile(self, loader: object, *, step: Any = None, batches: int = 30, warmup: int = 2, compare: bool = True,
-                wait: bool = False) -> None:  # fmt: skip
+    def profile(
+        self,
+        loader: object,
+        *,
+        step: Any = None,
+        batches: int = 30,
+        warmup: int = 2,
+        compare: bool = True,
+        wait: bool = False,
+    ) -> None:
         """Profile ``loader`` (a DataLoader or any iterable) on a background job, running ``step`` (your training
         step) on each batch for the verdict; then what the inspector's loader delivers for its first batches,
         saved (``compare``, I/O only)."""
@@ -51,17 +61,22 @@ class YourLoader(Panel[LoaderState]):
             raise TypeError(f"step must be a callable taking one batch (your training step), got {type(step).__name__}")
 
         def job(report: Progress, cancelled: threading.Event) -> list[LoaderProfile]:
-            found = [profile_loader(loader, step=step, batches=batches, warmup=warmup, cancel=cancelled,
-                                    progress=report)]  # fmt: skip
+            found = [
+                profile_loader(loader, step=step, batches=batches, warmup=warmup, cancel=cancelled, progress=report)
+            ]
             self._show_profiles(found)
             if compare:
                 try:
-                    found.append(profile_inspector_loader(loader, batches=batches, warmup=warmup, cancel=cancelled,
-                                                          progress=report))  # fmt: skip
+                    found.append(
+                        profile_inspector_loader(
+                            loader, batches=batches, warmup=warmup, cancel=cancelled, progress=report
+                        )
+                    )
                 except UnsupportedPayloadError as exc:  # the verdict stands; only the I/O-only comparison is off
                     self.profile_html.value = html.escape(
                         f"No I/O-only comparison: your batches cannot be saved as storage files ({exc.where} is "
-                        f"{exc.type_name}: {exc.reason}).")  # fmt: skip
+                        f"{exc.type_name}: {exc.reason})."
+                    )
             return found
 
         def failed(exc: BaseException) -> None:
@@ -76,21 +91,40 @@ class YourLoader(Panel[LoaderState]):
         self._show_profiles([*self.profiles, profile])
 
     # -- tuning --------------------------------------------------------------------------------
-    def sweep(self, make_loader: Any, /, *, step: Any = None, batches: int = 30, warmup: int = 2,
-              time_cap_s: float = 20.0, wait: bool = False, **grid: Sequence[Any]) -> None:  # fmt: skip
+    def sweep(
+        self,
+        make_loader: Any,
+        /,
+        *,
+        step: Any = None,
+        batches: int = 30,
+        warmup: int = 2,
+        time_cap_s: float = 20.0,
+        wait: bool = False,
+        **grid: Sequence[Any],
+    ) -> None:
         """Run ``sweep_loader(make_loader, **grid)`` on a background job (progress, Cancel keeps what it measured)."""
         self.ensure_idle(self.sweep_job, "A sweep is already running.", "sweep again")
         if not callable(make_loader):
-            raise TypeError(f"sweep() needs a function that builds a loader from a setting, got "
-                            f"{type(make_loader).__name__}")  # fmt: skip
+            raise TypeError(
+                f"sweep() needs a function that builds a loader from a setting, got {type(make_loader).__name__}"
+            )
         from inspector.loader.bench.sweep import settings_of
 
         settings_of(grid)  # a bad grid is refused here, before the job starts
         self.sweep_html.value = ""
 
         def job(report: Progress, cancelled: threading.Event) -> SweepResult:
-            return sweep_loader(make_loader, step=step, batches=batches, warmup=warmup, time_cap_s=time_cap_s,
-                                cancel=cancelled, progress=report, **grid)  # fmt: skip
+            return sweep_loader(
+                make_loader,
+                step=step,
+                batches=batches,
+                warmup=warmup,
+                time_cap_s=time_cap_s,
+                cancel=cancelled,
+                progress=report,
+                **grid,
+            )
 
         def failed(exc: BaseException) -> None:
             if isinstance(exc, SweepCancelled):
@@ -110,4 +144,3 @@ class YourLoader(Panel[LoaderState]):
         if not profiles:
             return
         self.show(self.profile_out, self.page(self.state()), LoaderSection.PROFILES)
-

@@ -45,8 +45,10 @@ MAX_EDITABLE_PAIRS = 2048  # one row of widgets per pair; a 16-worker x 8-GPU me
 def download_link(plan: TopologyPlan) -> str:
     """An ``<a download>`` that saves the plan as ``rpc_plan.json`` (no server round trip)."""
     data = base64.b64encode(plan.to_json().encode()).decode("ascii")
-    return (f'<a class="inspector-rpc-download" download="rpc_plan.json" '
-            f'href="data:application/json;base64,{data}">⬇ Download rpc_plan.json</a>')  # fmt: skip
+    return (
+        f'<a class="inspector-rpc-download" download="rpc_plan.json" '
+        f'href="data:application/json;base64,{data}">⬇ Download rpc_plan.json</a>'
+    )
 
 
 class RpcPanel(LaunchBox, Panel[RpcState]):
@@ -66,19 +68,34 @@ class RpcPanel(LaunchBox, Panel[RpcState]):
         self.rows: list[MapRow] = []
 
         narrow = {"description_width": "initial"}
-        self.workers = widgets.BoundedIntText(value=2, min=1, max=MAX_WORKERS, description="workers",
-                                              layout=widgets.Layout(width="170px"),
-                                              tooltip="Number of RPC workers (worker0, worker1, ...)")  # fmt: skip
-        self.gpus = widgets.Text(value="2", description="GPUs per worker", placeholder="8, or 8,8,4,4", style=narrow,
-                                 layout=widgets.Layout(width="260px"),
-                                 tooltip="One GPU count for every worker, or one per worker, comma-separated")
+        self.workers = widgets.BoundedIntText(
+            value=2,
+            min=1,
+            max=MAX_WORKERS,
+            description="workers",
+            layout=widgets.Layout(width="170px"),
+            tooltip="Number of RPC workers (worker0, worker1, ...)",
+        )
+        self.gpus = widgets.Text(
+            value="2",
+            description="GPUs per worker",
+            placeholder="8, or 8,8,4,4",
+            style=narrow,
+            layout=widgets.Layout(width="260px"),
+            tooltip="One GPU count for every worker, or one per worker, comma-separated",
+        )
         self.group = widgets.ToggleButtons(
-            options=["static", "dynamic"], value="static", tooltips=["world_size given", "workers join later"],
+            options=["static", "dynamic"],
+            value="static",
+            tooltips=["world_size given", "workers join later"],
             tooltip="static: init_rpc is given world_size; dynamic: workers join later",
         )
-        self.devices = widgets.Textarea(description="devices", placeholder="worker0: cuda:0, cuda:1   (optional)",
-                                        layout=widgets.Layout(width="520px", height="52px"),
-                                        tooltip="Optional: each worker's devices list, one worker per line")
+        self.devices = widgets.Textarea(
+            description="devices",
+            placeholder="worker0: cuda:0, cuda:1   (optional)",
+            layout=widgets.Layout(width="520px", height="52px"),
+            tooltip="Optional: each worker's devices list, one worker per line",
+        )
         self.templates = TemplatePicker(self.load_plan)
         from_job = widgets.Button(
             description="Show this job's plan",
@@ -86,24 +103,39 @@ class RpcPanel(LaunchBox, Panel[RpcState]):
             tooltip="the topology of the RPC job this kernel runs in (TopologyPlan.from_job)",
             layout=widgets.Layout(width="auto"),
         )
-        from_job.on_click(self.guard_into(self.templates.errors, lambda _b: self.load_job_plan()))  # fmt: skip
+        from_job.on_click(self.guard_into(self.templates.errors, lambda _b: self.load_job_plan()))
         self.plan_errors, self.rows_errors = ErrorLine("plan"), ErrorLine("rows")
         self.rows_box = widgets.VBox([])
-        add_button = widgets.Button(description="Add map row", icon="plus", layout=widgets.Layout(width="auto"),
-                                    tooltip="Append an empty row: caller, callee, source device, target device")
+        add_button = widgets.Button(
+            description="Add map row",
+            icon="plus",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Append an empty row: caller, callee, source device, target device",
+        )
         add_button.on_click(self.guard(lambda _b: self.add_row()))
         self.init_html = widgets.HTML()
         self.problems_out, self.graph_out, self.derived_out = widgets.Output(), widgets.Output(), widgets.Output()
-        self.json_text = widgets.Textarea(placeholder="plan JSON", layout=widgets.Layout(width="620px", height="160px"),
-                                          tooltip="The plan as JSON: Export fills it, Import reads it")
+        self.json_text = widgets.Textarea(
+            placeholder="plan JSON",
+            layout=widgets.Layout(width="620px", height="160px"),
+            tooltip="The plan as JSON: Export fills it, Import reads it",
+        )
         self.download = widgets.HTML()
         self._linked: TopologyPlan | None = None
         json_errors = ErrorLine("json")
-        export_button = widgets.Button(description="Export plan", icon="download", layout=widgets.Layout(width="auto"),
-                                       tooltip="Put the plan's JSON in the box below")
+        export_button = widgets.Button(
+            description="Export plan",
+            icon="download",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Put the plan's JSON in the box below",
+        )
         export_button.on_click(self.guard_into(json_errors, lambda _b: self.export_json()))
-        import_button = widgets.Button(description="Import plan", icon="upload", layout=widgets.Layout(width="auto"),
-                                       tooltip="Load the plan from the JSON in the box below")
+        import_button = widgets.Button(
+            description="Import plan",
+            icon="upload",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Load the plan from the JSON in the box below",
+        )
         import_button.on_click(self.guard_into(json_errors, lambda _b: self.import_json()))
         self.backends_out = widgets.Output()
         launch_box = self._launch_box()
@@ -112,30 +144,51 @@ class RpcPanel(LaunchBox, Panel[RpcState]):
         for control in (self.workers, self.gpus, self.group, self.devices):
             control.observe(self.guard(self._on_edit), names="value")
         plan_json = widgets.VBox([widgets.HBox([export_button, import_button]), json_errors.widget, self.json_text])
-        details = [("Topology", self.graph_out), ("Reverse maps and device lists", self.derived_out),
-                   ("Plan JSON", plan_json), ("Launch a local world", launch_box),
-                   ("Registered RPC backends", self.backends_out)]  # fmt: skip
+        details = [
+            ("Topology", self.graph_out),
+            ("Reverse maps and device lists", self.derived_out),
+            ("Plan JSON", plan_json),
+            ("Launch a local world", launch_box),
+            ("Registered RPC backends", self.backends_out),
+        ]
         job = (JOB_TITLE, self.job_box.widget)  # first, and open, in rank 0 of a job; else last, closed
         self.details = Sections([job, *details] if self.job_view is not None else [*details, job])
         header = PANEL_CSS + ROWS_CSS + "<b>RPC device maps</b>: plan a topology and see what init_rpc would say"
-        rows_help = ("<small>Each row: the caller's <i>source</i> device → the callee's <i>target</i> device "
-                     "(<code>set_device_map(callee, {source: target})</code> on the caller)</small>")  # fmt: skip
+        rows_help = (
+            "<small>Each row: the caller's <i>source</i> device → the callee's <i>target</i> device "
+            "(<code>set_device_map(callee, {source: target})</code> on the caller)</small>"
+        )
         # Each error shows in the box of the fields that caused it; what it invalidates is marked stale.
-        plan_box = widgets.VBox([widgets.HBox([self.workers, self.gpus, self.group]), self.devices,
-                                 self.plan_errors.widget])  # fmt: skip
+        plan_box = widgets.VBox(
+            [widgets.HBox([self.workers, self.gpus, self.group]), self.devices, self.plan_errors.widget]
+        )
         plan_box.add_class("inspector-rpc-plan-box")
         rows_area = widgets.VBox([widgets.HTML(rows_help), self.rows_box, add_button, self.rows_errors.widget])
         rows_area.add_class("inspector-rpc-rows-box")
         self.results = StaleMark(self.init_html, self.problems_out, self.details.widget)
-        self.widget = widgets.VBox([
-            widgets.HTML(header), widgets.HBox([self.templates.widget, from_job, self.download]),
-            plan_box, rows_area, self.status, self.errors.widget, self.results.widget,
-        ])  # fmt: skip
+        self.widget = widgets.VBox(
+            [
+                widgets.HTML(header),
+                widgets.HBox([self.templates.widget, from_job, self.download]),
+                plan_box,
+                rows_area,
+                self.status,
+                self.errors.widget,
+                self.results.widget,
+            ]
+        )
         self.widget.add_class("inspector-rpc-panel")
         self.widget.add_class(PANEL_CLASS)
-        for control, name in ((self.workers, "workers"), (self.gpus, "gpus"), (self.group, "group"),
-                              (self.launch_button, "launch"), (self.world_html, "world"), (self.graph_out, "graph"),
-                              (self.init_html, "init"), (self.download, "download-box")):  # fmt: skip
+        for control, name in (
+            (self.workers, "workers"),
+            (self.gpus, "gpus"),
+            (self.group, "group"),
+            (self.launch_button, "launch"),
+            (self.world_html, "world"),
+            (self.graph_out, "graph"),
+            (self.init_html, "init"),
+            (self.download, "download-box"),
+        ):
             control.add_class(f"inspector-rpc-{name}")
         self.put(self.backends_out, RawHTML(table_html(backends_table(registered_backends()))))
         self.load_plan(plan or DEFAULT_PLAN)
@@ -241,8 +294,11 @@ class RpcPanel(LaunchBox, Panel[RpcState]):
             in_rows = "device_maps" in exc.path or exc.path == "map rows"
             (self.rows_errors if in_rows else self.plan_errors).show(exc)
             (self.plan_errors if in_rows else self.rows_errors).clear()
-            self.results.mark("the results below are for the last plan that could be read; fix the "
-                              + ("map rows" if in_rows else "fields") + " above")  # fmt: skip
+            self.results.mark(
+                "the results below are for the last plan that could be read; fix the "
+                + ("map rows" if in_rows else "fields")
+                + " above"
+            )
             self.set_status("the plan cannot be read (see above)")
             return
         self.plan_errors.clear()
@@ -286,6 +342,7 @@ class RpcPanel(LaunchBox, Panel[RpcState]):
         if self.job_view is not None:
             self.details.open(JOB_TITLE)
         return self.job_view
+
     # -- JSON ------------------------------------------------------------------------------------
     def export_json(self) -> str:
         """Put the plan's JSON in the text box (and return it)."""

@@ -26,9 +26,13 @@ class JobBox:
         self.out = widgets.Output()
         self.out.add_class("inspector-rpc-job")
         self.errors = ErrorLine("job")
-        button = widgets.Button(description="Show the last gather", icon="sitemap", layout=widgets.Layout(width="auto"),
-                                tooltip="every rank's SDPA backends, loader and environment, as the last "
-                                        "inspector.rpc.gather on this rank returned them")  # fmt: skip
+        button = widgets.Button(
+            description="Show the last gather",
+            icon="sitemap",
+            layout=widgets.Layout(width="auto"),
+            tooltip="every rank's SDPA backends, loader and environment, as the last "
+            "inspector.rpc.gather on this rank returned them",
+        )
         button.on_click(guard_into(self.errors, lambda _b: on_show()))
         self.widget = widgets.VBox([button, self.errors.widget, self.out])
 

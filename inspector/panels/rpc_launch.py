@@ -72,7 +72,8 @@ class LaunchSummary:
             return f"the plan's {_count(kept, 'map pair')} as written, on this machine's {gpus}"
         lists = [w.name for w in self.planned.workers if w.devices]
         dropped = f"{_count(self.dropped_pairs, 'GPU map pair')}" + (
-            f" and the devices lists of {', '.join(lists)}" if lists else "")
+            f" and the devices lists of {', '.join(lists)}" if lists else ""
+        )
         if not self.dropped_pairs and not lists:
             return f"the plan's {_count(kept, 'cpu → cpu map pair')}" if kept else "no device maps (the plan has none)"
         kept_text = f"only the plan's {_count(kept, 'cpu → cpu map pair')}" if kept else "no device maps"
@@ -88,19 +89,25 @@ class LaunchSummary:
         """What pressing Launch will start and measure."""
         names = self.launched.names
         n = len(names)
-        text = (f"Launch starts {_count(n, 'local worker')} ({', '.join(names)}) with {self.maps}; it times "
-                f"{self.samples} no-op rpc_sync round trips for each of the {n * n} ordered pairs")  # fmt: skip
+        text = (
+            f"Launch starts {_count(n, 'local worker')} ({', '.join(names)}) with {self.maps}; it times "
+            f"{self.samples} no-op rpc_sync round trips for each of the {n * n} ordered pairs"
+        )
         if self.ring:
             sizes = ", ".join(_mib(s) for s in self.sizes)
             loop = " → ".join([a for a, _ in self.ring] + [self.ring[0][0]])
-            text += (f", then sends float32 tensors of {sizes} MiB around the ring {loop} ({BANDWIDTH_WARMUP} "
-                     f"warm-up and {BANDWIDTH_REPEATS} timed sends each)")  # fmt: skip
+            text += (
+                f", then sends float32 tensors of {sizes} MiB around the ring {loop} ({BANDWIDTH_WARMUP} "
+                f"warm-up and {BANDWIDTH_REPEATS} timed sends each)"
+            )
         return f"{text}. {self.tensors}"
 
     def after(self, snapshot: WorldSnapshot) -> str:
         """What ran, once the world has been measured and shut down."""
-        return (f"{_count(len(snapshot.workers), 'worker')} ready in {snapshot.start_seconds:.2f} s with "
-                f"{self.maps}; measured, then shut down. {self.tensors}")  # fmt: skip
+        return (
+            f"{_count(len(snapshot.workers), 'worker')} ready in {snapshot.start_seconds:.2f} s with "
+            f"{self.maps}; measured, then shut down. {self.tensors}"
+        )
 
 
 def summarize(planned: TopologyPlan, samples: int = 50, largest_bytes: int = 16 << 20) -> LaunchSummary:
@@ -120,8 +127,9 @@ def here(plan: TopologyPlan) -> TopologyPlan:
     import torch
 
     count = torch.cuda.device_count()
-    return TopologyPlan(tuple(WorkerPlan(w.name, count, w.devices, w.device_maps) for w in plan.workers),
-                        plan.static_group)  # fmt: skip
+    return TopologyPlan(
+        tuple(WorkerPlan(w.name, count, w.devices, w.device_maps) for w in plan.workers), plan.static_group
+    )
 
 
 @dataclass(frozen=True)
@@ -151,14 +159,23 @@ class LaunchConfirmation:
 
     def __init__(self) -> None:
         self.message = widgets.HTML()
-        self.launch_anyway = widgets.Button(description="Launch anyway", button_style="danger", icon="warning",
-                                            layout=widgets.Layout(width="auto"),
-                                            tooltip="Start the world although init_rpc would refuse the plan")
-        self.cancel = widgets.Button(description="Cancel", icon="times", layout=widgets.Layout(width="auto"),
-                                     tooltip="Launch nothing; fix the rows marked in red first")
+        self.launch_anyway = widgets.Button(
+            description="Launch anyway",
+            button_style="danger",
+            icon="warning",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Start the world although init_rpc would refuse the plan",
+        )
+        self.cancel = widgets.Button(
+            description="Cancel",
+            icon="times",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Launch nothing; fix the rows marked in red first",
+        )
         self.cancel.add_class("inspector-rpc-launch-cancel")
-        self.widget = widgets.VBox([self.message, widgets.HBox([self.launch_anyway, self.cancel])],
-                                   layout=widgets.Layout(display="none"))  # fmt: skip
+        self.widget = widgets.VBox(
+            [self.message, widgets.HBox([self.launch_anyway, self.cancel])], layout=widgets.Layout(display="none")
+        )
         self.widget.add_class("inspector-rpc-confirm")
         self.launch_anyway.add_class("inspector-rpc-launch-anyway")
         self._on_yes: Callable[[], None] | None = None
@@ -214,9 +231,12 @@ def world_job(plan: TopologyPlan, samples: int, largest_bytes: int) -> WorldJob:
                 raise Cancelled("cancelled after the RTT measurement")
             if ring:
                 world.measure_bandwidth(
-                    repeats=BANDWIDTH_REPEATS, pairs=ring, sizes=sizes, warmup=BANDWIDTH_WARMUP,
+                    repeats=BANDWIDTH_REPEATS,
+                    pairs=ring,
+                    sizes=sizes,
+                    warmup=BANDWIDTH_WARMUP,
                     progress=lambda d, _t, m: report(n + n * n + d, total, f"bandwidth {m}"),
-                )  # fmt: skip
+                )
             return world.snapshot()
 
     return job

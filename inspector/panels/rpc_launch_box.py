@@ -8,7 +8,7 @@ Kept apart so each module stays small.
 from __future__ import annotations
 
 import html
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import ipywidgets as widgets
 
@@ -16,9 +16,11 @@ from inspector.panels._background import BackgroundJob
 from inspector.panels._base import Panel
 from inspector.panels._guard import ErrorLine, error_html
 from inspector.panels.rpc_launch import LaunchConfirmation, LaunchSummary, refusal, summarize, world_job
-from inspector.rpc import TopologyPlan, WorldSnapshot
 from inspector.rpc._records import MIB
 from inspector.views.rpc import RpcSection, RpcState
+
+if TYPE_CHECKING:
+    from inspector.rpc import TopologyPlan, WorldSnapshot
 
 NARROW = {"description_width": "initial"}
 
@@ -38,16 +40,30 @@ class LaunchBox(Panel[RpcState]):
 
     def _launch_box(self) -> widgets.VBox:
         """The box's widgets: samples, message size, the button, what it would run, the job and the world."""
-        self.rtt_count = widgets.BoundedIntText(value=50, min=1, max=10_000, description="RTT samples", style=NARROW,
-                                                layout=widgets.Layout(width="170px"),
-                                                tooltip="Round trips timed for every ordered pair of workers")
-        self.mebibytes = widgets.BoundedFloatText(value=16.0, min=0.001, max=1024.0, description="largest message MiB",
-                                                  style=NARROW, layout=widgets.Layout(width="230px"),
-                                                  tooltip="The largest bandwidth message (two smaller sizes too)")
-        self.launch_button = widgets.Button(description="Launch local world", icon="rocket",
-                                            layout=widgets.Layout(width="auto"),
-                                            tooltip="Start real workers for this plan on this machine, measure "
-                                                    "RTT and bandwidth, then shut them down")  # fmt: skip
+        self.rtt_count = widgets.BoundedIntText(
+            value=50,
+            min=1,
+            max=10_000,
+            description="RTT samples",
+            style=NARROW,
+            layout=widgets.Layout(width="170px"),
+            tooltip="Round trips timed for every ordered pair of workers",
+        )
+        self.mebibytes = widgets.BoundedFloatText(
+            value=16.0,
+            min=0.001,
+            max=1024.0,
+            description="largest message MiB",
+            style=NARROW,
+            layout=widgets.Layout(width="230px"),
+            tooltip="The largest bandwidth message (two smaller sizes too)",
+        )
+        self.launch_button = widgets.Button(
+            description="Launch local world",
+            icon="rocket",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Start real workers for this plan on this machine, measure RTT and bandwidth, then shut them down",
+        )
         self.launch_errors = ErrorLine("launch")
         self.launch_preview = widgets.HTML()
         self.launch_preview.add_class("inspector-rpc-launch-preview")

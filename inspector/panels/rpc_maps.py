@@ -31,16 +31,35 @@ class MapRow:
     def __init__(self, names: list[str], on_change: Any, on_remove: Any, values: tuple[str, ...] = ()) -> None:
         caller, callee, source, target = (*values, "", "", "", "")[:4]
         small = widgets.Layout(width="130px")
-        self.caller = widgets.Combobox(value=caller, options=names, placeholder="caller", layout=small,
-                                       tooltip="The worker that calls (it sets the device map)")
-        self.callee = widgets.Combobox(value=callee, options=names, placeholder="callee", layout=small,
-                                       tooltip="The worker called (the map is keyed by it)")
-        self.source = widgets.Text(value=source, placeholder="cuda:0", layout=widgets.Layout(width="100px"),
-                                   tooltip="A device of the caller (cpu, cuda:0, ...)")
-        self.target = widgets.Text(value=target, placeholder="cuda:1", layout=widgets.Layout(width="100px"),
-                                   tooltip="Where the tensor lands: a device of the callee")
-        remove = widgets.Button(icon="times", tooltip="remove this row",
-                                layout=widgets.Layout(width="36px", min_width="36px"))  # fmt: skip
+        self.caller = widgets.Combobox(
+            value=caller,
+            options=names,
+            placeholder="caller",
+            layout=small,
+            tooltip="The worker that calls (it sets the device map)",
+        )
+        self.callee = widgets.Combobox(
+            value=callee,
+            options=names,
+            placeholder="callee",
+            layout=small,
+            tooltip="The worker called (the map is keyed by it)",
+        )
+        self.source = widgets.Text(
+            value=source,
+            placeholder="cuda:0",
+            layout=widgets.Layout(width="100px"),
+            tooltip="A device of the caller (cpu, cuda:0, ...)",
+        )
+        self.target = widgets.Text(
+            value=target,
+            placeholder="cuda:1",
+            layout=widgets.Layout(width="100px"),
+            tooltip="Where the tensor lands: a device of the callee",
+        )
+        remove = widgets.Button(
+            icon="times", tooltip="remove this row", layout=widgets.Layout(width="36px", min_width="36px")
+        )
         remove.on_click(lambda _b: on_remove(self))
         for field in self.fields:
             field.observe(on_change, names="value")

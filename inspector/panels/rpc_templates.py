@@ -30,23 +30,40 @@ class TemplatePicker:
     """
 
     def __init__(self, on_apply: Callable[[TopologyPlan], None]) -> None:
-        self.kind = widgets.Dropdown(options=list(TEMPLATES), value="full mesh", description="template",
-                                     layout=widgets.Layout(width="230px"),
-                                     tooltip="Every worker maps to every other, a ring, or trainers around a "
-                                             "parameter server")  # fmt: skip
-        self.workers = widgets.BoundedIntText(value=4, min=1, max=MAX_TEMPLATE_WORKERS, description="N",
-                                              layout=widgets.Layout(width="120px"),
-                                              tooltip="Workers (for a parameter server: trainers)")  # fmt: skip
-        self.gpus = widgets.BoundedIntText(value=8, min=0, max=128, description="× GPUs",
-                                           layout=widgets.Layout(width="140px"),
-                                           tooltip="GPUs per worker")  # fmt: skip
-        self.apply_button = widgets.Button(description="Use template", icon="sitemap",
-                                           layout=widgets.Layout(width="auto"),
-                                           tooltip="Replace the plan below with this template's")  # fmt: skip
+        self.kind = widgets.Dropdown(
+            options=list(TEMPLATES),
+            value="full mesh",
+            description="template",
+            layout=widgets.Layout(width="230px"),
+            tooltip="Every worker maps to every other, a ring, or trainers around a parameter server",
+        )
+        self.workers = widgets.BoundedIntText(
+            value=4,
+            min=1,
+            max=MAX_TEMPLATE_WORKERS,
+            description="N",
+            layout=widgets.Layout(width="120px"),
+            tooltip="Workers (for a parameter server: trainers)",
+        )
+        self.gpus = widgets.BoundedIntText(
+            value=8,
+            min=0,
+            max=128,
+            description="× GPUs",
+            layout=widgets.Layout(width="140px"),
+            tooltip="GPUs per worker",
+        )
+        self.apply_button = widgets.Button(
+            description="Use template",
+            icon="sitemap",
+            layout=widgets.Layout(width="auto"),
+            tooltip="Replace the plan below with this template's",
+        )
         self.errors = ErrorLine("template")
         self.apply_button.on_click(guarded(self.errors)(lambda _b: on_apply(self.plan())))
-        self.widget = widgets.VBox([widgets.HBox([self.kind, self.workers, self.gpus, self.apply_button]),
-                                    self.errors.widget])  # fmt: skip
+        self.widget = widgets.VBox(
+            [widgets.HBox([self.kind, self.workers, self.gpus, self.apply_button]), self.errors.widget]
+        )
         self.widget.add_class("inspector-rpc-templates")
         self.apply_button.add_class("inspector-rpc-template-apply")
 

@@ -39,8 +39,10 @@ def disagreement(arrivals: Mapping[int, Mapping[str, Any]], address: str) -> str
         for rank in ranks:
             said.setdefault(json.dumps(arrivals[rank].get(key)), []).append(rank)
         if len(said) > 1:
-            parts = [f"ranks {first_few(group)} ({_names(arrivals, group)}) say {value}"
-                     for value, group in sorted(said.items(), key=lambda item: item[1])]  # fmt: skip
+            parts = [
+                f"ranks {first_few(group)} ({_names(arrivals, group)}) say {value}"
+                for value, group in sorted(said.items(), key=lambda item: item[1])
+            ]
             return str(Message(f"The ranks at {address} disagree on {label}: {'; '.join(parts)}.", next_step=next_step))
     world = arrivals[ranks[0]].get("world_size") if ranks else None
     beyond = [rank for rank in ranks if isinstance(world, int) and rank >= world]

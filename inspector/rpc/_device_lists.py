@@ -43,11 +43,15 @@ def unsortable_list_problem(devices: Sequence[Device], worker: str | None) -> De
         return None
     indexless = [d for d in devices if d.index is None]
     return make_problem(
-        DeviceMapCategory.UNSORTABLE_DEVICE_LIST, worker, None, [("devices", shown(list(devices)))],
+        DeviceMapCategory.UNSORTABLE_DEVICE_LIST,
+        worker,
+        None,
+        [("devices", shown(list(devices)))],
         [("without index", names_of(indexless))],
         next_step="list CUDA devices with an index (torch's set_devices refuses cpu)",
-        devices=tuple(indexless), torch_type_error=type_error,
-    )  # fmt: skip
+        devices=tuple(indexless),
+        torch_type_error=type_error,
+    )
 
 
 def reverse_maps(my_name: str, names: Sequence[str], maps: Mapping[str, Mapping[str, Mapping[Device, Device]]]):

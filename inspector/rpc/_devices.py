@@ -24,9 +24,27 @@ from inspector.rpc._errors import DeviceCountError, RpcError, TopologyTypeError,
 
 # torch 2.13's device types, in the order its parser lists them.
 DEVICE_TYPES = (
-    "cpu", "cuda", "ipu", "xpu", "mkldnn", "opengl", "opencl", "ideep", "hip", "ve", "fpga",
-    "maia", "xla", "lazy", "vulkan", "mps", "meta", "hpu", "mtia", "privateuseone",
-)  # fmt: skip
+    "cpu",
+    "cuda",
+    "ipu",
+    "xpu",
+    "mkldnn",
+    "opengl",
+    "opencl",
+    "ideep",
+    "hip",
+    "ve",
+    "fpga",
+    "maia",
+    "xla",
+    "lazy",
+    "vulkan",
+    "mps",
+    "meta",
+    "hpu",
+    "mtia",
+    "privateuseone",
+)
 
 MAX_INDEX = 127  # torch stores a device index in an int8
 MAX_DEVICE_COUNT = MAX_INDEX + 1  # so no count above this can make another device valid
@@ -108,8 +126,9 @@ def _checked_count(count: object, worker: str | None) -> int:
     if isinstance(count, bool) or not isinstance(count, Integral):  # numpy's integers count too
         raise TopologyTypeError(
             "a device count" + (f" (worker {short(worker)})" if worker is not None else ""),
-            "an int or a mapping of device type to int", count,
-        )  # fmt: skip
+            "an int or a mapping of device type to int",
+            count,
+        )
     if not 0 <= int(count) <= MAX_DEVICE_COUNT:
         raise DeviceCountError(count, MAX_DEVICE_COUNT, worker)
     return int(count)

@@ -154,15 +154,15 @@ class JobGatherError(RpcError, TimeoutError):
     seconds and ``.where`` says what the ranks met through (the job's store).
     """
 
-    def __init__(self, missing: Sequence[int], arrived: Sequence[int], timeout: float, where: str,
-                 note: str = "") -> None:  # fmt: skip
+    def __init__(
+        self, missing: Sequence[int], arrived: Sequence[int], timeout: float, where: str, note: str = ""
+    ) -> None:
         self.missing = list(missing)
         self.arrived = list(arrived)
         self.timeout = timeout
         self.where = where
         message = Message(
-            f"gather timed out after {timeout:g} s: ranks {first_few(self.missing)} never called "
-            "inspector.rpc.gather.",
+            f"gather timed out after {timeout:g} s: ranks {first_few(self.missing)} never called inspector.rpc.gather.",
             {"missing": first_few(self.missing), "arrived": first_few(self.arrived), "met through": where},
             notes=[note],
             next_step="call gather on every rank at the same point of the script (after the same loop, outside "

@@ -32,8 +32,10 @@ from inspector.rpc._job_state import remember_view
 from inspector.rpc._job_view import JobView
 
 DEFAULT_GATHER_TIMEOUT_S = 300.0
-ACCEPTED = ("the `calls` of `with torch_sdpa.watch() as calls:`, a LoaderProfile (profile_loader(...), "
-            "LoopProfiler.result()), or the job_record() of either")  # fmt: skip
+ACCEPTED = (
+    "the `calls` of `with torch_sdpa.watch() as calls:`, a LoaderProfile (profile_loader(...), "
+    "LoopProfiler.result()), or the job_record() of either"
+)
 
 _gathers = itertools.count()
 _running = threading.Lock()  # one gather at a time in a process (NOTE [ Gather protocol ]: n-th meets n-th)
@@ -74,8 +76,14 @@ def _seconds(timeout: object) -> float:
         except OverflowError:
             seconds = math.inf
     if not (math.isfinite(seconds) and seconds > 0):
-        raise ValueError(str(Message(f"gather's timeout must be a positive, finite number of seconds, got "
-                                     f"{short(timeout)}", next_step="pass timeout=300")))  # fmt: skip
+        raise ValueError(
+            str(
+                Message(
+                    f"gather's timeout must be a positive, finite number of seconds, got {short(timeout)}",
+                    next_step="pass timeout=300",
+                )
+            )
+        )
     return seconds
 
 
@@ -93,11 +101,13 @@ def _whole_job(group: Any) -> None:
     except Exception:
         ranks = "a group that is not this job's (this rank is not in it, or it was destroyed)"
     here = f"rank {dist.get_rank()} of {dist.get_world_size()}" if dist.is_initialized() else "this process"
-    raise GatherUsageError(Message(
-        f"gather compares every rank of the job, and {here} was given a subgroup ({ranks}).",
-        next_step="call gather(...) without group= on every rank of the job; the view's rows of the ranks you "
-        "care about are `view.sdpa.to_frame().query('rank in [...]')` and the like",
-    ))  # fmt: skip
+    raise GatherUsageError(
+        Message(
+            f"gather compares every rank of the job, and {here} was given a subgroup ({ranks}).",
+            next_step="call gather(...) without group= on every rank of the job; the view's rows of the ranks you "
+            "care about are `view.sdpa.to_frame().query('rank in [...]')` and the like",
+        )
+    )
 
 
 def gather(*results: Any, timeout: float = DEFAULT_GATHER_TIMEOUT_S, group: Any = None) -> JobView | None:
@@ -129,11 +139,13 @@ def gather(*results: Any, timeout: float = DEFAULT_GATHER_TIMEOUT_S, group: Any 
     _whole_job(group)
     records = _records(results)
     if not _running.acquire(blocking=False):
-        raise GatherUsageError(Message(
-            "gather is already running in this process (another thread called it and has not returned).",
-            next_step="call gather from one thread, once at the same point on every rank; wait for the first "
-            "call to return",
-        ))  # fmt: skip
+        raise GatherUsageError(
+            Message(
+                "gather is already running in this process (another thread called it and has not returned).",
+                next_step="call gather from one thread, once at the same point on every rank; wait for the first "
+                "call to return",
+            )
+        )
     try:
         return _gather(records, seconds)
     finally:
@@ -165,11 +177,12 @@ def _view(world_size: int, received: list[tuple[int, bytes]], how: str) -> JobVi
     for rank, (claimed, data) in enumerate(received):
         try:
             if not 0 < claimed <= MAX_PAYLOAD_BYTES:
-                why = (f"claims {claimed:,} bytes; a payload holds 1 .. {MAX_PAYLOAD_BYTES:,}, so that rank does not "
-                       "run this inspector's gather: run one inspector version on every rank")
+                why = (
+                    f"claims {claimed:,} bytes; a payload holds 1 .. {MAX_PAYLOAD_BYTES:,}, so that rank does not "
+                    "run this inspector's gather: run one inspector version on every rank"
+                )
                 raise RecordProblem("payload", why)
             records[rank] = decode(data, rank, world_size)
         except RecordProblem as exc:
             refused[rank] = str(exc)
     return JobView(world_size, records, refused, how)
-

@@ -102,8 +102,10 @@ class Meeting:
     def _raise(self, verdict: dict[str, Any], late: bool = False) -> None:
         missing, arrived = list(verdict.get("missing", [])), list(verdict.get("arrived", []))
         if late:
-            note = (f"note = this rank (rank {self.rank}) called gather after rank {verdict.get('rank')} had given up "
-                    "waiting for the ranks above")  # fmt: skip
+            note = (
+                f"note = this rank (rank {self.rank}) called gather after rank {verdict.get('rank')} had given up "
+                "waiting for the ranks above"
+            )
         else:
             note = f"note = rank {verdict.get('rank')} gave up first; every rank that called gather raised this"
             self._op(self.store.add, "acks", 1)

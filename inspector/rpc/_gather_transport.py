@@ -66,8 +66,9 @@ JOB_VARIABLES = ("WORLD_SIZE", "RANK", "MASTER_ADDR", "MASTER_PORT")
 
 def no_job_found(why: str) -> RendezvousConfigError:
     """The error for a process whose environment says "job" where gather finds none to gather over."""
-    found = ", ".join(f"{name}={os.environ[name][:40]!r}" if os.environ.get(name) else f"{name} unset"
-                      for name in JOB_VARIABLES)  # fmt: skip
+    found = ", ".join(
+        f"{name}={os.environ[name][:40]!r}" if os.environ.get(name) else f"{name} unset" for name in JOB_VARIABLES
+    )
     message = Message(
         f"gather found job variables ({found}) but no process group in this process and no job started by "
         f"inspector.rpc.init_rpc, and cannot meet the other ranks from the variables alone: {why}",
@@ -99,8 +100,13 @@ def _store_at(rdzv: Rendezvous, started: float, timeout: float) -> Any:
         return open_store(rdzv, f"rank {rdzv.rank}", started, timeout)
     except RpcJoinError as exc:
         where = f"the rendezvous store at {rdzv.address}"
-        raise JobGatherError(exc.missing, [rdzv.rank], timeout, where, f"note = nothing answered at {rdzv.address}, "
-                             "where the job's store should be") from None  # fmt: skip
+        raise JobGatherError(
+            exc.missing,
+            [rdzv.rank],
+            timeout,
+            where,
+            f"note = nothing answered at {rdzv.address}, where the job's store should be",
+        ) from None
 
 
 def job_here(started: float, timeout: float) -> Job:
@@ -113,8 +119,9 @@ def job_here(started: float, timeout: float) -> Job:
         if world == 1:
             return Job(0, 1, None, "", True, "one rank")
         if _resolves(DEFAULT_STORE):
-            return Job(rank, world, dist.distributed_c10d._get_default_store(), "the job's process-group store", True,
-                       how)  # fmt: skip
+            return Job(
+                rank, world, dist.distributed_c10d._get_default_store(), "the job's process-group store", True, how
+            )
         rdzv = _env_rendezvous()
         if rdzv is None:
             message = Message(
@@ -123,8 +130,7 @@ def job_here(started: float, timeout: float) -> Job:
                 next_step="start the job with an env:// rendezvous (torchrun does), or use torch 2.13",
             )
             raise RpcUnavailableError(message)
-        return Job(rank, world, _store_at(rdzv, started, timeout), f"the rendezvous store at {rdzv.address}", True,
-                   how)  # fmt: skip
+        return Job(rank, world, _store_at(rdzv, started, timeout), f"the rendezvous store at {rdzv.address}", True, how)
     rdzv = remembered_rendezvous() or _env_rendezvous()
     if rdzv is None:
         return Job(0, 1, None, "", False, "one process, not in a job")
@@ -132,8 +138,14 @@ def job_here(started: float, timeout: float) -> Job:
         step = "install a torch build with distributed support (the default wheels have it)"
         raise RpcUnavailableError(Message("This torch was built without torch.distributed.", next_step=step))
     where = f"the rendezvous store at {rdzv.address}"
-    return Job(rdzv.rank, rdzv.world_size, _store_at(rdzv, started, timeout), where, False,
-               f"over a gloo group on the job's rendezvous store at {rdzv.address}")  # fmt: skip
+    return Job(
+        rdzv.rank,
+        rdzv.world_size,
+        _store_at(rdzv, started, timeout),
+        where,
+        False,
+        f"over a gloo group on the job's rendezvous store at {rdzv.address}",
+    )
 
 
 def _group(job: Job, prefixed_store: Any, seconds: float) -> Any:
@@ -143,8 +155,13 @@ def _group(job: Job, prefixed_store: Any, seconds: float) -> Any:
     timeout = timedelta(seconds=max(MIN_COLLECTIVE_S, seconds))
     if job.default_group:
         return dist.new_group(backend="gloo", timeout=timeout)
-    dist.init_process_group("gloo", store=dist.PrefixStore("group/", prefixed_store), rank=job.rank,
-                            world_size=job.world_size, timeout=timeout)  # fmt: skip
+    dist.init_process_group(
+        "gloo",
+        store=dist.PrefixStore("group/", prefixed_store),
+        rank=job.rank,
+        world_size=job.world_size,
+        timeout=timeout,
+    )
     return None
 
 
@@ -177,8 +194,10 @@ def exchange(job: Job, meeting: Meeting, payload: bytes, seconds: float) -> list
         raise failed(job, meeting, exc) from exc
     if received is None:
         return None
-    return [(size, bytes(t[: max(0, min(size, width))].numpy().tobytes())) for size, t in zip(claimed, received,
-                                                                                           strict=True)]  # fmt: skip
+    return [
+        (size, bytes(t[: max(0, min(size, width))].numpy().tobytes()))
+        for size, t in zip(claimed, received, strict=True)
+    ]
 
 
 def first_line(exc: BaseException) -> str:
@@ -194,9 +213,12 @@ def failed(job: Job, meeting: Meeting, exc: BaseException) -> GatherFailedError:
         what = f"ranks {gone} did not report back within {REPORT_S:g} s after it: they died, hung or were killed"
     else:
         what = "every rank reported back after it, so no rank is missing: a network fault between the ranks"
-    step = (f"look at the log of {'rank' if len(gone) == 1 else 'ranks'} {', '.join(map(str, gone))} (its exit code, "
-            "an out-of-memory kill); restart the job once it is whole" if gone else
-            "check the network between the ranks (GLOO_SOCKET_IFNAME), then call gather again on every rank")
+    step = (
+        f"look at the log of {'rank' if len(gone) == 1 else 'ranks'} {', '.join(map(str, gone))} (its exit code, "
+        "an out-of-memory kill); restart the job once it is whole"
+        if gone
+        else "check the network between the ranks (GLOO_SOCKET_IFNAME), then call gather again on every rank"
+    )
     message = Message(
         f"gather failed after every rank had come ({clip(SOURCE_LOCATION.sub('', first_line(exc)), 160)}); {what}",
         {"rank": job.rank, "world size": job.world_size, "gone": gone, "met through": job.where},

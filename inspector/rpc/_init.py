@@ -148,8 +148,13 @@ def _start_torch(name: str, member: BackendType, rank: int, world_size: int | No
 
     with without_gloo_backend_warning():
         if _torch_knows(member):
-            rpc.init_rpc(name, backend=backend_registry.BackendType[member.name], rank=rank, world_size=world_size,
-                         rpc_backend_options=options)  # fmt: skip
+            rpc.init_rpc(
+                name,
+                backend=backend_registry.BackendType[member.name],
+                rank=rank,
+                world_size=world_size,
+                rpc_backend_options=options,
+            )
         else:
             init_through_registry(name, member, rank, world_size, options)
 
@@ -205,8 +210,9 @@ def init_rpc(
         if local_error is not None:
             raise local_error
         if world_size is not None:
-            logger.warning("inspector.rpc.init_rpc: no join guard for init_method %r (env:// and tcp:// have one)",
-                           init_method)  # fmt: skip
+            logger.warning(
+                "inspector.rpc.init_rpc: no join guard for init_method %r (env:// and tcp:// have one)", init_method
+            )
         _start_torch(name, member, rank, world_size, options)
         return
 
@@ -215,8 +221,14 @@ def init_rpc(
 
     def waiting_for_host(elapsed: float) -> None:
         if elapsed >= next_log[0]:
-            logger.warning("rank %d (%s) waiting for rank 0 to host the rendezvous store at %s (%.0f s of %g s)",
-                           rdzv.rank, name, rdzv.address, elapsed, timeout)  # fmt: skip
+            logger.warning(
+                "rank %d (%s) waiting for rank 0 to host the rendezvous store at %s (%.0f s of %g s)",
+                rdzv.rank,
+                name,
+                rdzv.address,
+                elapsed,
+                timeout,
+            )
             next_log[0] += interval
 
     try:

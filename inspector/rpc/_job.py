@@ -20,6 +20,7 @@ from inspector.rpc._worker_plan import PlanError, WorkerPlan
 
 logger = logging.getLogger("inspector.rpc")
 
+
 def worker_record(worker: WorkerPlan) -> dict[str, Any]:
     """The part of an arrival record that plans the worker (maps as ordered pairs)."""
     return {

@@ -53,8 +53,12 @@ def _widths(shapes: str) -> tuple[Any, ...]:
     for name, inner in found:
         dims = [d.strip() for d in inner.split(",") if d.strip()]
         n = len(dims)
-        widths.append(tuple("N" if i == 0 and n >= 3 else ("L" if name == "q" else "S") if i == n - 2 else d
-                            for i, d in enumerate(dims)))  # fmt: skip
+        widths.append(
+            tuple(
+                "N" if i == 0 and n >= 3 else ("L" if name == "q" else "S") if i == n - 2 else d
+                for i, d in enumerate(dims)
+            )
+        )
     return tuple(widths)
 
 
@@ -71,8 +75,16 @@ def signature_of(group: Mapping[str, Any]) -> tuple[Any, ...]:
     """What a group's calls share across ranks (NOTE [ What differs across a job ])."""
     if not group["shapes"]:  # a native fast path, or calls the inspector could not read
         return ("other", group["backend"], group["module"])
-    return ("call", group["dtype"], _widths(group["shapes"]), bool(group["causal"]), bool(group["dropout_p"]),
-            _mask_kind(group["mask"]), bool(group["grad"]), group.get("device", ""))  # fmt: skip
+    return (
+        "call",
+        group["dtype"],
+        _widths(group["shapes"]),
+        bool(group["causal"]),
+        bool(group["dropout_p"]),
+        _mask_kind(group["mask"]),
+        bool(group["grad"]),
+        group.get("device", ""),
+    )
 
 
 def signature_text(signature: tuple[Any, ...]) -> str:
@@ -145,8 +157,10 @@ class SignatureBackends:
         for ran, ranks in by_backends.items():
             own = sorted({setting.get(rank, "") for rank in ranks} - usual_settings - {""})
             why = f" ({'; '.join(own)}, against {'; '.join(sorted(usual_settings))})" if own else ""
-            lines.append(f"{ranks_text(ranks)} ran {_backends_text(ran)}{why} where {ranks_text(self.usual_ranks)} "
-                         f"ran {self.usual_text}, for {self.signature}")  # fmt: skip
+            lines.append(
+                f"{ranks_text(ranks)} ran {_backends_text(ran)}{why} where {ranks_text(self.usual_ranks)} "
+                f"ran {self.usual_text}, for {self.signature}"
+            )
         return lines
 
 
@@ -208,8 +222,9 @@ def loader_spread(records: Mapping[int, Mapping[str, Any]]) -> LoaderSpread | No
     """The spread of the ranks' loaders (NOTE [ What differs across a job ]); None with fewer than two figures."""
     waits = all(r["wait_s_median"] is not None for r in records.values())
     metric = "wait_s_median" if waits else "batch_s_median"
-    figures = tuple((rank, float(records[rank][metric])) for rank in sorted(records)
-                    if records[rank][metric] is not None)  # fmt: skip
+    figures = tuple(
+        (rank, float(records[rank][metric])) for rank in sorted(records) if records[rank][metric] is not None
+    )
     if len(figures) < 2:
         return None
     slowest = max(figures, key=lambda f: (f[1], -f[0]))

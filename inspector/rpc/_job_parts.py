@@ -24,10 +24,37 @@ from inspector.rpc._job_compare import (
     signature_text,
 )
 
-SDPA_COLUMNS = ["rank", "backend", "count", "dtype", "shapes", "causal", "dropout_p", "mask", "grad", "enabled",
-                "module", "answered_by", "device", "capability", "differs"]  # fmt: skip
-LOADER_COLUMNS = ["rank", "loader", "batches", "batch_s_median", "wait_s_median", "data_wait_share", "verdict",
-                  "batches_per_s", "mb_per_s", "first_batch_s", "busy_machine", "role"]  # fmt: skip
+SDPA_COLUMNS = [
+    "rank",
+    "backend",
+    "count",
+    "dtype",
+    "shapes",
+    "causal",
+    "dropout_p",
+    "mask",
+    "grad",
+    "enabled",
+    "module",
+    "answered_by",
+    "device",
+    "capability",
+    "differs",
+]
+LOADER_COLUMNS = [
+    "rank",
+    "loader",
+    "batches",
+    "batch_s_median",
+    "wait_s_median",
+    "data_wait_share",
+    "verdict",
+    "batches_per_s",
+    "mb_per_s",
+    "first_batch_s",
+    "busy_machine",
+    "role",
+]
 
 
 def duration(seconds: float) -> str:
@@ -77,20 +104,31 @@ class JobSdpa:
         for rank, record in self.records.items():
             versions.setdefault(record["version"], []).append(rank)
         if len(versions) > 1:  # a version 1 record has no devices: its calls match only other version 1 records
-            lines.append("the ranks sent SDPA records of different versions (" + ", ".join(
-                f"{version} from {ranks_text(ranks)}" for version, ranks in sorted(versions.items())) + "), so some "
-                "calls may not be compared: run one inspector version on every rank")  # fmt: skip
+            lines.append(
+                "the ranks sent SDPA records of different versions ("
+                + ", ".join(f"{version} from {ranks_text(ranks)}" for version, ranks in sorted(versions.items()))
+                + "), so some "
+                "calls may not be compared: run one inspector version on every rank"
+            )
         for rank, record in self.records.items():
             if record["folded_groups"]:
-                lines.append(f"rank {rank} sent its first {len(record['groups'])} groups; {record['folded_groups']} "
-                             f"more ({record['folded_calls']:,} calls) were counted, not compared")  # fmt: skip
+                lines.append(
+                    f"rank {rank} sent its first {len(record['groups'])} groups; {record['folded_groups']} "
+                    f"more ({record['folded_calls']:,} calls) were counted, not compared"
+                )
         return lines
 
     def rows(self) -> list[dict[str, Any]]:
         odd = {(rank, s.signature) for s in self.differences for rank, _ in s.odd}
-        return [{"rank": rank, **{k: g.get(k, "") for k in SDPA_COLUMNS[1:-1]},
-                 "differs": (rank, signature_text(signature_of(g))) in odd}
-                for rank, record in self.records.items() for g in record["groups"]]  # fmt: skip
+        return [
+            {
+                "rank": rank,
+                **{k: g.get(k, "") for k in SDPA_COLUMNS[1:-1]},
+                "differs": (rank, signature_text(signature_of(g))) in odd,
+            }
+            for rank, record in self.records.items()
+            for g in record["groups"]
+        ]
 
     def to_frame(self) -> Any:
         """One row per rank and group of its watch; ``differs`` marks a rank that ran another backend."""
@@ -102,9 +140,16 @@ class JobSdpa:
         return head + (": " + "; ".join(found) if found else ", the same backends on every rank") + ">"
 
     def _repr_html_(self) -> str:
-        rows = [(s.signature, s.usual_text, ", ".join(map(str, s.usual_ranks)),
-                 "; ".join(f"rank {r}: {'/'.join(b)}" for r, b in s.odd) or "—",
-                 ", ".join(f"{r}: {n:,}" for r, n in s.calls)) for s in self.signatures]  # fmt: skip
+        rows = [
+            (
+                s.signature,
+                s.usual_text,
+                ", ".join(map(str, s.usual_ranks)),
+                "; ".join(f"rank {r}: {'/'.join(b)}" for r, b in s.odd) or "—",
+                ", ".join(f"{r}: {n:,}" for r, n in s.calls),
+            )
+            for s in self.signatures
+        ]
         head = ["call signature", "backend (most ranks)", "those ranks", "other ranks ran", "calls by rank"]
         return html_table(head, rows, f"SDPA backends across {len(self.records)} rank(s)", css_class="inspector-job")
 
@@ -127,20 +172,31 @@ class JobLoader:
             return []
         slow, fast = duration(s.figure(s.slowest)), duration(s.figure(s.fastest))
         if s.straggler is not None:
-            return [f"rank {s.slowest} is the straggler: its {s.metric_text} is {slow}, {ratio_text(s.ratio)} "
-                    f"rank {s.fastest}'s ({fast})"]  # fmt: skip
-        return [f"the loaders agree: {s.metric_text} from {fast} (rank {s.fastest}) to {slow} (rank {s.slowest}), "
-                f"{ratio_text(s.ratio)}"]  # fmt: skip
+            return [
+                f"rank {s.slowest} is the straggler: its {s.metric_text} is {slow}, {ratio_text(s.ratio)} "
+                f"rank {s.fastest}'s ({fast})"
+            ]
+        return [
+            f"the loaders agree: {s.metric_text} from {fast} (rank {s.fastest}) to {slow} (rank {s.slowest}), "
+            f"{ratio_text(s.ratio)}"
+        ]
 
     def rows(self) -> list[dict[str, Any]]:
         def role(rank: int) -> str:
             if self.spread is None:
                 return ""
-            return "straggler" if rank == self.straggler else "slowest" if rank == self.slowest else (
-                "fastest" if rank == self.fastest else "")
+            return (
+                "straggler"
+                if rank == self.straggler
+                else "slowest"
+                if rank == self.slowest
+                else ("fastest" if rank == self.fastest else "")
+            )
 
-        return [{"rank": rank, "loader": r["label"], **{k: r[k] for k in LOADER_COLUMNS[2:-1]}, "role": role(rank)}
-                for rank, r in self.records.items()]  # fmt: skip
+        return [
+            {"rank": rank, "loader": r["label"], **{k: r[k] for k in LOADER_COLUMNS[2:-1]}, "role": role(rank)}
+            for rank, r in self.records.items()
+        ]
 
     def to_frame(self) -> Any:
         """One row per rank: its loader's figures (seconds), verdict and role (straggler, slowest, fastest)."""
@@ -154,11 +210,29 @@ class JobLoader:
         def took(seconds: float | None) -> str:
             return "" if seconds is None else duration(seconds)
 
-        rows = [(r["rank"], r["loader"], r["batches"], took(r["batch_s_median"]), took(r["wait_s_median"]),
-                 "" if r["data_wait_share"] is None else f"{r['data_wait_share']:.0%}", r["verdict"] or "", r["role"])
-                for r in self.rows()]  # fmt: skip
-        head = ["rank", "loader", "batches", "per batch (median)", "wait for data (median)", "waiting", "verdict",
-                "role"]  # fmt: skip
+        rows = [
+            (
+                r["rank"],
+                r["loader"],
+                r["batches"],
+                took(r["batch_s_median"]),
+                took(r["wait_s_median"]),
+                "" if r["data_wait_share"] is None else f"{r['data_wait_share']:.0%}",
+                r["verdict"] or "",
+                r["role"],
+            )
+            for r in self.rows()
+        ]
+        head = [
+            "rank",
+            "loader",
+            "batches",
+            "per batch (median)",
+            "wait for data (median)",
+            "waiting",
+            "verdict",
+            "role",
+        ]
         caption = "; ".join(self.findings()) or f"loaders of {len(self.records)} rank(s)"
         return html_table(head, rows, caption, css_class="inspector-job")
 
@@ -175,8 +249,10 @@ class JobEnvironment:
         return tuple(d.key for d in self.differences)
 
     def findings(self) -> list[str]:
-        return [f"{d.key} differs: " + ", ".join(f"{value} on {ranks_text(ranks)}" for value, ranks in d.values)
-                for d in self.differences]  # fmt: skip
+        return [
+            f"{d.key} differs: " + ", ".join(f"{value} on {ranks_text(ranks)}" for value, ranks in d.values)
+            for d in self.differences
+        ]
 
     def to_frame(self) -> Any:
         """One row per rank, one column per key; ``frame.attrs["differing"]`` lists the keys that differ."""
@@ -187,13 +263,18 @@ class JobEnvironment:
 
     def __repr__(self) -> str:
         found = self.findings()
-        return f"<JobEnvironment: {len(self.values)} rank(s)" + (": " + "; ".join(found) if found else
-                                                                  ", the same on every rank") + ">"  # fmt: skip
+        return (
+            f"<JobEnvironment: {len(self.values)} rank(s)"
+            + (": " + "; ".join(found) if found else ", the same on every rank")
+            + ">"
+        )
 
     def _repr_html_(self) -> str:
         ranks = list(self.values)
         differing = set(self.differing_keys)
-        rows = [((f"⚠ {key}" if key in differing else key), *(shown(self.values[r].get(key)) for r in ranks))
-                for key in environment_keys(self.values)]  # fmt: skip
+        rows = [
+            ((f"⚠ {key}" if key in differing else key), *(shown(self.values[r].get(key)) for r in ranks))
+            for key in environment_keys(self.values)
+        ]
         caption = f"environment of {len(ranks)} rank(s); ⚠ marks a key that differs"
         return html_table(["key", *(f"rank {r}" for r in ranks)], rows, caption, css_class="inspector-job")

@@ -31,8 +31,11 @@ def encode(rank: int, world_size: int, records: Sequence[dict[str, Any]]) -> byt
     records = [dict(record) for record in records]
 
     def dumped() -> bytes:
-        return json.dumps({"format": FORMAT, "version": VERSION, "rank": rank, "world_size": world_size,
-                           "records": records}, allow_nan=False, separators=(",", ":")).encode()  # fmt: skip
+        return json.dumps(
+            {"format": FORMAT, "version": VERSION, "rank": rank, "world_size": world_size, "records": records},
+            allow_nan=False,
+            separators=(",", ":"),
+        ).encode()
 
     data = dumped()
     sdpa = next((record for record in records if record["kind"] == SDPA), None)
@@ -89,13 +92,19 @@ def check_envelope(value: Any, rank: int, world_size: int) -> dict[str, dict[str
     if not isinstance(value, dict) or value.get("format") != FORMAT:
         raise RecordProblem("payload", f"is not an {FORMAT} envelope")
     if value.get("version") != VERSION:
-        raise RecordProblem("payload.version", f"is {str(value.get('version'))[:20]}; this inspector reads "
-                                               f"{VERSION}: run one inspector version on every rank")  # fmt: skip
+        raise RecordProblem(
+            "payload.version",
+            f"is {str(value.get('version'))[:20]}; this inspector reads "
+            f"{VERSION}: run one inspector version on every rank",
+        )
     if set(value) != {"format", "version", "rank", "world_size", "records"}:
         raise RecordProblem("payload", f"has fields {sorted(str(k)[:40] for k in value)[:8]}")
     if value["rank"] != rank or value["world_size"] != world_size or isinstance(value["rank"], bool):
-        raise RecordProblem("payload.rank", f"says rank {str(value['rank'])[:20]} of {str(value['world_size'])[:20]}, "
-                                            f"but came from rank {rank} of {world_size}")  # fmt: skip
+        raise RecordProblem(
+            "payload.rank",
+            f"says rank {str(value['rank'])[:20]} of {str(value['world_size'])[:20]}, "
+            f"but came from rank {rank} of {world_size}",
+        )
     return check_records(value["records"], "payload.records")
 
 
@@ -111,6 +120,7 @@ def check_records(records: Any, path: str) -> dict[str, dict[str, Any]]:
         by_kind[checked["kind"]] = checked
     return by_kind
 
+
 def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
     """A regular file's bytes, at most ``limit``; a FIFO, a device or a directory is refused without
     blocking (opened with ``O_NONBLOCK``, checked on the descriptor)."""
@@ -118,8 +128,13 @@ def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = "a FIFO" if stat.S_ISFIFO(info.st_mode) else "a directory" if stat.S_ISDIR(info.st_mode) else (
-                "not a regular file")
+            kind = (
+                "a FIFO"
+                if stat.S_ISFIFO(info.st_mode)
+                else "a directory"
+                if stat.S_ISDIR(info.st_mode)
+                else ("not a regular file")
+            )
             raise RecordProblem("file", f"is {kind}, not a job view written by JobView.save")
         with os.fdopen(os.dup(fd), "rb") as handle:
             data = handle.read(limit + 1)

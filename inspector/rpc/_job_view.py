@@ -37,8 +37,13 @@ class JobView:
     comparison); ``how`` says what carried them.
     """
 
-    def __init__(self, world_size: int, records: Mapping[int, Mapping[str, dict[str, Any]]],
-                 refused: Mapping[int, str] | None = None, how: str = "") -> None:  # fmt: skip
+    def __init__(
+        self,
+        world_size: int,
+        records: Mapping[int, Mapping[str, dict[str, Any]]],
+        refused: Mapping[int, str] | None = None,
+        how: str = "",
+    ) -> None:
         self.world_size = world_size
         self.records = {rank: dict(by_kind) for rank, by_kind in sorted(records.items())}
         self.refused = dict(sorted((refused or {}).items()))
@@ -86,14 +91,28 @@ class JobView:
             for g in (sdpa or {}).get("groups", []):
                 backends[g["backend"]] = backends.get(g["backend"], 0) + g["count"]
             odd_keys = [d.key for d in differing if rank not in d.values[0][1]]
-            rows.append({"rank": rank, "host": env.get(rank, {}).get("host"), "sdpa calls": sdpa and sdpa["seen"],
-                         "sdpa backends": ", ".join(f"{b} x{n:,}" for b, n in backends.items()),
-                         "loader s per batch": loader and loader["batch_s_median"],
-                         "loader wait s": loader and loader["wait_s_median"],
-                         "loader verdict": loader and loader["verdict"],
-                         "environment differs on": ", ".join(odd_keys)})  # fmt: skip
-        columns = ["rank", "host", "sdpa calls", "sdpa backends", "loader s per batch", "loader wait s",
-                   "loader verdict", "environment differs on"]  # fmt: skip
+            rows.append(
+                {
+                    "rank": rank,
+                    "host": env.get(rank, {}).get("host"),
+                    "sdpa calls": sdpa and sdpa["seen"],
+                    "sdpa backends": ", ".join(f"{b} x{n:,}" for b, n in backends.items()),
+                    "loader s per batch": loader and loader["batch_s_median"],
+                    "loader wait s": loader and loader["wait_s_median"],
+                    "loader verdict": loader and loader["verdict"],
+                    "environment differs on": ", ".join(odd_keys),
+                }
+            )
+        columns = [
+            "rank",
+            "host",
+            "sdpa calls",
+            "sdpa backends",
+            "loader s per batch",
+            "loader wait s",
+            "loader verdict",
+            "environment differs on",
+        ]
         return to_frame(rows, columns, "JobView")
 
     def __repr__(self) -> str:
@@ -115,9 +134,14 @@ class JobView:
     # -- a view as plain data, and as a file ----------------------------------------------------------
     def to_dict(self) -> dict[str, Any]:
         """The view as plain data (what ``from_dict`` and ``load`` read back)."""
-        return {"format": VIEW_FORMAT, "version": VIEW_VERSION, "world_size": self.world_size, "how": self.how,
-                "ranks": [{"rank": rank, "records": list(by_kind.values())} for rank, by_kind in self.records.items()],
-                "refused": [{"rank": rank, "why": why} for rank, why in self.refused.items()]}  # fmt: skip
+        return {
+            "format": VIEW_FORMAT,
+            "version": VIEW_VERSION,
+            "world_size": self.world_size,
+            "how": self.how,
+            "ranks": [{"rank": rank, "records": list(by_kind.values())} for rank, by_kind in self.records.items()],
+            "refused": [{"rank": rank, "why": why} for rank, why in self.refused.items()],
+        }
 
     @classmethod
     def from_dict(cls, value: Any) -> JobView:
@@ -134,8 +158,16 @@ class JobView:
             raise RecordProblem("view", f"must be an {VIEW_FORMAT} object of version {VIEW_VERSION}")
         rank_entry = fields({"rank": count, "records": lambda v, _p: v})
         refusal = fields({"rank": count, "why": text()})
-        view = fields({"format": text(), "version": count, "world_size": count, "how": text(),
-                       "ranks": listed(rank_entry, MAX_WORLD), "refused": listed(refusal, MAX_WORLD)})(value, "view")
+        view = fields(
+            {
+                "format": text(),
+                "version": count,
+                "world_size": count,
+                "how": text(),
+                "ranks": listed(rank_entry, MAX_WORLD),
+                "refused": listed(refusal, MAX_WORLD),
+            }
+        )(value, "view")
         world = view["world_size"]
         if not 1 <= world <= MAX_WORLD:
             raise RecordProblem("view.world_size", f"must be within 1 .. {MAX_WORLD}, got {world}")
@@ -148,8 +180,9 @@ class JobView:
         refused = {}
         for index, entry in enumerate(view["refused"]):
             if entry["rank"] >= world or entry["rank"] in records or entry["rank"] in refused:
-                raise RecordProblem(f"view.refused[{index}].rank", "names a rank that is not below world_size, "
-                                                                   "or one listed twice")  # fmt: skip
+                raise RecordProblem(
+                    f"view.refused[{index}].rank", "names a rank that is not below world_size, or one listed twice"
+                )
             refused[entry["rank"]] = entry["why"]
         return cls(world, records, refused, view["how"])
 
@@ -179,14 +212,19 @@ class JobView:
         try:
             data = read_bounded(path, MAX_VIEW_BYTES)
         except RecordProblem as exc:
-            raise JobViewError(Message(f"Cannot read {path}: it {exc.why}", next_step="pass a file JobView.save() "
-                                                                                     "wrote")) from None  # fmt: skip
+            raise JobViewError(
+                Message(f"Cannot read {path}: it {exc.why}", next_step="pass a file JobView.save() wrote")
+            ) from None
         return cls.from_json(data)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, JobView):
             return NotImplemented
         return (self.world_size, self.records, self.refused, self.how) == (
-            other.world_size, other.records, other.refused, other.how)  # fmt: skip
+            other.world_size,
+            other.records,
+            other.refused,
+            other.how,
+        )
 
     __hash__ = None  # type: ignore[assignment]

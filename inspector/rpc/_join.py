@@ -38,6 +38,8 @@ from inspector.rpc._rendezvous import Backoff, Rendezvous
 logger = logging.getLogger("inspector.rpc")
 
 LINGER_S = 30.0  # how long the store's host waits for peers to read a verdict that ends the job
+
+
 def log_interval(join_timeout: float) -> float:
     """Seconds between "still waiting" lines: a thirtieth of the timeout, within 1 .. 10 s."""
     return min(10.0, max(1.0, join_timeout / 30))
@@ -134,15 +136,19 @@ def error_from_event(event: dict[str, Any], rdzv: Rendezvous, join_timeout: floa
         note = f"note = rank {event['rank']} ({event['name']}) gave up first; every arrived rank stops with it"
         arrived = {int(k): v for k, v in event.get("arrived", {}).items()}
         return RpcJoinError(event.get("missing", []), arrived, rdzv.address, join_timeout, note)
-    return RankFailedError(int(event["rank"]), str(event["name"]), str(event["exception"]),
-                           str(event["message"]), rdzv.address)  # fmt: skip
+    return RankFailedError(
+        int(event["rank"]), str(event["name"]), str(event["exception"]), str(event["message"]), rdzv.address
+    )
 
 
 def _lost(rdzv: Rendezvous, join_timeout: float, why: str, arrived: dict[int, str]) -> RpcJoinError:
     return RpcJoinError(
-        [0], arrived, rdzv.address, join_timeout,
+        [0],
+        arrived,
+        rdzv.address,
+        join_timeout,
         f"note = lost the rendezvous store that rank 0 hosts ({why}); rank 0 left the job",
-    )  # fmt: skip
+    )
 
 
 class Waiter:
@@ -156,14 +162,25 @@ class Waiter:
 
     def fail(self, exc: BaseException) -> None:
         """Publish this rank's own failure so every other rank raises at once, then linger if hosting."""
-        self.job.publish_event({"kind": "failed", "rank": self.rdzv.rank, "name": self.name,
-                                "exception": type(exc).__name__, "message": str(exc)})  # fmt: skip
+        self.job.publish_event(
+            {
+                "kind": "failed",
+                "rank": self.rdzv.rank,
+                "name": self.name,
+                "exception": type(exc).__name__,
+                "message": str(exc),
+            }
+        )
         if self.rdzv.hosts_store:
             logger.warning(
                 "rank 0 (%s) failed: %s: %s; it keeps the rendezvous store at %s up until the other ranks have "
-                "read this (at most %.0f s more)", self.name, type(exc).__name__, str(exc).partition("\n")[0],
-                self.rdzv.address, max(0.0, self.deadline - time.monotonic()),
-            )  # fmt: skip
+                "read this (at most %.0f s more)",
+                self.name,
+                type(exc).__name__,
+                str(exc).partition("\n")[0],
+                self.rdzv.address,
+                max(0.0, self.deadline - time.monotonic()),
+            )
         self.linger_for_acks(self.deadline)
 
     def check_events(self) -> None:
@@ -225,9 +242,14 @@ class Waiter:
                 self.arrived = _names(arrivals)
                 missing = [r for r in range(world) if r not in self.arrived]
                 logger.warning(
-                    "rank %d (%s) waiting for ranks %s (%.0f s of %g s) at %s", self.rdzv.rank, self.name, missing,
-                    now - self.started, self.join_timeout, self.rdzv.address,
-                )  # fmt: skip
+                    "rank %d (%s) waiting for ranks %s (%.0f s of %g s) at %s",
+                    self.rdzv.rank,
+                    self.name,
+                    missing,
+                    now - self.started,
+                    self.join_timeout,
+                    self.rdzv.address,
+                )
                 next_log += interval
             backoff.sleep()
 
@@ -256,8 +278,15 @@ class Waiter:
         self.refuse_disagreement(arrivals)
         self.arrived = _names(arrivals)
         missing = [r for r in range(self.rdzv.world_size) if r not in self.arrived]
-        self.job.publish_event({"kind": "timeout", "rank": self.rdzv.rank, "name": self.name, "missing": missing,
-                                "arrived": {str(k): v for k, v in self.arrived.items()}})  # fmt: skip
+        self.job.publish_event(
+            {
+                "kind": "timeout",
+                "rank": self.rdzv.rank,
+                "name": self.name,
+                "missing": missing,
+                "arrived": {str(k): v for k, v in self.arrived.items()},
+            }
+        )
         error = RpcJoinError(missing, self.arrived, self.rdzv.address, self.join_timeout)
         self.linger_for_acks(time.monotonic() + min(LINGER_S, self.join_timeout), expected=len(self.arrived) - 1)
         raise error
@@ -278,8 +307,10 @@ class Waiter:
                 backoff.sleep()
         except _StoreLost:
             return
-        logger.warning("rank 0 stops hosting the rendezvous store at %s: not every rank read the verdict in time",
-                       self.rdzv.address)  # fmt: skip
+        logger.warning(
+            "rank 0 stops hosting the rendezvous store at %s: not every rank read the verdict in time",
+            self.rdzv.address,
+        )
 
     def linger_for_reads(self) -> None:
         """As the store's host, wait (bounded) until every rank has read every arrival."""

@@ -120,22 +120,28 @@ class TopologyPlan:
     def full_mesh(cls, workers: int, devices_per_worker: int, static_group: bool = True) -> TopologyPlan:
         """Every worker maps ``cuda:i -> cuda:i`` to every other worker (a common data-parallel layout)."""
         names = _templates.worker_names(workers)
-        return cls.build(names, devices_per_worker, _templates.full_mesh_maps(names, devices_per_worker),
-                         static_group=static_group)  # fmt: skip
+        return cls.build(
+            names, devices_per_worker, _templates.full_mesh_maps(names, devices_per_worker), static_group=static_group
+        )
 
     @classmethod
     def ring(cls, workers: int, devices_per_worker: int, static_group: bool = True) -> TopologyPlan:
         """Every worker maps ``cuda:i -> cuda:i`` to its two neighbours on a ring."""
         names = _templates.worker_names(workers)
-        return cls.build(names, devices_per_worker, _templates.ring_maps(names, devices_per_worker),
-                         static_group=static_group)  # fmt: skip
+        return cls.build(
+            names, devices_per_worker, _templates.ring_maps(names, devices_per_worker), static_group=static_group
+        )
 
     @classmethod
     def parameter_server(cls, trainers: int, devices_per_worker: int, static_group: bool = True) -> TopologyPlan:
         """A server ``ps`` and ``trainer0..``: each trainer maps ``cuda:i -> cuda:i`` to ``ps`` and back."""
         names = _templates.parameter_server_names(trainers)
-        return cls.build(names, devices_per_worker, _templates.parameter_server_maps(names, devices_per_worker),
-                         static_group=static_group)  # fmt: skip
+        return cls.build(
+            names,
+            devices_per_worker,
+            _templates.parameter_server_maps(names, devices_per_worker),
+            static_group=static_group,
+        )
 
     @classmethod
     def from_options(
@@ -158,12 +164,17 @@ class TopologyPlan:
             raise TopologyTypeError("name_or_rank", "a worker name (str) or a rank (int)", name_or_rank)
         name = name_or_rank if isinstance(name_or_rank, str) else f"worker{name_or_rank}"
         if not is_backend_options(options):
-            raise TopologyTypeError("options", "RPC backend options (e.g. TensorPipeRpcBackendOptions, or any "
-                                    "object with device_maps and devices)", options)  # fmt: skip
-        if device_count is not None and (isinstance(device_count, bool)
-                                         or not isinstance(device_count, (Integral, Mapping))):  # fmt: skip
-            raise TopologyTypeError("device_count", "a device count (int), a mapping of counts per type, or None",
-                                    device_count)  # fmt: skip
+            raise TopologyTypeError(
+                "options",
+                "RPC backend options (e.g. TensorPipeRpcBackendOptions, or any object with device_maps and devices)",
+                options,
+            )
+        if device_count is not None and (
+            isinstance(device_count, bool) or not isinstance(device_count, (Integral, Mapping))
+        ):
+            raise TopologyTypeError(
+                "device_count", "a device count (int), a mapping of counts per type, or None", device_count
+            )
         if device_count is None:
             import torch
 
@@ -222,22 +233,36 @@ class TopologyPlan:
     def __repr__(self) -> str:
         kind = "static" if self.static_group else "dynamic"
         shown = ", ".join(self.names[:4]) + (", ..." if len(self.workers) > 4 else "")
-        return (f"<TopologyPlan: {len(self.workers)} workers ({shown}), {self.pair_count} mapped pairs, {kind}; "
-                ".check() for problems>")
+        return (
+            f"<TopologyPlan: {len(self.workers)} workers ({shown}), {self.pair_count} mapped pairs, {kind}; "
+            ".check() for problems>"
+        )
 
     def _repr_html_(self) -> str:
         """Each worker's devices and maps, then what init_rpc would say."""
         from inspector._display import html_table
         from inspector.rpc._prediction import predict_init_error
 
-        rows = [(w.name, w.device_count, ", ".join(w.devices) or "(derived)",
-                 "; ".join(f"→ {callee}: {', '.join(f'{a}→{b}' for a, b in pairs)}" for callee, pairs in w.device_maps))
-                for w in self.workers[:64]]
+        rows = [
+            (
+                w.name,
+                w.device_count,
+                ", ".join(w.devices) or "(derived)",
+                "; ".join(f"→ {callee}: {', '.join(f'{a}→{b}' for a, b in pairs)}" for callee, pairs in w.device_maps),
+            )
+            for w in self.workers[:64]
+        ]
         error = predict_init_error(self)
         verdict = "init_rpc would accept this plan" if error is None else f"init_rpc would refuse: {error.text}"
         more = f" (first 64 of {len(self.workers)})" if len(self.workers) > 64 else ""
-        return html_table(("worker", "GPUs", "devices", "device maps (caller device → callee device)"), rows,
-                          f"TopologyPlan{more}") + f"<pre>{html.escape(verdict)}</pre>"
+        return (
+            html_table(
+                ("worker", "GPUs", "devices", "device maps (caller device → callee device)"),
+                rows,
+                f"TopologyPlan{more}",
+            )
+            + f"<pre>{html.escape(verdict)}</pre>"
+        )
 
     # -- checks (all read self.topology: NOTE [ Parse once ]) --------------------------------------
     def check(self) -> tuple[DeviceMapProblem, ...]:
@@ -278,11 +303,15 @@ class TopologyPlan:
             "version": PLAN_VERSION,
             "static_group": self.static_group,
             "workers": [
-                {"name": w.name, "device_count": w.device_count, "devices": list(w.devices),
-                 "device_maps": w.maps_dict()}
+                {
+                    "name": w.name,
+                    "device_count": w.device_count,
+                    "devices": list(w.devices),
+                    "device_maps": w.maps_dict(),
+                }
                 for w in self.workers
             ],
-        }  # fmt: skip
+        }
 
     def to_json(self, indent: int | None = 2) -> str:
         return json.dumps(self.to_dict(), indent=indent)
@@ -293,8 +322,11 @@ class TopologyPlan:
         if not isinstance(data, Mapping):
             raise PlanError("<root>", f"a {type(data).__name__}, not an object", '{"format": ..., "workers": [...]}')
         if data.get("format", PLAN_FORMAT) != PLAN_FORMAT or data.get("version", PLAN_VERSION) != PLAN_VERSION:
-            raise PlanError("format", f"{short(data.get('format'))} version {short(data.get('version'))}",
-                            f"{PLAN_FORMAT!r} version {PLAN_VERSION}")  # fmt: skip
+            raise PlanError(
+                "format",
+                f"{short(data.get('format'))} version {short(data.get('version'))}",
+                f"{PLAN_FORMAT!r} version {PLAN_VERSION}",
+            )
         static = data.get("static_group", True)
         if not isinstance(static, bool):
             raise PlanError("static_group", short(static), "true or false")

@@ -16,10 +16,13 @@ def check_build_arguments(names: Any, device_count: Any, device_maps: Any, devic
     if isinstance(names, Integral) and names < 0:
         raise TopologyTypeError("names", "a worker count of at least 0", names)
     if isinstance(device_count, bool) or not isinstance(device_count, (Integral, Mapping)):
-        raise TopologyTypeError("device_count", "a device count (int) for every worker, or a mapping per worker",
-                                device_count)  # fmt: skip
-    for argument, value, example in (("device_maps", device_maps, "{'worker0': {'worker1': {'cuda:0': 'cuda:1'}}}"),
-                                     ("devices", devices, "{'worker0': ['cuda:0']}")):  # fmt: skip
+        raise TopologyTypeError(
+            "device_count", "a device count (int) for every worker, or a mapping per worker", device_count
+        )
+    for argument, value, example in (
+        ("device_maps", device_maps, "{'worker0': {'worker1': {'cuda:0': 'cuda:1'}}}"),
+        ("devices", devices, "{'worker0': ['cuda:0']}"),
+    ):
         if value is not None and not isinstance(value, Mapping):
             raise TopologyTypeError(argument, f"a mapping from worker name, such as {example}, or None", value)
     if not isinstance(static_group, bool):

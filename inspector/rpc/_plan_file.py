@@ -68,8 +68,11 @@ def _finite(text: str) -> float:
 def _int(text: str) -> int:
     digits = len(text.lstrip("-"))
     if digits > MAX_INT_DIGITS:
-        raise PlanError("<number>", f"an integer of {digits:,} digits ({text[:12]}...) is not a plan value",
-                        "device counts within 0 .. 128")  # fmt: skip
+        raise PlanError(
+            "<number>",
+            f"an integer of {digits:,} digits ({text[:12]}...) is not a plan value",
+            "device counts within 0 .. 128",
+        )
     return int(text)
 
 
@@ -82,8 +85,11 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     seen: dict[str, Any] = {}
     for key, value in pairs:
         if key in seen:
-            raise PlanError(f"key {short(key)}", "given twice in one object (JSON keeps only the last one silently)",
-                            "each key once per object: merge the two entries")  # fmt: skip
+            raise PlanError(
+                f"key {short(key)}",
+                "given twice in one object (JSON keeps only the last one silently)",
+                "each key once per object: merge the two entries",
+            )
         seen[key] = value
     return seen
 
@@ -92,8 +98,9 @@ def loads_plan_json(text: str) -> Any:
     """``json.loads`` that refuses duplicate keys, non-finite numbers, huge integers and depth Python cannot parse,
     as ``PlanError``."""
     try:
-        return json.loads(text, parse_float=_finite, parse_int=_int, parse_constant=_constant,
-                          object_pairs_hook=_unique_keys)  # fmt: skip
+        return json.loads(
+            text, parse_float=_finite, parse_int=_int, parse_constant=_constant, object_pairs_hook=_unique_keys
+        )
     except json.JSONDecodeError as exc:
         raise PlanError(f"line {exc.lineno} column {exc.colno}", exc.msg, "a JSON object") from exc
     except RecursionError as exc:

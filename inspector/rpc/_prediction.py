@@ -16,12 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from inspector.rpc._problems import DeviceMapProblem
 from inspector.rpc._topology import Topology
 from inspector.rpc._validation import first_topology_problem
 
 if TYPE_CHECKING:
     from inspector.rpc._plan import TopologyPlan
+    from inspector.rpc._problems import DeviceMapProblem
 
 
 @dataclass(frozen=True)
@@ -62,10 +62,14 @@ def _options_error(topo: Topology) -> InitError | None:
 
 def _rank_alone(worker: str, message: str) -> InitError:
     return InitError(
-        "options", worker, "ValueError", message, (worker,),
+        "options",
+        worker,
+        "ValueError",
+        message,
+        (worker,),
         f"{worker} fails while building its TensorPipeRpcBackendOptions; the other ranks wait in "
         "rendezvous until its timeout.",
-    )  # fmt: skip
+    )
 
 
 def _from_problem(stage: str, problem: DeviceMapProblem, raised_by: tuple[str, ...], note: str) -> InitError:

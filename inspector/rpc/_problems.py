@@ -20,11 +20,13 @@ import enum
 import itertools
 from collections.abc import KeysView
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector._messages import Message
-from inspector.rpc._devices import Device
 from inspector.rpc._errors import RpcError
+
+if TYPE_CHECKING:
+    from inspector.rpc._devices import Device
 
 
 class DeviceMapCategory(str, enum.Enum):

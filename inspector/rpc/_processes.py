@@ -71,9 +71,13 @@ def spawn_worker(rank: int, name: str, env: dict[str, str], config: dict[str, An
     parent_end, child_end = socket.socketpair()
     stderr = tempfile.TemporaryFile()  # noqa: SIM115  # owned by WorkerProcess, closed by close_pipes
     popen = subprocess.Popen(
-        child_command(WORKER_CODE), env={**env, "INSPECTOR_RPC_FD": str(child_end.fileno())},
-        pass_fds=[child_end.fileno()], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=stderr,
-    )  # fmt: skip
+        child_command(WORKER_CODE),
+        env={**env, "INSPECTOR_RPC_FD": str(child_end.fileno())},
+        pass_fds=[child_end.fileno()],
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.DEVNULL,
+        stderr=stderr,
+    )
     child_end.close()
     conn = Connection(parent_end.detach())
     worker = WorkerProcess(rank, name, popen, conn, stderr)

@@ -68,9 +68,15 @@ class PairLatency:
     @classmethod
     def from_samples(cls, caller: str, callee: str, samples: Sequence[float]) -> PairLatency:
         return cls(
-            caller, callee, len(samples), min(samples), percentile(samples, 50), percentile(samples, 90),
-            percentile(samples, 99), max(samples),
-        )  # fmt: skip
+            caller,
+            callee,
+            len(samples),
+            min(samples),
+            percentile(samples, 50),
+            percentile(samples, 90),
+            percentile(samples, 99),
+            max(samples),
+        )
 
     @property
     def tail_ratio(self) -> float:

@@ -136,8 +136,16 @@ def open_store(
     op_timeout = store_timeout(join_timeout)
     if rdzv.hosts_store:
         try:
-            return dist.TCPStore(rdzv.host, rdzv.port, None, True, op_timeout, wait_for_workers=False,
-                                 multi_tenant=True, use_libuv=rdzv.use_libuv)  # fmt: skip
+            return dist.TCPStore(
+                rdzv.host,
+                rdzv.port,
+                None,
+                True,
+                op_timeout,
+                wait_for_workers=False,
+                multi_tenant=True,
+                use_libuv=rdzv.use_libuv,
+            )
         except RuntimeError as exc:
             message = Message(
                 f"Rank 0 cannot host the rendezvous store at {rdzv.address}: {str(exc).partition(chr(10))[0]}",
@@ -150,18 +158,25 @@ def open_store(
         if now >= deadline:
             host = "the torchrun agent" if rdzv.agent_store else "rank 0"
             raise RpcJoinError(
-                [0] if not rdzv.agent_store else [], {rdzv.rank: name}, rdzv.address, join_timeout,
+                [0] if not rdzv.agent_store else [],
+                {rdzv.rank: name},
+                rdzv.address,
+                join_timeout,
                 f"note = nothing answered at {rdzv.address}, where {host} hosts the rendezvous store; "
                 "without it no other rank's arrival can be seen",
-            )  # fmt: skip
+            )
         if on_wait is not None:
             on_wait(now - started)
         backoff.sleep()
     try:
-        return dist.TCPStore(rdzv.host, rdzv.port, None, False, op_timeout, wait_for_workers=False,
-                             use_libuv=rdzv.use_libuv)  # fmt: skip
+        return dist.TCPStore(
+            rdzv.host, rdzv.port, None, False, op_timeout, wait_for_workers=False, use_libuv=rdzv.use_libuv
+        )
     except RuntimeError as exc:
         raise RpcJoinError(
-            [0], {rdzv.rank: name}, rdzv.address, join_timeout,
+            [0],
+            {rdzv.rank: name},
+            rdzv.address,
+            join_timeout,
             f"note = the rendezvous store at {rdzv.address} went away while connecting: {exc}",
-        ) from exc  # fmt: skip
+        ) from exc

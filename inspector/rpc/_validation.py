@@ -79,20 +79,28 @@ def _device_list_problems(topo: Topology) -> Iterator[DeviceMapProblem]:
         if len(unique) != len(devices):
             repeated = _repeated(devices)
             yield make_problem(
-                C.DUPLICATED_DEVICES, node, None, [("devices", shown(list(devices)))],
+                C.DUPLICATED_DEVICES,
+                node,
+                None,
+                [("devices", shown(list(devices)))],
                 [("duplicated", names_of(repeated))],
                 next_step=f"list each device once in {node}'s devices",
                 devices=tuple(repeated),
-            )  # fmt: skip
+            )
         count = topo.counts[node]
         if not _all_valid(unique, count):
             bad, type_error = _invalid(devices, count)
             yield make_problem(
-                C.INVALID_DEVICE_INDEX, node, None, [("devices", shown(list(devices))), ("device count", count)],
+                C.INVALID_DEVICE_INDEX,
+                node,
+                None,
+                [("devices", shown(list(devices))), ("device count", count)],
                 [("invalid", names_of(bad))],
                 next_step=_count_hint(node, count, bad),
-                devices=tuple(bad), device_count=count, torch_type_error=type_error,
-            )  # fmt: skip
+                devices=tuple(bad),
+                device_count=count,
+                torch_type_error=type_error,
+            )
 
 
 def _map_problems(topo: Topology, source: str, target: str, map_: DeviceMap) -> Iterator[DeviceMapProblem]:
@@ -100,51 +108,73 @@ def _map_problems(topo: Topology, source: str, target: str, map_: DeviceMap) -> 
     if len(targets) != len(map_):
         repeated = _repeated(map_.values())
         yield make_problem(
-            C.DUPLICATED_TARGET, source, target, [("device map", shown(dict(map_)))],
+            C.DUPLICATED_TARGET,
+            source,
+            target,
+            [("device map", shown(dict(map_)))],
             [("duplicated targets", names_of(repeated))],
             next_step="map each target device from one source only",
-            devices=tuple(repeated), device_map=dict(map_),
-        )  # fmt: skip
+            devices=tuple(repeated),
+            device_map=dict(map_),
+        )
     source_devices = topo.devices.get(source, ())
     if source_devices:
         if not set(map_).issubset(source_devices):
             extra = [d for d in map_ if d not in source_devices]
             yield make_problem(
-                C.UNEXPECTED_SOURCE, source, target,
+                C.UNEXPECTED_SOURCE,
+                source,
+                target,
                 [("device map", shown(dict(map_))), ("devices", shown(list(source_devices)))],
                 [("unexpected sources", names_of(extra))],
                 next_step=f"add them to {source}'s devices or map from the devices it lists",
-                devices=tuple(extra), device_map=dict(map_),
-            )  # fmt: skip
+                devices=tuple(extra),
+                device_map=dict(map_),
+            )
     elif not _all_valid(map_.keys(), topo.counts[source]):
         count = topo.counts[source]
         bad, type_error = _invalid(map_.keys(), count)
         yield make_problem(
-            C.INVALID_SOURCE_INDEX, source, target, [("device map", shown(dict(map_))), ("device count", count)],
+            C.INVALID_SOURCE_INDEX,
+            source,
+            target,
+            [("device map", shown(dict(map_))), ("device count", count)],
             [("invalid sources", names_of(bad))],
             next_step=f"sources are the caller's devices; {_count_hint(source, count, bad)}",
-            devices=tuple(bad), device_map=dict(map_), device_count=count, torch_type_error=type_error,
-        )  # fmt: skip
+            devices=tuple(bad),
+            device_map=dict(map_),
+            device_count=count,
+            torch_type_error=type_error,
+        )
     target_devices = topo.devices.get(target, ())
     if target_devices:
         if not targets.issubset(target_devices):
             extra = [d for d in map_.values() if d not in target_devices]
             yield make_problem(
-                C.UNEXPECTED_TARGET, source, target,
+                C.UNEXPECTED_TARGET,
+                source,
+                target,
                 [("device map", shown(dict(map_))), ("devices", shown(list(target_devices)))],
                 [("unexpected targets", names_of(extra))],
                 next_step=f"targets must be among the devices {target} lists",
-                devices=tuple(extra), device_map=dict(map_),
-            )  # fmt: skip
+                devices=tuple(extra),
+                device_map=dict(map_),
+            )
     elif target in topo.counts and not _all_valid(targets, topo.counts[target]):
         count = topo.counts[target]
         bad, type_error = _invalid(map_.values(), count)
         yield make_problem(
-            C.INVALID_TARGET_INDEX, source, target, [("device map", shown(dict(map_))), ("device count", count)],
+            C.INVALID_TARGET_INDEX,
+            source,
+            target,
+            [("device map", shown(dict(map_))), ("device count", count)],
             [("invalid targets", names_of(bad))],
             next_step=f"targets are the callee's devices; {_count_hint(target, count, bad)}",
-            devices=tuple(bad), device_map=dict(map_), device_count=count, torch_type_error=type_error,
-        )  # fmt: skip
+            devices=tuple(bad),
+            device_map=dict(map_),
+            device_count=count,
+            torch_type_error=type_error,
+        )
 
 
 def _iter_problems(topo: Topology, is_static_group: bool) -> Iterator[DeviceMapProblem]:
@@ -156,11 +186,13 @@ def _iter_problems(topo: Topology, is_static_group: bool) -> Iterator[DeviceMapP
         if is_static_group and not known.issuperset(per_target):
             for unknown in (name for name in per_target if name not in known):
                 yield make_problem(
-                    C.UNKNOWN_TARGET_NAME, source, unknown,
+                    C.UNKNOWN_TARGET_NAME,
+                    source,
+                    unknown,
                     [("device maps", shown(per_target.keys())), ("node names", shown(list(topo.names)))],
                     [("unknown target", short(unknown))],
                     next_step="key maps by the callee's name, or use a dynamic group if it joins later",
-                )  # fmt: skip
+                )
         for target, map_ in per_target.items():
             yield from _map_problems(topo, source, target, map_)
 

@@ -24,8 +24,10 @@ def worker_name_problem(name: object) -> str | None:
     """torch's refusal of a worker name, in its words (``WorkerInfo``), or None for a name it accepts."""
     if isinstance(name, str) and WORKER_NAME.fullmatch(name):
         return None
-    return ("Worker name must match ^[A-Za-z0-9-_:]*$, and must be non-empty and shorter than 128 chars, "
-            f"but got {short(name)}")  # fmt: skip
+    return (
+        "Worker name must match ^[A-Za-z0-9-_:]*$, and must be non-empty and shorter than 128 chars, "
+        f"but got {short(name)}"
+    )
 
 
 class PlanError(RpcError, ValueError):

@@ -39,14 +39,12 @@ import time
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from multiprocessing.connection import wait
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from inspector._bench import Progress
 from inspector._messages import Message
 from inspector.errors import Cancelled
 from inspector.rpc._device_lists import create_device_list, create_reverse_mapping
 from inspector.rpc._errors import RpcError
-from inspector.rpc._plan import TopologyPlan
 from inspector.rpc._processes import (
     KILL_WAIT_S,
     WorkerProcess,
@@ -65,6 +63,10 @@ from inspector.rpc._records import (
     WorkerSnapshot,
     WorldSnapshot,
 )
+
+if TYPE_CHECKING:
+    from inspector._bench import Progress
+    from inspector.rpc._plan import TopologyPlan
 
 START_TIMEOUT_S = 120.0
 SHUTDOWN_TIMEOUT_S = 20.0
@@ -130,8 +132,12 @@ class LocalWorld:
         self._closed = False
         self._broken: str | None = None
         self._finalizer = weakref.finalize(self, reap, self._procs)
-        config = {"backend": backend, "rpc_timeout": rpc_timeout, "num_worker_threads": num_worker_threads,
-                  "world_size": n}  # fmt: skip
+        config = {
+            "backend": backend,
+            "rpc_timeout": rpc_timeout,
+            "num_worker_threads": num_worker_threads,
+            "world_size": n,
+        }
         started = time.perf_counter()
         self.workers = self._start(config, start_timeout, progress, cancel)
         self.start_seconds = time.perf_counter() - started
@@ -187,8 +193,16 @@ class LocalWorld:
             if failures:
                 deadline = min(deadline, time.monotonic() + ERROR_GRACE_S)
         for proc in pending.values():
-            failures.append(WorkerFailure(proc.rank, proc.name, "waiting", "TimeoutError",
-                                          "no report before the deadline; stopped", proc.stderr_tail()))  # fmt: skip
+            failures.append(
+                WorkerFailure(
+                    proc.rank,
+                    proc.name,
+                    "waiting",
+                    "TimeoutError",
+                    "no report before the deadline; stopped",
+                    proc.stderr_tail(),
+                )
+            )
         if failures:
             failures.sort(key=lambda f: f.rank)
             raise LocalWorldError(f"The local RPC world of {len(self._procs)} workers did not start.", failures)
@@ -202,11 +216,19 @@ class LocalWorld:
             report = reports[rank]
             reverse = create_reverse_mapping(report["name"], names, maps)
             listed = create_device_list(report["devices"], maps[report["name"]], reverse, worker=report["name"])
-            snapshots.append(WorkerSnapshot(
-                rank, report["name"], report["pid"], report["device_count"], report["device_maps"],
-                tuple(report["devices"]), {c: {str(k): str(v) for k, v in m.items()} for c, m in reverse.items()},
-                tuple(str(d) for d in listed), report["init_seconds"],
-            ))  # fmt: skip
+            snapshots.append(
+                WorkerSnapshot(
+                    rank,
+                    report["name"],
+                    report["pid"],
+                    report["device_count"],
+                    report["device_maps"],
+                    tuple(report["devices"]),
+                    {c: {str(k): str(v) for k, v in m.items()} for c, m in reverse.items()},
+                    tuple(str(d) for d in listed),
+                    report["init_seconds"],
+                )
+            )
         return tuple(snapshots)
 
     def _ask(self, proc: WorkerProcess, command: tuple[Any, ...]) -> Any:

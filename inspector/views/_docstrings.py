@@ -26,7 +26,7 @@ def inline(text: str) -> str:
     """One line of prose: escaped, with ````code```` and ```code``` as ``<code>``."""
     parts, last = [], 0
     for match in _CODE.finditer(text):
-        parts.append(html.escape(text[last:match.start()]))
+        parts.append(html.escape(text[last : match.start()]))
         parts.append(f"<code>{html.escape(match.group(1) or match.group(2))}</code>")
         last = match.end()
     parts.append(html.escape(text[last:]))

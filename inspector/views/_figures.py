@@ -101,8 +101,17 @@ def key_above(fig: Figure, handles: Sequence[Any], labels: Sequence[str] | None 
     wrap = 0
     for ncols in itertools.chain(range(max(1, min(columns, len(handles))), 0, -1), itertools.repeat(1, 4)):
         shown = [textwrap.fill(label, wrap) if wrap else label for label in labels]
-        legend = literal(fig.legend(handles, shown, loc="outside upper center", ncols=ncols, fontsize=7,
-                                    frameon=False, labelcolor=NEUTRAL_INK))  # fmt: skip
+        legend = literal(
+            fig.legend(
+                handles,
+                shown,
+                loc="outside upper center",
+                ncols=ncols,
+                fontsize=7,
+                frameon=False,
+                labelcolor=NEUTRAL_INK,
+            )
+        )
         width = legend.get_window_extent(renderer).width
         if width <= room:
             return legend
@@ -110,8 +119,11 @@ def key_above(fig: Figure, handles: Sequence[Any], labels: Sequence[str] | None 
         if ncols == 1:  # one column and still too wide: wrap the labels, narrower each time
             longest = max(len(label) for label in labels)
             wrap = max(8, int((wrap or longest) * room / width) - 1)
-    return literal(fig.legend(handles, shown, loc="outside upper center", ncols=1, fontsize=7, frameon=False,
-                              labelcolor=NEUTRAL_INK))  # fmt: skip
+    return literal(
+        fig.legend(
+            handles, shown, loc="outside upper center", ncols=1, fontsize=7, frameon=False, labelcolor=NEUTRAL_INK
+        )
+    )
 
 
 KEY_ROOM = 0.98  # of the figure's width a key may take
@@ -164,8 +176,15 @@ def key_boxes(fig: Figure, dpi: int = DPI) -> list[list[Any]]:
             continue
         for text in literal(legend).get_texts():
             box = text.get_window_extent(renderer)
-            found.append([text.get_text(), round(box.x0 * scale, 1), round(height - box.y1 * scale, 1),
-                          round(box.x1 * scale, 1), round(height - box.y0 * scale, 1)])  # fmt: skip
+            found.append(
+                [
+                    text.get_text(),
+                    round(box.x0 * scale, 1),
+                    round(height - box.y1 * scale, 1),
+                    round(box.x1 * scale, 1),
+                    round(height - box.y0 * scale, 1),
+                ]
+            )
     return found
 
 

@@ -20,15 +20,18 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch
 from matplotlib.transforms import Bbox
 
-from inspector.rpc import DeviceMapProblem, TopologyPlan
 from inspector.views._figures import NEUTRAL_INK, literal, new_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from inspector.rpc import DeviceMapProblem, TopologyPlan
 
 OK_COLOUR = "#1f77b4"
 PROBLEM_COLOUR = "#d62728"
@@ -79,8 +82,10 @@ def _positions(names: Sequence[str]) -> dict[str, tuple[float, float]]:
     n = len(names)
     if n == 1:
         return {names[0]: (0.0, 0.0)}
-    return {name: (math.cos(math.pi / 2 - 2 * math.pi * i / n), math.sin(math.pi / 2 - 2 * math.pi * i / n))
-            for i, name in enumerate(names)}  # fmt: skip
+    return {
+        name: (math.cos(math.pi / 2 - 2 * math.pi * i / n), math.sin(math.pi / 2 - 2 * math.pi * i / n))
+        for i, name in enumerate(names)
+    }
 
 
 def _pairs_label(pairs: Sequence[tuple[str, str]]) -> str:
@@ -95,22 +100,47 @@ def _along(start: tuple[float, float], end: tuple[float, float], rad: float) -> 
     """Points of the arrow's arc (matplotlib's ``arc3``) at the candidate fractions, caller first."""
     (x1, y1), (x2, y2) = start, end
     cx, cy = (x1 + x2) / 2 + rad * (y2 - y1), (y1 + y2) / 2 - rad * (x2 - x1)
-    return [((1 - t) ** 2 * x1 + 2 * t * (1 - t) * cx + t**2 * x2, (1 - t) ** 2 * y1 + 2 * t * (1 - t) * cy + t**2 * y2)
-            for t in ALONG_CURVE]  # fmt: skip
+    return [
+        ((1 - t) ** 2 * x1 + 2 * t * (1 - t) * cx + t**2 * x2, (1 - t) ** 2 * y1 + 2 * t * (1 - t) * cy + t**2 * y2)
+        for t in ALONG_CURVE
+    ]
 
 
 def _arrow(ax: Any, start: Any, end: Any, colour: str, rad: float, width: float, ends: Any, dashed: bool) -> None:
-    ax.add_artist(FancyArrowPatch(  # add_artist: limits are fixed, no need to measure every curve
-        start, end, connectionstyle=f"arc3,rad={rad}", arrowstyle="-|>", mutation_scale=12, color=colour,
-        linewidth=width, linestyle="--" if dashed else "-", patchA=ends[0], patchB=ends[1], shrinkA=2, shrinkB=2,
-    ))  # fmt: skip
+    ax.add_artist(
+        FancyArrowPatch(  # add_artist: limits are fixed, no need to measure every curve
+            start,
+            end,
+            connectionstyle=f"arc3,rad={rad}",
+            arrowstyle="-|>",
+            mutation_scale=12,
+            color=colour,
+            linewidth=width,
+            linestyle="--" if dashed else "-",
+            patchA=ends[0],
+            patchB=ends[1],
+            shrinkA=2,
+            shrinkB=2,
+        )
+    )
 
 
 def _self_loop(ax: Any, centre: tuple[float, float], colour: str, width: float) -> list[tuple[float, float]]:
     x, y = centre
     start, end = (x - 0.07, y + 0.1), (x + 0.07, y + 0.1)
-    ax.add_artist(FancyArrowPatch(start, end, connectionstyle="arc3,rad=-2.2", arrowstyle="-|>", mutation_scale=10,
-                                 color=colour, linewidth=width, shrinkA=0, shrinkB=0))  # fmt: skip
+    ax.add_artist(
+        FancyArrowPatch(
+            start,
+            end,
+            connectionstyle="arc3,rad=-2.2",
+            arrowstyle="-|>",
+            mutation_scale=10,
+            color=colour,
+            linewidth=width,
+            shrinkA=0,
+            shrinkB=0,
+        )
+    )
     return [(x, y + dy) for dy in (0.34, 0.45, -0.34, -0.45)] + [(x + dx, y) for dx in (0.42, -0.42)]
 
 
@@ -140,12 +170,17 @@ def _draw_nodes(
         if len(pos) > 16:  # too many for boxes: a dot and a name
             ax.plot([x], [y], "o", color=PROBLEM_COLOUR if bad else NEUTRAL_INK, markersize=4)
             clear = {"boxstyle": "square,pad=0.2", "facecolor": "none", "edgecolor": "none"}  # an arrow's end
-            named[name] = ax.text(x * 1.08, y * 1.08, name, ha="center", va="center", fontsize=5, color=NEUTRAL_INK,
-                                  bbox=clear)  # fmt: skip
+            named[name] = ax.text(
+                x * 1.08, y * 1.08, name, ha="center", va="center", fontsize=5, color=NEUTRAL_INK, bbox=clear
+            )
             artists.append(named[name])
             continue
-        frame = {"boxstyle": "round,pad=0.4", "facecolor": (0.5, 0.5, 0.5, 0.12),
-                 "edgecolor": PROBLEM_COLOUR if bad else NEUTRAL_INK, "linewidth": 2.0 if bad else 1.0}  # fmt: skip
+        frame = {
+            "boxstyle": "round,pad=0.4",
+            "facecolor": (0.5, 0.5, 0.5, 0.12),
+            "edgecolor": PROBLEM_COLOUR if bad else NEUTRAL_INK,
+            "linewidth": 2.0 if bad else 1.0,
+        }
         label = _node_text(plan, name)
         box = ax.text(x, y, label, ha="center", va="center", fontsize=8, color=NEUTRAL_INK, bbox=frame, zorder=3)
         boxes[name] = box.get_bbox_patch()
@@ -153,8 +188,18 @@ def _draw_nodes(
         artists.append(box)
         if bad:
             below = 4.8 * (label.count("\n") + 1) + 6  # points: half the box's text lines, plus padding
-            artists.append(ax.annotate(", ".join(bad), (x, y), xytext=(0, -below), textcoords="offset points",
-                                       ha="center", va="top", fontsize=7, color=PROBLEM_COLOUR))  # fmt: skip
+            artists.append(
+                ax.annotate(
+                    ", ".join(bad),
+                    (x, y),
+                    xytext=(0, -below),
+                    textcoords="offset points",
+                    ha="center",
+                    va="top",
+                    fontsize=7,
+                    color=PROBLEM_COLOUR,
+                )
+            )
     return boxes, artists, named
 
 
@@ -171,12 +216,14 @@ def _ghost_candidates(near: tuple[float, float], limit: float) -> list[tuple[flo
     return spots
 
 
-def _ghost(ax: Any, name: str, near: tuple[float, float], blocked: list[Bbox], caller: Bbox, renderer: Any,
-           limit: float) -> tuple[tuple[float, float], Any]:
+def _ghost(
+    ax: Any, name: str, near: tuple[float, float], blocked: list[Bbox], caller: Bbox, renderer: Any, limit: float
+) -> tuple[tuple[float, float], Any]:
     """A dashed box for a map target not in the group, where it meets no node (NOTE [ Graph labels ])."""
     frame = {"boxstyle": "round,pad=0.3", "facecolor": "none", "edgecolor": PROBLEM_COLOUR, "linestyle": "--"}
-    box = ax.text(0, 0, f"{name}\n(not in group)", ha="center", va="center", fontsize=7, color=PROBLEM_COLOUR,
-                  bbox=frame)  # fmt: skip
+    box = ax.text(
+        0, 0, f"{name}\n(not in group)", ha="center", va="center", fontsize=7, color=PROBLEM_COLOUR, bbox=frame
+    )
     room = caller.padded(ARROW_ROOM_PX)
     frame_px = ax.get_window_extent(renderer)
     spots = _ghost_candidates(near, limit) or [near]
@@ -190,9 +237,16 @@ def _ghost(ax: Any, name: str, near: tuple[float, float], blocked: list[Bbox], c
     return spots[-1], box
 
 
-def _place_ghosts(fig: Figure, ax: Any, plan: TopologyPlan, pos: dict[str, tuple[float, float]],
-                  named: dict[str, Any], boxes: dict[str, Any], obstacles: list[Any],
-                  limit: float) -> dict[str, tuple[float, float]]:  # fmt: skip
+def _place_ghosts(
+    fig: Figure,
+    ax: Any,
+    plan: TopologyPlan,
+    pos: dict[str, tuple[float, float]],
+    named: dict[str, Any],
+    boxes: dict[str, Any],
+    obstacles: list[Any],
+    limit: float,
+) -> dict[str, tuple[float, float]]:
     """A dashed box for every map target not in the group, each clear of the rest; where each went.
 
     Each box joins ``boxes`` (so arrows end at its edge) and ``obstacles`` (so labels avoid it).
@@ -236,8 +290,11 @@ def place_labels(fig: Figure, ax: Any, labels: list[_Label], obstacles: list[Any
     blocked = [_extent(artist, renderer) for artist in obstacles]
     placed: list[Bbox] = []
     for label in labels:
-        text = literal(ax.text(0, 0, label.text, fontsize=7, color=label.colour, ha=label.ha, va="center", zorder=2,
-                               gid=EDGE_LABEL))  # fmt: skip
+        text = literal(
+            ax.text(
+                0, 0, label.text, fontsize=7, color=label.colour, ha=label.ha, va="center", zorder=2, gid=EDGE_LABEL
+            )
+        )
         chosen = crowded = None
         for candidate in label.candidates:
             text.set_position(candidate)
@@ -288,8 +345,9 @@ def topology_figure(
         for callee, pairs in worker.device_maps:
             end = pos.get(callee) or ghosts[callee]
             groups = [[pair] for pair in pairs] if per_pair else [list(pairs)]
-            found = [sorted({c for s, d in g for c in pair_categories(problems, worker.name, callee, s, d)})
-                     for g in groups]  # fmt: skip
+            found = [
+                sorted({c for s, d in g for c in pair_categories(problems, worker.name, callee, s, d)}) for g in groups
+            ]
             lines = []
             for group, categories in zip(groups, found, strict=True):
                 pairs_text = _pairs_label(group) if (per_pair or n <= 8) and not common else ""

@@ -16,15 +16,18 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from matplotlib.colors import ListedColormap, to_rgba
-from matplotlib.figure import Figure
 
-from inspector.rpc import DeviceMapProblem, TopologyPlan
 from inspector.views._figures import DPI, NEUTRAL_INK, new_figure, pad_figure
 from inspector.views._rpc_graph import NODE_CATEGORIES, OK_COLOUR, PROBLEM_COLOUR, pair_problems
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from inspector.rpc import DeviceMapProblem, TopologyPlan
 
 EMPTY, MAPPED, REFUSED = 0, 1, 2
 EMPTY_CELL = (0.5, 0.5, 0.5, 0.10)  # reads as "nothing here" on light and dark backgrounds
@@ -117,22 +120,35 @@ def device_grid_figure(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] 
     kind = "static" if plan.static_group else "dynamic"
     refused = int((cells == REFUSED).sum())
     categories = sorted({str(p.category) for p in problems})
-    verdict = f"{refused} refused pair(s) in red: {', '.join(categories)}" if refused else (
-        f"{len(problems)} problem(s): {', '.join(categories)}" if problems else "every mapped pair accepted")
-    ax.set_title(f"Device maps ({kind} group): a block per caller → callee, a blue cell per mapped pair\n{verdict}",
-                 fontsize=9, color=NEUTRAL_INK)  # fmt: skip
+    verdict = (
+        f"{refused} refused pair(s) in red: {', '.join(categories)}"
+        if refused
+        else (f"{len(problems)} problem(s): {', '.join(categories)}" if problems else "every mapped pair accepted")
+    )
+    ax.set_title(
+        f"Device maps ({kind} group): a block per caller → callee, a blue cell per mapped pair\n{verdict}",
+        fontsize=9,
+        color=NEUTRAL_INK,
+    )
     if not rows:
         ax.axis("off")
         ax.text(0.5, 0.5, "no device maps", ha="center", va="center", color=NEUTRAL_INK, transform=ax.transAxes)
         return fig
     palette = ListedColormap([to_rgba(EMPTY_CELL), to_rgba(OK_COLOUR), to_rgba(PROBLEM_COLOUR)])
     cell_px = cell_in * DPI
-    ax.imshow(cells, cmap=palette, vmin=EMPTY, vmax=REFUSED, aspect="equal",
-              interpolation="nearest" if cell_px >= 2 else "antialiased")  # fmt: skip
+    ax.imshow(
+        cells,
+        cmap=palette,
+        vmin=EMPTY,
+        vmax=REFUSED,
+        aspect="equal",
+        interpolation="nearest" if cell_px >= 2 else "antialiased",
+    )
     if refused <= MAX_CROSSES:
         bad_rows, bad_columns = np.nonzero(cells == REFUSED)
-        ax.scatter(bad_columns, bad_rows, marker="x", s=min(40.0, (cell_in * 72 * 0.6) ** 2), color="white",
-                   linewidths=1.2)  # fmt: skip
+        ax.scatter(
+            bad_columns, bad_rows, marker="x", s=min(40.0, (cell_in * 72 * 0.6) ** 2), color="white", linewidths=1.2
+        )
     row_blocks, column_blocks = _blocks(rows), _blocks(columns)
     narrowest = min(last - first + 1 for _, first, last in row_blocks + column_blocks) * cell_px
     line = min(1.0, narrowest / 10)  # separators never drown small blocks
@@ -147,15 +163,25 @@ def device_grid_figure(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] 
     return fig
 
 
-def _label_axes(ax: Any, plan: TopologyPlan, problems: Sequence[DeviceMapProblem], rows: list, columns: list,
-                row_blocks: list, column_blocks: list, cell_in: float) -> None:  # fmt: skip
+def _label_axes(
+    ax: Any,
+    plan: TopologyPlan,
+    problems: Sequence[DeviceMapProblem],
+    rows: list,
+    columns: list,
+    row_blocks: list,
+    column_blocks: list,
+    cell_in: float,
+) -> None:
     """Device ticks beside the cells while they fit; the workers' names outside them (red when at fault)."""
     at_fault = {p.worker for p in problems if p.category in NODE_CATEGORIES}
     members = set(plan.names)
     ax.tick_params(colors=NEUTRAL_INK, labelsize=6, length=2)
     ax.xaxis.tick_top()
-    for side, keys, blocks, title in (("top", columns, column_blocks, "callee: its target devices"),
-                                      ("left", rows, row_blocks, "caller: its source devices")):  # fmt: skip
+    for side, keys, blocks, title in (
+        ("top", columns, column_blocks, "callee: its target devices"),
+        ("left", rows, row_blocks, "caller: its source devices"),
+    ):
         axis = ax.xaxis if side == "top" else ax.yaxis
         ticked = len(keys) <= MAX_DEVICE_TICKS
         axis.set_ticks(range(len(keys)) if ticked else [], [_short(d) for _, d in keys] if ticked else [])

@@ -172,8 +172,9 @@ def _empty_columns(frame: pd.DataFrame) -> list[Any]:
 
 
 def _numeric_columns(frame: pd.DataFrame) -> list[Any]:
-    return [c for c in frame.columns
-            if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])]  # fmt: skip
+    return [
+        c for c in frame.columns if pd.api.types.is_numeric_dtype(frame[c]) and not pd.api.types.is_bool_dtype(frame[c])
+    ]
 
 
 def _headers(markup: str, tips: dict[str, str]) -> str:
@@ -212,10 +213,12 @@ def _csv_link(frame: pd.DataFrame, index: bool, caption: str) -> str:
     label = html.unescape(str(frame.index.name or frame.columns.name or "")) if index else None
     text = spreadsheet_safe(frame).to_csv(index=index, index_label=label or None)
     data = base64.b64encode(text.encode("utf-8")).decode("ascii")
-    return (f"<a class='inspector-table-csv' download='{name}.csv' href='data:text/csv;charset=utf-8;base64,{data}' "
-            "title='Download this table as a CSV file (every row, full precision)'>⬇ CSV</a> "
-            "<button type='button' class='inspector-table-copy' title='Copy this table as CSV, to paste anywhere' "
-            "onclick='window.inspectorTables&amp;&amp;inspectorTables.copy(this)'>copy CSV</button>")  # fmt: skip
+    return (
+        f"<a class='inspector-table-csv' download='{name}.csv' href='data:text/csv;charset=utf-8;base64,{data}' "
+        "title='Download this table as a CSV file (every row, full precision)'>⬇ CSV</a> "
+        "<button type='button' class='inspector-table-copy' title='Copy this table as CSV, to paste anywhere' "
+        "onclick='window.inspectorTables&amp;&amp;inspectorTables.copy(this)'>copy CSV</button>"
+    )
 
 
 def table_html(value: Any, caption: str = "") -> str:
@@ -236,19 +239,31 @@ def table_html(value: Any, caption: str = "") -> str:
             frame = frame.drop(columns=hidden)
         if frame.columns.is_unique:  # each header where its cells are: numbers right, the rest left
             numbers = set(_numeric_columns(frame))
-            value.set_table_styles({c: [{"selector": "", "props": f"text-align: {'right' if c in numbers else 'left'}"}]
-                                    for c in frame.columns}, overwrite=False)  # fmt: skip
+            value.set_table_styles(
+                {
+                    c: [{"selector": "", "props": f"text-align: {'right' if c in numbers else 'left'}"}]
+                    for c in frame.columns
+                },
+                overwrite=False,
+            )
         markup, rows = _headers(str(value.to_html()), tips), len(frame)
     else:
         frame, markup, rows, index = None, html.escape(str(value)), 0, False
     finder = (
-        "<input type='search' class='inspector-table-filter' "
-        "placeholder='filter rows' title='Show only the rows that contain every word typed here' "
-        "oninput='window.inspectorTables&amp;&amp;inspectorTables.filter(this)'/> "
-        f"<span class='inspector-table-count'>{rows} rows</span> <small>(click a header to sort)</small> "
-    ) if rows > 1 else ""
-    tools = (f"<div class='inspector-table-tools'>{finder}{_csv_link(frame, index, caption)}</div>"
-             if frame is not None and rows else "")  # fmt: skip
+        (
+            "<input type='search' class='inspector-table-filter' "
+            "placeholder='filter rows' title='Show only the rows that contain every word typed here' "
+            "oninput='window.inspectorTables&amp;&amp;inspectorTables.filter(this)'/> "
+            f"<span class='inspector-table-count'>{rows} rows</span> <small>(click a header to sort)</small> "
+        )
+        if rows > 1
+        else ""
+    )
+    tools = (
+        f"<div class='inspector-table-tools'>{finder}{_csv_link(frame, index, caption)}</div>"
+        if frame is not None and rows
+        else ""
+    )
     title = f"<div class='inspector-caption'>{html.escape(caption)}</div>" if caption else ""
     return (
         f"{TABLE_CSS}{TABLE_SCRIPT}{title}<div class='inspector-table' "

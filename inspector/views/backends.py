@@ -7,16 +7,19 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from pandas.io.formats.style import Styler
 
-from inspector.backends import FieldInfo, RegistrySnapshot
 from inspector.views._cells import in_notebook_terms
 from inspector.views._docstrings import docstring_html
 from inspector.views._tables import styled
 from inspector.views.page import Block, Page, lazy, pre, table, trusted_html
+
+if TYPE_CHECKING:
+    from pandas.io.formats.style import Styler
+
+    from inspector.backends import FieldInfo, RegistrySnapshot
 
 SUPPORTED = "supported"
 MISSING = "missing"
@@ -150,12 +153,18 @@ def batch_table(fields: Sequence[FieldInfo]) -> pd.DataFrame:
     records = []
     for f in fields:
         stats = f.stats
-        records.append({
-            "key": f.key, "kind": f.kind, "shape": "" if f.shape is None else str(tuple(f.shape)),
-            "dtype": f.dtype or "",
-            "min": stats.minimum if stats else None, "mean": stats.mean if stats else None,
-            "max": stats.maximum if stats else None, "NaNs": stats.nans if stats else None,
-        })  # fmt: skip
+        records.append(
+            {
+                "key": f.key,
+                "kind": f.kind,
+                "shape": "" if f.shape is None else str(tuple(f.shape)),
+                "dtype": f.dtype or "",
+                "min": stats.minimum if stats else None,
+                "mean": stats.mean if stats else None,
+                "max": stats.maximum if stats else None,
+                "NaNs": stats.nans if stats else None,
+            }
+        )
     frame = pd.DataFrame.from_records(records, columns=BATCH_COLUMNS)
     return frame.astype({"min": float, "mean": float, "max": float, "NaNs": "Int64"})
 
@@ -163,8 +172,10 @@ def batch_table(fields: Sequence[FieldInfo]) -> pd.DataFrame:
 def verb_html(call: str, signature: str, doc: str | None, defined_in: str = "") -> str:
     """How to call a verb, its signature, and its docstring rendered (escaped; NOTE [ Rendering docstrings ])."""
     where = f" &nbsp;<small>defined in {html.escape(defined_in)}</small>" if defined_in else ""
-    return (f"<div class='inspector-verb'><code>{html.escape(call)}</code>{where}"
-            f"<pre class='inspector-pre'>{html.escape(signature)}</pre>{docstring_html(doc)}</div>")  # fmt: skip
+    return (
+        f"<div class='inspector-verb'><code>{html.escape(call)}</code>{where}"
+        f"<pre class='inspector-pre'>{html.escape(signature)}</pre>{docstring_html(doc)}</div>"
+    )
 
 
 def as_raised(call: str, exc: BaseException) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import asdict, is_dataclass
-from typing import Any
-
-from matplotlib.figure import Figure
+from typing import TYPE_CHECKING, Any
 
 from inspector.views._figures import NEUTRAL_INK, new_figure, style_axes
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 OURS, BASELINE, MISSED = "#1f77b4", "#c7c7c7", "#d62728"
 

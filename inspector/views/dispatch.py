@@ -7,10 +7,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from pandas.io.formats.style import Styler
 
 from inspector.dispatch import (
     CallContext,
@@ -24,8 +23,6 @@ from inspector.dispatch import (
     trace,
     what_if,
 )
-from inspector.dispatch.torch_sdpa import SdpaComparison
-from inspector.dispatch.torch_sdpa.watch import WatchTable
 from inspector.views._tables import styled
 from inspector.views.dispatch_what_if import (  # noqa: F401  (the what-if views, importable from here too)
     family_of,
@@ -37,6 +34,12 @@ from inspector.views.dispatch_what_if import (  # noqa: F401  (the what-if views
 )
 from inspector.views.page import Block, Page, figure, lazy, note, pre, table, trusted_html
 from inspector.views.sdpa_tables import sdpa_comparison_table, watch_caption, watch_table
+
+if TYPE_CHECKING:
+    from pandas.io.formats.style import Styler
+
+    from inspector.dispatch.torch_sdpa import SdpaComparison
+    from inspector.dispatch.torch_sdpa.watch import WatchTable
 
 DECISION_COLUMNS = ["row", "priority", "available", "faithful", "verdict", "failing", "chosen", "origin"]
 CHOSEN_STYLE = "background-color: rgba(44, 160, 44, 0.25); font-weight: bold"
@@ -66,8 +69,13 @@ def decision_table(trace: Trace) -> pd.DataFrame:
     frame = pd.DataFrame.from_records(records, columns=DECISION_COLUMNS)
     frame["priority"] = frame["priority"].astype("Int64")
     frame.attrs.update(
-        family=trace.family, context=trace.context.describe(), chosen=trace.chosen, origin=trace.origin,
-        error=trace.error, selection=trace.selection, selection_tier=trace.selection_tier,
+        family=trace.family,
+        context=trace.context.describe(),
+        chosen=trace.chosen,
+        origin=trace.origin,
+        error=trace.error,
+        selection=trace.selection,
+        selection_tier=trace.selection_tier,
     )
     return frame
 
@@ -75,8 +83,14 @@ def decision_table(trace: Trace) -> pd.DataFrame:
 def clause_table(trace: Trace) -> pd.DataFrame:
     """Every clause of every row: row, clause, axis, required, actual, passed (long form)."""
     records = [
-        {"row": row.name, "clause": c.clause, "axis": c.axis, "required": c.required, "actual": c.actual,
-         "passed": c.passed}
+        {
+            "row": row.name,
+            "clause": c.clause,
+            "axis": c.axis,
+            "required": c.required,
+            "actual": c.actual,
+            "passed": c.passed,
+        }
         for row in trace.rows
         for c in row.checks
     ]
@@ -103,7 +117,8 @@ def style_decision_table(frame: pd.DataFrame) -> Styler:
     else:
         caption = f"{attrs.get('family')}: {attrs.get('chosen')} (origin={attrs.get('origin')})"
     return (
-        styled(frame).apply(row_style, axis=1)
+        styled(frame)
+        .apply(row_style, axis=1)
         .format(lambda v: "★" if v else "", subset=["chosen"])
         .set_properties(subset=["row", "verdict", "failing", "origin"], **{"text-align": "left"})
         .set_caption(html.escape(caption))
@@ -145,8 +160,17 @@ def comparison_table(runs: Sequence[RowRun]) -> pd.DataFrame:
     ]
     return pd.DataFrame.from_records(
         records,
-        columns=["row", "status", "faithful", "max_abs_error", "max_rel_error", "within_tolerance", "tolerance",
-                 "median_ms", "detail"],
+        columns=[
+            "row",
+            "status",
+            "faithful",
+            "max_abs_error",
+            "max_rel_error",
+            "within_tolerance",
+            "tolerance",
+            "median_ms",
+            "detail",
+        ],
     )
 
 
@@ -232,8 +256,11 @@ def trace_or_failure(family: str, ctx: CallContext) -> Trace:
 
 
 def current_state(
-    family: str | None = None, context: CallContext | None = None, selections: Mapping[str, Any] | None = None,
-    *, what_if_all: bool = False,
+    family: str | None = None,
+    context: CallContext | None = None,
+    selections: Mapping[str, Any] | None = None,
+    *,
+    what_if_all: bool = False,
 ) -> DispatchState:
     """The page's state read from the engine now: every family traced under ``selections``."""
     names = families()
@@ -258,8 +285,14 @@ def sweep_what_if(family: str, ctx: CallContext, head_dims: Sequence[int] = (64,
 
     if family == torch_sdpa.FAMILY:
         return torch_sdpa.what_if_grid(ctx)
-    return what_if(family, ctx, dtype=[getattr(torch, name) for name in WHAT_IF_SWEEP_DTYPES],
-                   head_dim=list(head_dims), has_mask=[False, True], grad_enabled=[True, False])
+    return what_if(
+        family,
+        ctx,
+        dtype=[getattr(torch, name) for name in WHAT_IF_SWEEP_DTYPES],
+        head_dim=list(head_dims),
+        has_mask=[False, True],
+        grad_enabled=[True, False],
+    )
 
 
 def what_if_index(cells: Sequence[WhatIfCell]) -> list[str] | None:
@@ -278,8 +311,9 @@ def what_if_blocks(family: str, cells: Sequence[WhatIfCell]) -> list[Block]:
     if cells and len(winners) == 1 and None not in winners:
         swept = " × ".join(name for name, _ in cells[0].axes)
         return [note(f"Every one of the {len(cells)} combinations ({swept}) runs {cells[0].row}.")]
-    heatmap = what_if_heatmap(cells, index=what_if_index(cells), title=f"{family}: winning row", family=family,
-                              key=False)
+    heatmap = what_if_heatmap(
+        cells, index=what_if_index(cells), title=f"{family}: winning row", family=family, key=False
+    )
     return [trusted_html(what_if_key_html(cells, family)), figure(heatmap, f"{family} what-if grid")]
 
 

@@ -77,6 +77,9 @@ def family_axes(family: str, defaults: dict[str, Any] | None = None) -> FamilyAx
     if not any(a in read for a in AXES):  # rows that say nothing of what they read: every control
         standard = CONTROLS
     values = defaults or {}
-    fields = tuple(AxisField(name, "text", values.get(name), tooltip=f"The {family} axis {name!r} its rows read")
-                   for name in read if name not in AXES)
+    fields = tuple(
+        AxisField(name, "text", values.get(name), tooltip=f"The {family} axis {name!r} its rows read")
+        for name in read
+        if name not in AXES
+    )
     return FamilyAxes(family, standard, fields)

@@ -4,17 +4,19 @@ from __future__ import annotations
 
 import html
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from matplotlib.colors import to_rgba
-from matplotlib.figure import Figure
 from matplotlib.patches import Patch
 
 from inspector.dispatch import WhatIfCell, families, rows
 from inspector.dispatch.context import format_value
 from inspector.views._figures import MAX_HEIGHT_IN, key_above, new_figure, style_axes
 from inspector.views._palette import NO_ROW_GREY, colour_of, row_colours
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def what_if_table(cells: Sequence[WhatIfCell]) -> pd.DataFrame:
@@ -84,8 +86,12 @@ def what_if_key_html(cells: Sequence[WhatIfCell], family: str | None = None) -> 
 
 
 def what_if_heatmap(
-    cells: Sequence[WhatIfCell], index: Sequence[str] | None = None, title: str = "", *,
-    family: str | None = None, key: bool = True,
+    cells: Sequence[WhatIfCell],
+    index: Sequence[str] | None = None,
+    title: str = "",
+    *,
+    family: str | None = None,
+    key: bool = True,
 ) -> Figure:
     """The grid as a heatmap, one colour per winning row, the row name written in each cell.
 
@@ -105,8 +111,10 @@ def what_if_heatmap(
     label_in = 0.6 + 0.07 * max([len(_label(i)) for i in pivot.index] + [1])
     fig = new_figure(label_in + column_in * n_cols, header_in + row_in * n_rows)
     ax = fig.add_subplot()
-    rgba = [[to_rgba(colours.get(_winner(pivot.iat[i, j]), NO_ROW_GREY)) for j in range(len(pivot.columns))]
-            for i in range(n_rows)]  # fmt: skip
+    rgba = [
+        [to_rgba(colours.get(_winner(pivot.iat[i, j]), NO_ROW_GREY)) for j in range(len(pivot.columns))]
+        for i in range(n_rows)
+    ]
     ax.imshow(rgba, aspect="auto", interpolation="nearest")
     for (i, j), winner in _cells(pivot):
         ax.text(j, i, winner, ha="center", va="center", fontsize=fontsize, color="white")
@@ -114,8 +122,13 @@ def what_if_heatmap(
     rotate = max([len(label) for label in column_labels] + [0]) * 0.07 > column_in
     ax.xaxis.tick_top()
     ax.xaxis.set_label_position("top")
-    ax.set_xticks(range(len(pivot.columns)), column_labels, rotation=30 if rotate else 0,
-                  ha="left" if rotate else "center", fontsize=fontsize)  # fmt: skip
+    ax.set_xticks(
+        range(len(pivot.columns)),
+        column_labels,
+        rotation=30 if rotate else 0,
+        ha="left" if rotate else "center",
+        fontsize=fontsize,
+    )
     ax.set_yticks(range(n_rows), [_label(i) for i in pivot.index], fontsize=fontsize)
     ax.set_xlabel(" / ".join(str(n) for n in (pivot.columns.names or [])), fontsize=9)
     ax.set_ylabel(" / ".join(str(n) for n in (pivot.index.names or [])), fontsize=9)

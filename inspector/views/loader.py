@@ -14,13 +14,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
-from inspector.loader import LoaderProfile, LoaderStatus
 from inspector.loader.bench import METHOD_LABELS, MachineLoad
 from inspector.views._figures import axes_key_above, new_figure, style_axes
 from inspector.views._palette import METHOD_COLOURS, method_colour  # noqa: F401 (re-exported)
@@ -31,11 +29,28 @@ from inspector.views.loader_stages import STAGE_COLOURS, row_records, stage_figu
 from inspector.views.loader_status import leaves_table, loaders_table, workers_table  # noqa: F401 (re-exported)
 from inspector.views.page import Block, Page, figure, lazy, note, table
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from inspector.loader import LoaderProfile, LoaderStatus
+
 BASELINES = ("sync", "mp_queue", "dataloader")
 BENCH_COLUMNS = [
-    "layout", "size_mb", "workers", "device", "method", "label", "mb_s", "mb_s_min", "mb_s_max",
-    "share_of_memcpy", "repeats", "loads", "leaves", "corrupt",
-]  # fmt: skip
+    "layout",
+    "size_mb",
+    "workers",
+    "device",
+    "method",
+    "label",
+    "mb_s",
+    "mb_s_min",
+    "mb_s_max",
+    "share_of_memcpy",
+    "repeats",
+    "loads",
+    "leaves",
+    "corrupt",
+]
 
 
 def bench_table(rows: Iterable[Any]) -> pd.DataFrame:
@@ -72,12 +87,20 @@ def ratio_table(rows: Iterable[Any]) -> pd.DataFrame:
     records = []
     for row in ours.itertuples():
         record = {
-            "layout": row.layout, "size_mb": row.size_mb, "workers": row.workers, "ours_mb_s": row.mb_s,
-            "share_of_memcpy": row.share_of_memcpy, "share_of_dram_memcpy": row.mb_s / dram,
-        }  # fmt: skip
+            "layout": row.layout,
+            "size_mb": row.size_mb,
+            "workers": row.workers,
+            "ours_mb_s": row.mb_s,
+            "share_of_memcpy": row.share_of_memcpy,
+            "share_of_dram_memcpy": row.mb_s / dram,
+        }
         for baseline in BASELINES:
-            match = frame[(frame["method"] == baseline) & (frame["layout"] == row.layout)
-                          & (frame["size_mb"] == row.size_mb) & (frame["device"] == row.device)]  # fmt: skip
+            match = frame[
+                (frame["method"] == baseline)
+                & (frame["layout"] == row.layout)
+                & (frame["size_mb"] == row.size_mb)
+                & (frame["device"] == row.device)
+            ]
             if baseline != "sync":
                 match = match[match["workers"] == row.workers]
             record[f"x_{baseline}"] = row.mb_s / match["mb_s"].iloc[0] if not match.empty else np.nan
@@ -111,9 +134,16 @@ def throughput_by_size_figure(rows: Iterable[Any], workers: int | None = None) -
                 continue
             errors = [line["mb_s"] - line["mb_s_min"], line["mb_s_max"] - line["mb_s"]]
             dashed = method in ("memcpy", "h2d")
-            ax.errorbar(line["size_mb"], line["mb_s"], yerr=errors, marker="o", capsize=3,
-                        linestyle="--" if dashed else "-", color=method_colour(method),
-                        label=METHOD_LABELS.get(method, method))  # fmt: skip
+            ax.errorbar(
+                line["size_mb"],
+                line["mb_s"],
+                yerr=errors,
+                marker="o",
+                capsize=3,
+                linestyle="--" if dashed else "-",
+                color=method_colour(method),
+                label=METHOD_LABELS.get(method, method),
+            )
         ax.set_xscale("log", base=2)
         sizes = sorted(part["size_mb"].unique())
         if sizes:
@@ -177,19 +207,33 @@ def targets_table(measurements: Iterable[Any], waiting: Mapping[str, str] | None
     columns = ["measurement", "value", "unit", "baseline", "baseline_value", "ratio", "target", "verdict"]
     waiting = waiting or {}
     records = [
-        {"measurement": m.name, "value": m.value, "unit": m.unit, "baseline": m.baseline,
-         "baseline_value": m.baseline_value, "ratio": m.ratio, "target": m.target,
-         "verdict": waiting.get(m.name) or (("PASS" if m.ok else "MISS") if m.target else "")}
+        {
+            "measurement": m.name,
+            "value": m.value,
+            "unit": m.unit,
+            "baseline": m.baseline,
+            "baseline_value": m.baseline_value,
+            "ratio": m.ratio,
+            "target": m.target,
+            "verdict": waiting.get(m.name) or (("PASS" if m.ok else "MISS") if m.target else ""),
+        }
         for m in measurements
-    ]  # fmt: skip
+    ]
     return pd.DataFrame.from_records(records, columns=columns)
 
 
 # -- the page -------------------------------------------------------------------------------
 # Column headers as a reader sees them: the unit written out (MiB, MiB/s), not the field name.
-SHOWN_NAMES = {"size_mb": "size MiB", "mb_s": "MiB/s", "mb_s_min": "min MiB/s", "mb_s_max": "max MiB/s",
-               "ours_mb_s": "ours MiB/s", "segment_mib": "segment MiB", "share_of_memcpy": "share of memcpy, same size",
-               "share_of_dram_memcpy": "share of memcpy, largest size"}  # fmt: skip
+SHOWN_NAMES = {
+    "size_mb": "size MiB",
+    "mb_s": "MiB/s",
+    "mb_s_min": "min MiB/s",
+    "mb_s_max": "max MiB/s",
+    "ours_mb_s": "ours MiB/s",
+    "segment_mib": "segment MiB",
+    "share_of_memcpy": "share of memcpy, same size",
+    "share_of_dram_memcpy": "share of memcpy, largest size",
+}
 
 
 def shown(frame: pd.DataFrame) -> pd.DataFrame:
@@ -197,8 +241,7 @@ def shown(frame: pd.DataFrame) -> pd.DataFrame:
     return frame.rename(columns=SHOWN_NAMES)
 
 
-RESULT_COLUMNS = ["layout", "size_mb", "workers", "label", "mb_s", "mb_s_min", "mb_s_max", "share_of_memcpy",
-                  "corrupt"]
+RESULT_COLUMNS = ["layout", "size_mb", "workers", "label", "mb_s", "mb_s_min", "mb_s_max", "share_of_memcpy", "corrupt"]
 
 
 class LoaderSection(StrEnum):
@@ -266,8 +309,8 @@ NO_BENCHMARK = (
     "`inspector report report.html --loader-results results.csv`."
 )
 SHARES_EXPLAINED = (
-    "Two shares of memcpy: \"same size\" is ours against one thread copying the same bytes in this run (at 1 MiB "
-    "and below that copy runs from the CPU cache, so the share reads low); \"largest size\" is ours against the "
+    'Two shares of memcpy: "same size" is ours against one thread copying the same bytes in this run (at 1 MiB '
+    'and below that copy runs from the CPU cache, so the share reads low); "largest size" is ours against the '
     "memcpy of the largest size measured, which runs from memory: what the machine sustains, and what the "
     "throughput targets use. Shares above 1 are possible: two workers read in parallel, memcpy is one thread."
 )
@@ -283,12 +326,14 @@ def page(state: LoaderState) -> Page:
     if rows:
         sections.append(lazy(LoaderSection.BY_SIZE, "Throughput by size", lambda: _by_size_blocks(state), rows))
         if len(state.worker_counts) > 1:  # one worker count: the chart would be a column of dots
-            sections.append(lazy(LoaderSection.BY_WORKERS, "Throughput by workers",
-                                 lambda: _by_workers_blocks(state), rows))  # fmt: skip
+            sections.append(
+                lazy(LoaderSection.BY_WORKERS, "Throughput by workers", lambda: _by_workers_blocks(state), rows)
+            )
         sections.append(lazy(LoaderSection.STAGES, "Where one load's time goes", lambda: _stage_blocks(state), rows))
         if state.machine_note or any(_get(r, "method") == "memcpy" for r in rows):
-            sections.append(lazy(LoaderSection.TARGETS, "Targets", lambda: _target_blocks(state),
-                                 (rows, state.planned)))  # fmt: skip
+            sections.append(
+                lazy(LoaderSection.TARGETS, "Targets", lambda: _target_blocks(state), (rows, state.planned))
+            )
         sections.append(lazy(LoaderSection.RESULTS, "Results", lambda: _result_blocks(state), rows))
     else:
         sections.append(lazy(LoaderSection.RESULTS, "Benchmark", lambda: [note(NO_BENCHMARK)], rows))
@@ -327,8 +372,12 @@ def _target_blocks(state: LoaderState) -> list[Block]:
         waiting = waiting_targets(rows, state.planned)
         checks.append(table(styled(targets_table(throughput_targets(rows), waiting))))
         if waiting:
-            checks.append(note(f"{len(waiting)} targets wait for baselines this run has not measured yet: their "
-                               "verdicts appear when those are final."))  # fmt: skip
+            checks.append(
+                note(
+                    f"{len(waiting)} targets wait for baselines this run has not measured yet: their "
+                    "verdicts appear when those are final."
+                )
+            )
     return checks
 
 

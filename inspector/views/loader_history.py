@@ -7,16 +7,18 @@ reads as it did when it ran. A run is named by its place, time and label (``hist
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
-from matplotlib.figure import Figure
 from matplotlib.lines import Line2D
 
 from inspector.loader.bench import METHOD_LABELS, side_by_side
 from inspector.loader.bench.history import run_name, targets_side_by_side
 from inspector.views._figures import NEUTRAL_INK, key_above, new_figure, style_axes
 from inspector.views._palette import method_colour
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 # The first run solid with circles, the second dashed with squares.
 RUN_STYLES: tuple[tuple[Any, str], ...] = (("-", "o"), ("--", "s"))
@@ -48,14 +50,33 @@ def history_targets(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
 
 def history_environments(runs: Sequence[Mapping[str, Any]]) -> pd.DataFrame:
     """Where each past run ran: its id and label, time, commit, torch, numpy, CPU, GPU, load average, cancelled."""
-    columns = ["run", "id", "label", "time", "commit", "torch", "numpy", "cpu", "cores", "gpu", "load_average",
-               "cancelled"]  # fmt: skip
+    columns = [
+        "run",
+        "id",
+        "label",
+        "time",
+        "commit",
+        "torch",
+        "numpy",
+        "cpu",
+        "cores",
+        "gpu",
+        "load_average",
+        "cancelled",
+    ]
     records = []
     for i, run in enumerate(runs):
         env = run.get("environment", {})
-        records.append({"run": f"#{i + 1}", "id": run.get("id", ""), "label": run.get("label", ""),
-                        "time": run.get("time"), "cancelled": run.get("cancelled", False),
-                        **{k: env.get(k) for k in columns[4:-1]}})  # fmt: skip
+        records.append(
+            {
+                "run": f"#{i + 1}",
+                "id": run.get("id", ""),
+                "label": run.get("label", ""),
+                "time": run.get("time"),
+                "cancelled": run.get("cancelled", False),
+                **{k: env.get(k) for k in columns[4:-1]},
+            }
+        )
     return pd.DataFrame.from_records(records, columns=columns)
 
 
@@ -73,15 +94,26 @@ def overlay_figure(first: Mapping[str, Any], second: Mapping[str, Any], names: S
             rows = [row for row in run.get("rows", []) if row["layout"] == layout]
             workers = max((row["workers"] for row in rows if row["method"] == "ours"), default=None)
             for method in dict.fromkeys(row["method"] for row in rows):
-                line = sorted((row for row in rows if row["method"] == method and
-                               (method in WORKERLESS or workers is None or row["workers"] == workers)),
-                              key=lambda row: row["size_mb"])  # fmt: skip
+                line = sorted(
+                    (
+                        row
+                        for row in rows
+                        if row["method"] == method
+                        and (method in WORKERLESS or workers is None or row["workers"] == workers)
+                    ),
+                    key=lambda row: row["size_mb"],
+                )
                 if not line:
                     continue
                 colour = method_colour(method)
                 methods.setdefault(method, colour)
-                ax.plot([row["size_mb"] for row in line], [row["mb_s"] for row in line], linestyle=style,
-                        marker=marker, color=colour)  # fmt: skip
+                ax.plot(
+                    [row["size_mb"] for row in line],
+                    [row["mb_s"] for row in line],
+                    linestyle=style,
+                    marker=marker,
+                    color=colour,
+                )
         ax.set_xscale("log", base=2)
         sizes = sorted({row["size_mb"] for run in runs for row in run.get("rows", []) if row["layout"] == layout})
         if sizes:

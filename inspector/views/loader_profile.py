@@ -8,11 +8,10 @@ labelled "I/O only", since your dataset's work is excluded from it.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from inspector.loader import LoaderProfile, SweepResult
 from inspector.loader.bench.profile import OURS_LABEL
@@ -22,10 +21,12 @@ from inspector.views._palette import IO_ONLY_COLOUR, PROBLEM_RED, method_colour
 from inspector.views._tables import styled
 from inspector.views.page import Block, figure, note, table
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 WAIT_COLOUR = "#ff7f0e"  # waiting for data: the loader's colour in the loader figures
 COMPUTE_COLOUR = "#1f77b4"
-STAGE_COLOURS = dict(zip(STAGE_NAMES, ("#ff7f0e", "#bcbd22", "#9467bd", "#8c564b", "#c7c7c7", "#17becf"),
-                         strict=True))  # fmt: skip
+STAGE_COLOURS = dict(zip(STAGE_NAMES, ("#ff7f0e", "#bcbd22", "#9467bd", "#8c564b", "#c7c7c7", "#17becf"), strict=True))
 
 
 def _profiles(profiles: LoaderProfile | Iterable[LoaderProfile]) -> list[LoaderProfile]:
@@ -51,8 +52,15 @@ def profile_table(profiles: LoaderProfile | Iterable[LoaderProfile]) -> pd.DataF
 def _value_label(ax: Any, row: int, value: float, longest: float) -> None:
     """A bar's MiB/s at its end: inside a long bar (in white), after a short one, so none crosses the frame."""
     inside = value >= 0.5 * longest
-    ax.text(value, row, f"{value:,.0f} " if inside else f" {value:,.0f}", va="center", fontsize=8,
-            ha="right" if inside else "left", color="white" if inside else NEUTRAL_INK)
+    ax.text(
+        value,
+        row,
+        f"{value:,.0f} " if inside else f" {value:,.0f}",
+        va="center",
+        fontsize=8,
+        ha="right" if inside else "left",
+        color="white" if inside else NEUTRAL_INK,
+    )
 
 
 def profile_figure(profiles: LoaderProfile | Iterable[LoaderProfile]) -> Figure:
@@ -64,8 +72,15 @@ def profile_figure(profiles: LoaderProfile | Iterable[LoaderProfile]) -> Figure:
         name = profile.label or profile.name
         ms = np.asarray(profile.batch_seconds) * 1e3
         colour, io_only = profile_colour(profile), is_io_only(profile)
-        left.plot(np.arange(1, len(ms) + 1), ms, marker=".", linewidth=1, color=colour, label=name,
-                  linestyle="--" if io_only else "-")  # fmt: skip
+        left.plot(
+            np.arange(1, len(ms) + 1),
+            ms,
+            marker=".",
+            linewidth=1,
+            color=colour,
+            label=name,
+            linestyle="--" if io_only else "-",
+        )
         right.barh(i, profile.mb_per_s, color=colour, hatch="//" if io_only else None, edgecolor=NEUTRAL_INK)
         _value_label(right, i, profile.mb_per_s, max(p.mb_per_s for p in found))
     left.set_xlabel("batch")
@@ -101,8 +116,11 @@ def loop_figure(profile: LoaderProfile) -> Figure:
     if profile.has_step:
         ax.bar(steps, compute, width=width, bottom=wait, color=COMPUTE_COLOUR, label="your step (compute)")
     share = profile.data_wait_share
-    title = (f"{profile.verdict}: {share.value:.0%} of the time waits for data" if share is not None
-             else "no step given: every bar is the wait for a batch")  # fmt: skip
+    title = (
+        f"{profile.verdict}: {share.value:.0%} of the time waits for data"
+        if share is not None
+        else "no step given: every bar is the wait for a batch"
+    )
     ax.set_title(title, loc="left", fontsize=9)
     ax.set_xlabel("step (after warm-up)")
     ax.set_ylabel("ms")
@@ -118,12 +136,26 @@ def stage_split_table(profile: LoaderProfile) -> pd.DataFrame:
     split = profile.stages
     if split is None:
         return pd.DataFrame(columns=columns)
-    records = [{"stage": name, "what": STAGE_TITLES[name], "median_ms": spread.median * 1e3,
-                "min_ms": spread.min * 1e3, "max_ms": spread.max * 1e3}
-               for name, spread in split.stages.items()]  # fmt: skip
+    records = [
+        {
+            "stage": name,
+            "what": STAGE_TITLES[name],
+            "median_ms": spread.median * 1e3,
+            "min_ms": spread.min * 1e3,
+            "max_ms": spread.max * 1e3,
+        }
+        for name, spread in split.stages.items()
+    ]
     measured = "main process's wait" if split.workers == 0 else "batch latency, worker start to main process"
-    records.append({"stage": "measured", "what": measured, "median_ms": split.measured.median * 1e3,
-                    "min_ms": split.measured.min * 1e3, "max_ms": split.measured.max * 1e3})  # fmt: skip
+    records.append(
+        {
+            "stage": "measured",
+            "what": measured,
+            "median_ms": split.measured.median * 1e3,
+            "min_ms": split.measured.min * 1e3,
+            "max_ms": split.measured.max * 1e3,
+        }
+    )
     return pd.DataFrame.from_records(records, columns=columns)
 
 
@@ -144,9 +176,15 @@ def stage_split_figure(profile: LoaderProfile) -> Figure:
         ax.barh(0, spread.median * 1e3, left=left, color=STAGE_COLOURS[name], label=STAGE_TITLES[name])
         left += spread.median * 1e3
     measured = split.measured
-    ax.barh(1, measured.median * 1e3, color="none", edgecolor=NEUTRAL_INK,
-            xerr=[[(measured.median - measured.min) * 1e3], [(measured.max - measured.median) * 1e3]],
-            ecolor=NEUTRAL_INK, capsize=3)  # fmt: skip
+    ax.barh(
+        1,
+        measured.median * 1e3,
+        color="none",
+        edgecolor=NEUTRAL_INK,
+        xerr=[[(measured.median - measured.min) * 1e3], [(measured.max - measured.median) * 1e3]],
+        ecolor=NEUTRAL_INK,
+        capsize=3,
+    )
     ax.set_yticks([0, 1], ["stages", "measured"])
     ax.invert_yaxis()
     ax.set_xlabel("median ms per batch")
@@ -177,10 +215,16 @@ def sweep_figure(result: SweepResult) -> Figure:
             continue
         value = s.samples_per_s if by_samples else s.batches_per_s
         chosen = s is result.recommended
-        rate_ax.barh(i, value, color=COMPUTE_COLOUR if chosen else "#aec7e8", edgecolor=NEUTRAL_INK,
-                     linewidth=1.5 if chosen else 0.5)  # fmt: skip
-        rate_ax.text(value, i, f" {value:,.0f}" + ("  recommended" if chosen else ""), va="center",
-                     color=NEUTRAL_INK, fontsize=7)  # fmt: skip
+        rate_ax.barh(
+            i,
+            value,
+            color=COMPUTE_COLOUR if chosen else "#aec7e8",
+            edgecolor=NEUTRAL_INK,
+            linewidth=1.5 if chosen else 0.5,
+        )
+        rate_ax.text(
+            value, i, f" {value:,.0f}" + ("  recommended" if chosen else ""), va="center", color=NEUTRAL_INK, fontsize=7
+        )
         memory_ax.barh(i, s.peak_rss_bytes / 2**20, color="#c7c7c7")
     rate_ax.set_yticks(range(len(settings)), [s.name() for s in settings], fontsize=7)
     rate_ax.invert_yaxis()
@@ -205,9 +249,13 @@ def profile_blocks(profiles: Iterable[LoaderProfile]) -> list[Block]:
             blocks.append(table(styled(stage_split_table(profile)), f"{profile.label or profile.name}, by stage"))
             blocks.append(figure(stage_split_figure(profile), "where a batch's time goes"))
     if any(is_io_only(p) for p in found):
-        blocks.append(note(f"{OURS_LABEL}: your first batches saved once as storage files and streamed back, so it "
-                           "shows how fast prepared batches could be delivered, not your dataset's work done "
-                           "faster."))  # fmt: skip
+        blocks.append(
+            note(
+                f"{OURS_LABEL}: your first batches saved once as storage files and streamed back, so it "
+                "shows how fast prepared batches could be delivered, not your dataset's work done "
+                "faster."
+            )
+        )
     blocks += [table(styled(profile_table(found))), figure(profile_figure(found), "your loader's profile")]
     return blocks
 

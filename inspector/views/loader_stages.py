@@ -4,14 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import asdict, is_dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
-from matplotlib.figure import Figure
 
 from inspector.loader import STAGE_LABELS, STAGES, LoadTiming
 from inspector.views._figures import axes_key_above, new_figure, style_axes
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 STAGE_COLOURS = dict(
     zip(STAGES, ("#c7c7c7", "#1f77b4", "#ff7f0e", "#bcbd22", "#2ca02c", "#9467bd", "#8c564b"), strict=True)

@@ -13,30 +13,69 @@ from inspector.loader import LoaderStatus, StorageInfo
 def workers_table(statuses: Sequence[LoaderStatus] | LoaderStatus) -> pd.DataFrame:
     """One row per worker of every loader: alive, busy, requests in flight, segments it has mapped."""
     statuses = [statuses] if isinstance(statuses, LoaderStatus) else list(statuses)
-    columns = ["loader", "worker", "pid", "alive", "ready", "busy", "in_flight", "loads_done", "segments_mapped",
-               "restarts"]  # fmt: skip
+    columns = [
+        "loader",
+        "worker",
+        "pid",
+        "alive",
+        "ready",
+        "busy",
+        "in_flight",
+        "loads_done",
+        "segments_mapped",
+        "restarts",
+    ]
     records = [
-        {"loader": s.name, "worker": w.index, "pid": w.pid, "alive": w.alive, "ready": w.ready, "busy": w.busy,
-         "in_flight": w.in_flight, "loads_done": w.loads_done, "segments_mapped": w.segments_mapped,
-         "restarts": w.restarts}
+        {
+            "loader": s.name,
+            "worker": w.index,
+            "pid": w.pid,
+            "alive": w.alive,
+            "ready": w.ready,
+            "busy": w.busy,
+            "in_flight": w.in_flight,
+            "loads_done": w.loads_done,
+            "segments_mapped": w.segments_mapped,
+            "restarts": w.restarts,
+        }
         for s in statuses
         for w in s.workers
-    ]  # fmt: skip
+    ]
     return pd.DataFrame.from_records(records, columns=columns)
 
 
 def loaders_table(statuses: Sequence[LoaderStatus] | LoaderStatus) -> pd.DataFrame:
     """One row per loader: running, requests, and the shared-memory segments held (free, in use, leased out)."""
     statuses = [statuses] if isinstance(statuses, LoaderStatus) else list(statuses)
-    columns = ["loader", "running", "workers", "pending", "in_flight", "loads_done", "loads_failed",
-               "segments_free", "segments_busy", "segments_leased", "segment_mib"]  # fmt: skip
+    columns = [
+        "loader",
+        "running",
+        "workers",
+        "pending",
+        "in_flight",
+        "loads_done",
+        "loads_failed",
+        "segments_free",
+        "segments_busy",
+        "segments_leased",
+        "segment_mib",
+    ]
     records: list[Mapping[str, Any]] = [
-        {"loader": s.name, "running": s.running, "workers": f"{sum(w.alive for w in s.workers)}/{s.worker_num}",
-         "pending": s.pending, "in_flight": s.in_flight, "loads_done": s.loads_done, "loads_failed": s.loads_failed,
-         "segments_free": s.segments_free, "segments_busy": s.segments_busy, "segments_leased": s.segments_leased,
-         "segment_mib": round(s.segment_bytes / 2**20, 1)}
+        {
+            "loader": s.name,
+            "running": s.running,
+            "workers": f"{sum(w.alive for w in s.workers)}/{s.worker_num}",
+            "pending": s.pending,
+            "in_flight": s.in_flight,
+            "loads_done": s.loads_done,
+            "loads_failed": s.loads_failed,
+            "segments_free": s.segments_free,
+            "segments_busy": s.segments_busy,
+            "segments_leased": s.segments_leased,
+            "segment_mib": round(s.segment_bytes / 2**20, 1),
+        }
         for s in statuses
-    ]  # fmt: skip
+    ]
     return pd.DataFrame.from_records(records, columns=columns)
 
 
@@ -44,8 +83,15 @@ def leaves_table(info: StorageInfo) -> pd.DataFrame:
     """Every array leaf of a storage file: where it sits in the object and where its bytes sit in the file."""
     columns = ["where", "kind", "dtype", "shape", "offset", "bytes", "requires_grad"]
     records = [
-        {"where": leaf.where, "kind": leaf.kind, "dtype": leaf.dtype, "shape": leaf.shape,
-         "offset": info.data_start + leaf.offset, "bytes": leaf.nbytes, "requires_grad": leaf.requires_grad}
+        {
+            "where": leaf.where,
+            "kind": leaf.kind,
+            "dtype": leaf.dtype,
+            "shape": leaf.shape,
+            "offset": info.data_start + leaf.offset,
+            "bytes": leaf.nbytes,
+            "requires_grad": leaf.requires_grad,
+        }
         for leaf in info.leaves
-    ]  # fmt: skip
+    ]
     return pd.DataFrame.from_records(records, columns=columns)

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import StrEnum
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import pandas as pd
-from pandas.io.formats.style import Styler
 
 from inspector.rpc import (
     BackendInfo,
@@ -44,12 +44,31 @@ from inspector.views.rpc_world import (  # re-exported: notebook 04 imports them
     workers_table,
 )
 
+if TYPE_CHECKING:
+    from pandas.io.formats.style import Styler
+
 __all__ = [
-    "MAP_COLUMNS", "OK_COLOUR", "PROBLEM_COLOUR", "backends_table", "bandwidth_figure", "bandwidth_table",
-    "derived_table", "device_grid_figure", "device_level", "highlighted_maps", "init_error_text", "maps_table",
-    "next_step", "problems_table", "pair_problems", "rtt_heatmap", "rtt_table", "topology_figure", "warnings_table",
+    "MAP_COLUMNS",
+    "OK_COLOUR",
+    "PROBLEM_COLOUR",
+    "backends_table",
+    "bandwidth_figure",
+    "bandwidth_table",
+    "derived_table",
+    "device_grid_figure",
+    "device_level",
+    "highlighted_maps",
+    "init_error_text",
+    "maps_table",
+    "next_step",
+    "problems_table",
+    "pair_problems",
+    "rtt_heatmap",
+    "rtt_table",
+    "topology_figure",
+    "warnings_table",
     "workers_table",
-]  # fmt: skip
+]
 
 MAP_COLUMNS = ["caller", "callee", "source", "target", "problems", "next step"]
 ROW_HIGHLIGHT = "background-color: rgba(214, 39, 40, 0.18)"
@@ -68,9 +87,16 @@ def maps_table(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] = ()) ->
             for src, dst in pairs:
                 found = pair_problems(problems, w.name, callee, src, dst)
                 steps = list(dict.fromkeys(next_step(p) for p in found if next_step(p)))
-                records.append({"caller": w.name, "callee": callee, "source": src, "target": dst,
-                                "problems": ", ".join(str(p.category) for p in found),
-                                "next step": "; ".join(steps)})  # fmt: skip
+                records.append(
+                    {
+                        "caller": w.name,
+                        "callee": callee,
+                        "source": src,
+                        "target": dst,
+                        "problems": ", ".join(str(p.category) for p in found),
+                        "next step": "; ".join(steps),
+                    }
+                )
     return pd.DataFrame.from_records(records, columns=MAP_COLUMNS)
 
 
@@ -87,10 +113,16 @@ def highlighted_maps(plan: TopologyPlan, problems: Sequence[DeviceMapProblem] = 
 def problems_table(problems: Sequence[DeviceMapProblem]) -> pd.DataFrame:
     """Every problem: category, worker, target, devices at fault, torch's first line, what torch raises."""
     records = [
-        {"category": str(p.category), "worker": p.worker, "target": p.target or "",
-         "devices": ", ".join(str(d) for d in p.devices), "message": p.headline, "torch raises": p.torch_exception}
+        {
+            "category": str(p.category),
+            "worker": p.worker,
+            "target": p.target or "",
+            "devices": ", ".join(str(d) for d in p.devices),
+            "message": p.headline,
+            "torch raises": p.torch_exception,
+        }
         for p in problems
-    ]  # fmt: skip
+    ]
     return pd.DataFrame.from_records(
         records, columns=["category", "worker", "target", "devices", "message", "torch raises"]
     )
@@ -118,12 +150,14 @@ def _str_map(mapping: dict) -> dict[str, str]:
 def derived_table(derived: Sequence[DerivedDevices]) -> pd.DataFrame:
     """Per worker: the reverse maps (responses from each caller) and the device list its agent uses."""
     records = [
-        {"worker": d.worker,
-         "reverse maps": map_text({c: _str_map(m) for c, m in d.reverse_device_maps.items()}),
-         "device list": ", ".join(str(x) for x in d.device_list),
-         "problem": str(d.problem.category) if d.problem else ""}
+        {
+            "worker": d.worker,
+            "reverse maps": map_text({c: _str_map(m) for c, m in d.reverse_device_maps.items()}),
+            "device list": ", ".join(str(x) for x in d.device_list),
+            "problem": str(d.problem.category) if d.problem else "",
+        }
         for d in derived
-    ]  # fmt: skip
+    ]
     return pd.DataFrame.from_records(records, columns=["worker", "reverse maps", "device list", "problem"])
 
 
@@ -138,8 +172,9 @@ def backends_table(rows: Sequence[BackendInfo]) -> pd.DataFrame:
 # -- the page -------------------------------------------------------------------------------
 MAX_GRAPH_PAIRS = 24  # mapped pairs the worker graph labels one by one; more, and the device grid shows them
 MAX_GRAPH_BUNDLE = 2  # pairs between one caller and one callee the graph labels; more is a mesh: the grid
-DEFAULT_PLAN = TopologyPlan.build(2, 2, {"worker0": {"worker1": {"cuda:0": "cuda:1"}},
-                                         "worker1": {"worker0": {"cuda:1": "cuda:0"}}})  # fmt: skip
+DEFAULT_PLAN = TopologyPlan.build(
+    2, 2, {"worker0": {"worker1": {"cuda:0": "cuda:1"}}, "worker1": {"worker0": {"cuda:1": "cuda:0"}}}
+)
 
 
 class RpcSection(StrEnum):

@@ -8,16 +8,21 @@ rank's loader; the environment keys that differ, by rank, then the keys every ra
 
 from __future__ import annotations
 
-import pandas as pd
-from matplotlib.figure import Figure
-from pandas.io.formats.style import Styler
+from typing import TYPE_CHECKING
 
-from inspector.rpc import JobEnvironment, JobLoader, JobSdpa, JobView
+import pandas as pd
+
 from inspector.rpc._job_compare import environment_keys, shown
 from inspector.views._figures import new_figure, style_axes
 from inspector.views._rpc_graph import OK_COLOUR, PROBLEM_COLOUR
 from inspector.views._tables import styled
 from inspector.views.page import Block, figure, note, pre, table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+    from pandas.io.formats.style import Styler
+
+    from inspector.rpc import JobEnvironment, JobLoader, JobSdpa, JobView
 
 __all__ = ["environment_tables", "job_blocks", "job_findings_text", "loader_figure", "loader_table", "sdpa_table"]
 
@@ -41,10 +46,16 @@ def _highlight(frame: pd.DataFrame, column: str) -> Styler:
 
 def sdpa_table(sdpa: JobSdpa) -> Styler:
     """One row per call signature: the backend most ranks ran, those ranks, and the others (highlighted)."""
-    records = [{"call signature": s.signature, "backend (most ranks)": s.usual_text,
-                "those ranks": ", ".join(map(str, s.usual_ranks)),
-                "other ranks ran": "; ".join(f"rank {r}: {'/'.join(b)}" for r, b in s.odd),
-                "calls by rank": ", ".join(f"{r}: {n:,}" for r, n in s.calls)} for s in sdpa.signatures]  # fmt: skip
+    records = [
+        {
+            "call signature": s.signature,
+            "backend (most ranks)": s.usual_text,
+            "those ranks": ", ".join(map(str, s.usual_ranks)),
+            "other ranks ran": "; ".join(f"rank {r}: {'/'.join(b)}" for r, b in s.odd),
+            "calls by rank": ", ".join(f"{r}: {n:,}" for r, n in s.calls),
+        }
+        for s in sdpa.signatures
+    ]
     columns = ["call signature", "backend (most ranks)", "those ranks", "other ranks ran", "calls by rank"]
     return _highlight(pd.DataFrame.from_records(records, columns=columns), "other ranks ran")
 
@@ -55,11 +66,25 @@ def loader_table(loader: JobLoader) -> Styler:
     for column in ("batch_s_median", "wait_s_median", "first_batch_s"):
         frame[column.replace("_s", " ms")] = frame.pop(column) * 1e3
     frame["data_wait_share"] = frame["data_wait_share"].map(lambda v: "" if pd.isna(v) else f"{v:.0%}")
-    shown_columns = ["rank", "loader", "batches", "batch ms_median", "wait ms_median", "data_wait_share", "verdict",
-                     "first_batch ms", "role"]  # fmt: skip
-    frame = frame[shown_columns].rename(columns={"batch ms_median": "ms per batch (median)",
-                                                 "wait ms_median": "wait ms (median)", "data_wait_share": "waiting",
-                                                 "first_batch ms": "first batch ms"})  # fmt: skip
+    shown_columns = [
+        "rank",
+        "loader",
+        "batches",
+        "batch ms_median",
+        "wait ms_median",
+        "data_wait_share",
+        "verdict",
+        "first_batch ms",
+        "role",
+    ]
+    frame = frame[shown_columns].rename(
+        columns={
+            "batch ms_median": "ms per batch (median)",
+            "wait ms_median": "wait ms (median)",
+            "data_wait_share": "waiting",
+            "first_batch ms": "first batch ms",
+        }
+    )
     return styled(frame).apply(lambda row: [ROW_HIGHLIGHT if row["role"] == "straggler" else ""] * len(row), axis=1)
 
 
@@ -87,14 +112,19 @@ def environment_tables(environment: JobEnvironment) -> list[Block]:
     values, ranks = environment.values, list(environment.values)
     blocks = []
     if environment.differences:
-        rows = [{"key": d.key, **{f"rank {r}": shown(values[r].get(d.key)) for r in ranks}}
-                for d in environment.differences]  # fmt: skip
+        rows = [
+            {"key": d.key, **{f"rank {r}": shown(values[r].get(d.key)) for r in ranks}} for d in environment.differences
+        ]
         frame = pd.DataFrame.from_records(rows, columns=["key", *(f"rank {r}" for r in ranks)])
-        blocks.append(table(styled(frame).apply(lambda row: [ROW_HIGHLIGHT] * len(row), axis=1),
-                            "Environment keys that differ"))  # fmt: skip
+        blocks.append(
+            table(styled(frame).apply(lambda row: [ROW_HIGHLIGHT] * len(row), axis=1), "Environment keys that differ")
+        )
     differing = set(environment.differing_keys)
-    same = [{"key": key, "value": shown(values[ranks[0]].get(key))} for key in environment_keys(values)
-            if key not in differing]  # fmt: skip
+    same = [
+        {"key": key, "value": shown(values[ranks[0]].get(key))}
+        for key in environment_keys(values)
+        if key not in differing
+    ]
     caption = "The same on every rank" if len(ranks) > 1 else "Environment"
     blocks.append(table(pd.DataFrame.from_records(same, columns=["key", "value"]), caption))
     return blocks

@@ -8,18 +8,22 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
 from matplotlib import colormaps
-from matplotlib.figure import Figure
 from matplotlib.patches import Rectangle
 
-from inspector.rpc import Bandwidth, RttMatrix, WorkerSnapshot
 from inspector.rpc._records import MIB, TAIL_FACTOR
 from inspector.views._figures import NEUTRAL_INK, axes_key_above, new_figure, pad_figure, style_axes
 from inspector.views._palette import hashed_colour
 from inspector.views._rpc_graph import PROBLEM_COLOUR
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+    from inspector.rpc import Bandwidth, RttMatrix, WorkerSnapshot
 
 
 def map_text(mapping: dict[str, dict[str, str]] | dict[str, dict]) -> str:
@@ -32,26 +36,49 @@ def map_text(mapping: dict[str, dict[str, str]] | dict[str, dict]) -> str:
 def workers_table(workers: Sequence[WorkerSnapshot]) -> pd.DataFrame:
     """What each worker of a running world reported, with its derived reverse maps and device list."""
     records = [
-        {"rank": w.rank, "name": w.name, "pid": w.pid, "device count": w.device_count,
-         "device maps": map_text(w.device_maps), "devices": ", ".join(w.devices),
-         "reverse maps": map_text(w.reverse_device_maps), "device list": ", ".join(w.device_list),
-         "init_rpc s": round(w.init_seconds, 3)}
+        {
+            "rank": w.rank,
+            "name": w.name,
+            "pid": w.pid,
+            "device count": w.device_count,
+            "device maps": map_text(w.device_maps),
+            "devices": ", ".join(w.devices),
+            "reverse maps": map_text(w.reverse_device_maps),
+            "device list": ", ".join(w.device_list),
+            "init_rpc s": round(w.init_seconds, 3),
+        }
         for w in workers
-    ]  # fmt: skip
-    columns = ["rank", "name", "pid", "device count", "device maps", "devices", "reverse maps", "device list",
-               "init_rpc s"]  # fmt: skip
+    ]
+    columns = [
+        "rank",
+        "name",
+        "pid",
+        "device count",
+        "device maps",
+        "devices",
+        "reverse maps",
+        "device list",
+        "init_rpc s",
+    ]
     return pd.DataFrame.from_records(records, columns=columns)
 
 
 def rtt_table(rtt: RttMatrix) -> pd.DataFrame:
     """Every pair's round trips in microseconds: min, median, p90, p99, max, and the tail flagged."""
     records = [
-        {"caller": p.caller, "callee": p.callee, "samples": p.samples, "min us": round(p.min_s * 1e6, 1),
-         "median us": round(p.median_s * 1e6, 1), "p90 us": round(p.p90_s * 1e6, 1),
-         "p99 us": round(p.p99_s * 1e6, 1), "max us": round(p.max_s * 1e6, 1),
-         "tail": f"p99 = {p.tail_ratio:.1f}x median" if p.has_tail else ""}
+        {
+            "caller": p.caller,
+            "callee": p.callee,
+            "samples": p.samples,
+            "min us": round(p.min_s * 1e6, 1),
+            "median us": round(p.median_s * 1e6, 1),
+            "p90 us": round(p.p90_s * 1e6, 1),
+            "p99 us": round(p.p99_s * 1e6, 1),
+            "max us": round(p.max_s * 1e6, 1),
+            "tail": f"p99 = {p.tail_ratio:.1f}x median" if p.has_tail else "",
+        }
         for p in rtt.pairs
-    ]  # fmt: skip
+    ]
     columns = ["caller", "callee", "samples", "min us", "median us", "p90 us", "p99 us", "max us", "tail"]
     return pd.DataFrame.from_records(records, columns=columns)
 
@@ -59,11 +86,18 @@ def rtt_table(rtt: RttMatrix) -> pd.DataFrame:
 def bandwidth_table(results: Sequence[Bandwidth]) -> pd.DataFrame:
     """Each pair and message size: warm-up and timed sends, and the worst, median and best MiB/s."""
     records = [
-        {"caller": b.caller, "callee": b.callee, "MiB": round(b.mib, 3), "warm-up": b.warmup, "repeats": b.repeats,
-         "min MiB/s": round(b.worst_mib_per_s, 1), "median MiB/s": round(b.mib_per_s, 1),
-         "max MiB/s": round(b.best_mib_per_s, 1)}
+        {
+            "caller": b.caller,
+            "callee": b.callee,
+            "MiB": round(b.mib, 3),
+            "warm-up": b.warmup,
+            "repeats": b.repeats,
+            "min MiB/s": round(b.worst_mib_per_s, 1),
+            "median MiB/s": round(b.mib_per_s, 1),
+            "max MiB/s": round(b.best_mib_per_s, 1),
+        }
         for b in results
-    ]  # fmt: skip
+    ]
     columns = ["caller", "callee", "MiB", "warm-up", "repeats", "min MiB/s", "median MiB/s", "max MiB/s"]
     return pd.DataFrame.from_records(records, columns=columns)
 
@@ -113,8 +147,16 @@ def rtt_heatmap(rtt: RttMatrix) -> Figure:
                 continue
             ink = _readable_ink(tuple(colormaps[RTT_COLOURS]((value - low) / span)))
             text = f"{value:.0f}\np99 {pair.p99_s * 1e6:.0f}" + (" !" if pair.has_tail else "")
-            ax.text(j, i, text, ha="center", va="center", fontsize=8, color=ink,
-                    fontweight="bold" if pair.has_tail else "normal")  # fmt: skip
+            ax.text(
+                j,
+                i,
+                text,
+                ha="center",
+                va="center",
+                fontsize=8,
+                color=ink,
+                fontweight="bold" if pair.has_tail else "normal",
+            )
     colorbar = fig.colorbar(image, ax=ax)
     colorbar.ax.tick_params(colors=NEUTRAL_INK)
     style_axes(ax)

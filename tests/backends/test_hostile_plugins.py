@@ -101,9 +101,7 @@ def test_an_entry_point_resolving_to_a_class_is_refused_at_discovery(hostile_sit
     with pytest.raises(BackendImportError) as exc:
         reg.backend_for("klass")
     assert isinstance(exc.value.__cause__, InvalidBackendError)
-    assert "Point the entry point at the module, or at an instance (e.g. backend = ParquetBackend())" in str(
-        exc.value
-    )
+    assert "Point the entry point at the module, or at an instance (e.g. backend = ParquetBackend())" in str(exc.value)
     assert reg.backend_for("instance").build(None, None) is None  # the instance form is a backend
 
 

@@ -24,8 +24,15 @@ from servers import free_port, serve
 
 REPO = Path(__file__).resolve().parents[2]
 CHROMIUM_FLAGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync", "--disable-dev-shm-usage",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--disable-dev-shm-usage",
 ]
 TIMEOUT_MS = 120_000
 WINDOW = {"width": 1280, "height": 900}  # a laptop's window: with the file browser open, a ~950 px notebook
@@ -49,9 +56,17 @@ def lab(chromium_path: str) -> Iterator[Lab]:
     shutil.copytree(REPO / "notebooks", root)
     port, token = free_port(), secrets.token_hex(16)
     command = [
-        sys.executable, "-m", "jupyterlab", "--no-browser", "--allow-root", "--ServerApp.ip=127.0.0.1",
-        f"--ServerApp.port={port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={token}",
-        f"--ServerApp.root_dir={root}", "--LabApp.news_url=None",
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--allow-root",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
+        "--ServerApp.port_retries=0",
+        f"--IdentityProvider.token={token}",
+        f"--ServerApp.root_dir={root}",
+        "--LabApp.news_url=None",
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
     ]
     base = f"http://127.0.0.1:{port}"
@@ -71,7 +86,10 @@ def browser_context(lab: Lab, chromium_path: str) -> Iterator[object]:
     profile = tempfile.mkdtemp(prefix="inspector-chromium-")
     with sync_playwright() as playwright:
         context = playwright.chromium.launch_persistent_context(
-            profile, executable_path=chromium_path, headless=True, args=CHROMIUM_FLAGS,
+            profile,
+            executable_path=chromium_path,
+            headless=True,
+            args=CHROMIUM_FLAGS,
             viewport=WINDOW,
         )
         try:

@@ -94,15 +94,21 @@ def save_screenshot(page, name: str, tmp_path: Path, top: Any = None) -> Path:  
     if os.environ.get("INSPECTOR_UPDATE_SCREENSHOTS") == "1":
         SCREENSHOTS.mkdir(parents=True, exist_ok=True)
         shutil.copy(target, SCREENSHOTS / name)
-        record = {"image": name, "window": f"{page.viewport_size['width']} x {page.viewport_size['height']} px, "
-                  "JupyterLab's file browser open", "load_average": [round(x, 2) for x in os.getloadavg()],
-                  "cores": os.cpu_count(), "labels": labels}  # fmt: skip
+        record = {
+            "image": name,
+            "window": f"{page.viewport_size['width']} x {page.viewport_size['height']} px, "
+            "JupyterLab's file browser open",
+            "load_average": [round(x, 2) for x in os.getloadavg()],
+            "cores": os.cpu_count(),
+            "labels": labels,
+        }
         labels_file(name).write_text(json.dumps(record, indent=1, ensure_ascii=False) + "\n")
     else:
         recorded = json.loads(labels_file(name).read_text())["labels"] if labels_file(name).exists() else None
         assert labels == recorded, (
             f"docs/images/{name} is out of date: the tab now shows other labels than the image "
-            f"(now {labels}, recorded {recorded}); run `make screenshots`")
+            f"(now {labels}, recorded {recorded}); run `make screenshots`"
+        )
     return target
 
 
@@ -203,8 +209,9 @@ def layout_problems(page: Any) -> dict[str, list[str]]:
         "no tooltip": list(app.evaluate(UNTITLED_JS)),
         "cut labels": truncated_texts(app),
         "overflowing rows": list(app.evaluate(OVERFLOWING_JS)),
-        "title=null": list(app.evaluate("root => [...root.querySelectorAll('[title=\"null\"]')].map(e => e.outerHTML"
-                                        ".slice(0, 80))")),
+        "title=null": list(
+            app.evaluate("root => [...root.querySelectorAll('[title=\"null\"]')].map(e => e.outerHTML.slice(0, 80))")
+        ),
     }
 
 
@@ -232,12 +239,14 @@ def was_disabled(button: Any) -> bool:
 
 def truncated_texts(root: Any) -> list[str]:
     """Visible buttons, labels and tab titles under ``root`` (a locator) whose text is wider than the element."""
-    return list(root.evaluate(
-        """root => [...root.querySelectorAll(
+    return list(
+        root.evaluate(
+            """root => [...root.querySelectorAll(
                 'button, .widget-label, .widget-label-basic, .lm-TabBar-tabLabel, .jupyter-widget-Collapse-header')]
             .filter(e => e.offsetParent !== null && e.scrollWidth > e.clientWidth + 1)
             .map(e => `${e.textContent.trim()} (${e.scrollWidth} > ${e.clientWidth})`)"""
-    ))
+        )
+    )
 
 
 def error_beside(panel: Any, box: str, error: str, control: str, text: str) -> None:

@@ -33,7 +33,8 @@ def open_section(panel, title: str) -> None:  # type: ignore[no-untyped-def]
 def check_every_width(page, tab: str) -> None:  # type: ignore[no-untyped-def]
     found = {where: layout_problems(page) for where in at_three_widths(page)}
     assert {where: {k: v for k, v in problems.items() if v} for where, problems in found.items()} == {
-        where: {} for where in found}, tab
+        where: {} for where in found
+    }, tab
 
 
 def test_every_tab_reads_at_every_width(page, lab) -> None:  # type: ignore[no-untyped-def]
@@ -53,7 +54,8 @@ def test_every_tab_reads_at_every_width(page, lab) -> None:  # type: ignore[no-u
     loader.locator(".widget-select-multiple", has_text="sizes (MiB)").locator("select").select_option(label=["0.25"])
     loader.locator(".widget-select-multiple", has_text="workers").locator("select").select_option(label=["1"])
     loader.locator(".widget-select-multiple", has_text="methods").locator("select").select_option(
-        label=["inspector loader", "FileStorage.load (sync)", "memcpy (ceiling)"])
+        label=["inspector loader", "FileStorage.load (sync)", "memcpy (ceiling)"]
+    )
     loader.locator(".inspector-loader-run button", has_text="Run").click()
     loader.locator(".inspector-status", has_text="results in").wait_for(timeout=240_000)
     loader.locator("table", has_text="inspector loader").first.wait_for()
@@ -84,8 +86,9 @@ def test_an_axis_the_family_does_not_know_is_said_once_under_the_fields(page, la
     extra.press("Enter")
     status.filter(has_text="torch_sdpa: the context cannot be used (see above)").wait_for()
     said = panel.locator(":is(div, span, pre, td, caption):visible", has_text="no axis 'bogus'")
-    innermost = said.evaluate_all("els => els.filter(e => ![...e.children].some(c => els.includes(c)))"
-                                  ".map(e => e.className)")
+    innermost = said.evaluate_all(
+        "els => els.filter(e => ![...e.children].some(c => els.includes(c))).map(e => e.className)"
+    )
     assert len(innermost) == 1 and "inspector-error-box" in innermost[0], innermost
     assert panel.locator(".inspector-context-editor .inspector-error-context", has_text="no axis 'bogus'").count() == 1
     extra.fill("kv_len=128")

@@ -47,8 +47,11 @@ def check_figures(page, panel, where: str) -> int:  # type: ignore[no-untyped-de
     checked = 0
     for tab in ("By size", "By workers", "Stages"):
         panel.locator(".widget-tab .lm-TabBar-tab", has_text=tab).first.click()
-        page.wait_for_function("""panel => [...panel.querySelectorAll('img')].some(
-            i => i.offsetParent !== null && i.complete && i.naturalWidth > 0)""", arg=panel.element_handle())
+        page.wait_for_function(
+            """panel => [...panel.querySelectorAll('img')].some(
+            i => i.offsetParent !== null && i.complete && i.naturalWidth > 0)""",
+            arg=panel.element_handle(),
+        )
         for shown in panel.evaluate(FIGURES_JS):
             left, top, right, _bottom = shown["box"]
             scale = (right - left) / shown["natural"][0]
@@ -67,12 +70,15 @@ def test_every_key_entry_is_inside_its_figure_at_three_widths(page, lab) -> None
     panel = page.locator(PANEL).first
     panel.locator(".inspector-status", has_text="Pick sizes and workers").wait_for()
     panel.locator(".widget-select-multiple", has_text="sizes (MiB)").locator("select").select_option(
-        label=["0.25", "1"])
+        label=["0.25", "1"]
+    )
     panel.locator(".widget-select-multiple", has_text="workers").locator("select").select_option(label=["1", "2"])
     panel.locator(".widget-select-multiple", has_text="layouts").locator("select").select_option(
-        label=["steps", "columnar"])
+        label=["steps", "columnar"]
+    )
     panel.locator(".widget-select-multiple", has_text="methods").locator("select").select_option(
-        label=["inspector loader", "FileStorage.load (sync)", "memcpy (ceiling)"])
+        label=["inspector loader", "FileStorage.load (sync)", "memcpy (ceiling)"]
+    )
     panel.locator(".inspector-loader-run button", has_text="Run").click()
     panel.locator(".inspector-status", has_text="results in").wait_for(timeout=240_000)
 

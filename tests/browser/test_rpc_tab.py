@@ -57,7 +57,8 @@ def test_rpc_tab_validates_as_you_type_and_launches_a_local_world(page, lab, tmp
     # the plan downloads as a file, from a link on one line
     link = panel.locator(".inspector-rpc-download")
     assert link.evaluate("a => a.getClientRects().length") == 1 and link.evaluate(
-        "a => a.getBoundingClientRect().height < 2 * parseFloat(getComputedStyle(a).lineHeight || '20')")
+        "a => a.getBoundingClientRect().height < 2 * parseFloat(getComputedStyle(a).lineHeight || '20')"
+    )
     with page.expect_download() as download_info:
         panel.locator(".inspector-rpc-download").click()
     download = download_info.value

@@ -40,15 +40,18 @@ def what_if_key(page, without: str | None = None, draw: bool = True) -> dict[str
     key.wait_for()
     items = key.locator(".inspector-key-item").evaluate_all(
         "els => els.map(e => [e.dataset.row, e.dataset.colour,"
-        " getComputedStyle(e.querySelector('.inspector-swatch')).backgroundColor])")
+        " getComputedStyle(e.querySelector('.inspector-swatch')).backgroundColor])"
+    )
     for _row, colour, painted in items:  # the swatch is painted the colour the key names
-        assert painted == "rgb({}, {}, {})".format(*(int(colour[i:i + 2], 16) for i in (1, 3, 5)))
+        assert painted == "rgb({}, {}, {})".format(*(int(colour[i : i + 2], 16) for i in (1, 3, 5)))
     return {row: colour for row, colour, _painted in items}
 
 
 def modified_tabs(page) -> list[str]:  # type: ignore[no-untyped-def]
-    return list(page.evaluate("""() => [...document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab')]
-        .filter(t => t.classList.contains('jp-mod-dirty')).map(t => t.textContent.trim())"""))
+    return list(
+        page.evaluate("""() => [...document.querySelectorAll('.lm-DockPanel-tabBar .lm-TabBar-tab')]
+        .filter(t => t.classList.contains('jp-mod-dirty')).map(t => t.textContent.trim())""")
+    )
 
 
 def test_tour_runs_and_the_attention_toggle_changes_the_decision(page, lab, tmp_path: Path) -> None:

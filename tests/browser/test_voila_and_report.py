@@ -17,8 +17,11 @@ PANEL = ".inspector-dispatch-panel"
 
 
 # What must never reach a user of the app: notebook instructions and bare reprs of Python objects.
-NOT_APP_TEXT = re.compile(r"run the cells?|run all cells|shift\+enter|object at 0x|\bOutput\(|"
-                          r"\b(?:VBox|HBox|Tab|HTML|Button|Dropdown|Layout)\((?:children|value|layout)=", re.I)
+NOT_APP_TEXT = re.compile(
+    r"run the cells?|run all cells|shift\+enter|object at 0x|\bOutput\(|"
+    r"\b(?:VBox|HBox|Tab|HTML|Button|Dropdown|Layout)\((?:children|value|layout)=",
+    re.I,
+)
 
 
 def _is_local(url: str) -> bool:
@@ -33,7 +36,8 @@ def test_the_app_renders_under_voila_offline_in_app_wording(page, voila_app) -> 
     status = page.locator(f"{PANEL} .inspector-status")
     status.filter(has_text="attention: sdpa (origin=chain)").wait_for()
     shown_code = page.locator(".jp-CodeCell .jp-InputArea, .cm-editor, .jp-CodeMirrorEditor").evaluate_all(
-        "areas => areas.filter(a => a.offsetParent !== null).length")
+        "areas => areas.filter(a => a.offsetParent !== null).length"
+    )
     assert shown_code == 0  # the app view hides the code
     trace = page.locator(f"{PANEL} pre.inspector-pre").first
     style = trace.evaluate("""pre => { const s = getComputedStyle(pre);
@@ -93,7 +97,12 @@ def test_the_report_renders_offline_with_its_tables_and_images(browser_context, 
     try:
         page.goto(path.as_uri())
         assert page.locator("h2").all_text_contents() == [
-            "Environment", "Operator dispatch", "Data backends", "Shared-memory loader", "RPC device maps"]
+            "Environment",
+            "Operator dispatch",
+            "Data backends",
+            "Shared-memory loader",
+            "RPC device maps",
+        ]
         assert page.locator("table").count() >= 5
         filter_box = page.locator(".inspector-table-filter").first  # the inline script runs offline
         filter_box.fill("no such text anywhere")

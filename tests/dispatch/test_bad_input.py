@@ -32,8 +32,17 @@ def _impl(*args: object) -> None:
 
 def test_register_impl_refuses_a_non_integer_priority(toy: str) -> None:
     record = ImplRecord.__new__(ImplRecord)  # bypass the constructor's own check, as a hostile caller could
-    for name, value in dict(family="toy", name="odd", obj=_impl, spec=Spec.always(), available=True,
-                            priority="high", faithful=True, probe_each_call=False, description="").items():
+    for name, value in dict(
+        family="toy",
+        name="odd",
+        obj=_impl,
+        spec=Spec.always(),
+        available=True,
+        priority="high",
+        faithful=True,
+        probe_each_call=False,
+        description="",
+    ).items():
         object.__setattr__(record, name, value)
     with pytest.raises(TypeError, match="priority must be an int"):
         register_impl(record)
@@ -83,20 +92,29 @@ def test_a_spec_that_raises_rejects_only_its_row(toy: str) -> None:
 
 
 def test_a_comparison_with_a_wrong_type_is_a_failing_clause_not_a_crash() -> None:
-    register_family("typed", [ImplRecord("typed", "long", _impl, axis("kv_len").ge(1024), priority=0),
-                              ImplRecord("typed", "base", _impl, Spec.always())], "base")
+    register_family(
+        "typed",
+        [
+            ImplRecord("typed", "long", _impl, axis("kv_len").ge(1024), priority=0),
+            ImplRecord("typed", "base", _impl, Spec.always()),
+        ],
+        "base",
+    )
     ctx = CallContext("typed", extra={"kv_len": "abc"})
     assert resolve("typed", ctx).name == "base"
     [check] = trace("typed", ctx).row("long").failing
     assert check.error.startswith("TypeError") and check.actual == "abc"
 
 
-@pytest.mark.parametrize("misuse", [
-    lambda: op_backend(["attention", "math"]),  # type: ignore[arg-type]
-    lambda: op_backend(attention=123),
-    lambda: op_backend(attention=["math"]),
-    lambda: op_backend({1: "math"}),  # type: ignore[dict-item]
-])
+@pytest.mark.parametrize(
+    "misuse",
+    [
+        lambda: op_backend(["attention", "math"]),  # type: ignore[arg-type]
+        lambda: op_backend(attention=123),
+        lambda: op_backend(attention=["math"]),
+        lambda: op_backend({1: "math"}),  # type: ignore[dict-item]
+    ],
+)
 def test_op_backend_misuse_raises_type_error_naming_the_argument(misuse) -> None:  # type: ignore[no-untyped-def]
     with pytest.raises(TypeError) as exc:
         misuse()

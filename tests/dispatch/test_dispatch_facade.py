@@ -5,9 +5,26 @@ from __future__ import annotations
 import inspector.dispatch as dispatch
 
 SPEC_NAMES = {
-    "CallContext", "Spec", "ImplRecord", "Resolution", "ExplicitSelectionError", "axis", "register_family",
-    "register_impl", "unregister_impl", "register_env_alias", "invalidate", "op_backend", "resolve",
-    "resolve_plan", "explain", "explain_plan", "trace", "reload_env", "set_op", "context_for",
+    "CallContext",
+    "Spec",
+    "ImplRecord",
+    "Resolution",
+    "ExplicitSelectionError",
+    "axis",
+    "register_family",
+    "register_impl",
+    "unregister_impl",
+    "register_env_alias",
+    "invalidate",
+    "op_backend",
+    "resolve",
+    "resolve_plan",
+    "explain",
+    "explain_plan",
+    "trace",
+    "reload_env",
+    "set_op",
+    "context_for",
 }
 
 

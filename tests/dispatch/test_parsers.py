@@ -10,8 +10,12 @@ from inspector.dispatch import parse_selections
 from inspector.dispatch.context import parse_extra
 
 NAMES = st.from_regex(r"[a-z_][a-z0-9_]{0,10}", fullmatch=True)
-VALUES = st.one_of(st.integers(-10**6, 10**6), st.booleans(), st.none(),
-                   st.floats(allow_nan=False, allow_infinity=False, width=32).filter(lambda f: not f.is_integer()))
+VALUES = st.one_of(
+    st.integers(-(10**6), 10**6),
+    st.booleans(),
+    st.none(),
+    st.floats(allow_nan=False, allow_infinity=False, width=32).filter(lambda f: not f.is_integer()),
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -121,8 +121,14 @@ def test_unregistered_object_is_probed_once_through_supports_call(toy: str) -> N
 
 def test_registered_objects_are_found_by_identity() -> None:
     fast, slow = object(), object()
-    register_family("objs", [ImplRecord("objs", "fast", fast, Spec.dtype_in(BF16), priority=0),
-                             ImplRecord("objs", "slow", slow, Spec.always())], "slow")
+    register_family(
+        "objs",
+        [
+            ImplRecord("objs", "fast", fast, Spec.dtype_in(BF16), priority=0),
+            ImplRecord("objs", "slow", slow, Spec.always()),
+        ],
+        "slow",
+    )
     assert resolve("objs", CallContext("objs", dtype=BF16), explicit=fast).name == "fast"
     with op_backend(objs=slow):
         assert resolve("objs", CallContext("objs", dtype=BF16)).name == "slow"
@@ -254,8 +260,11 @@ def test_malformed_entries_and_unknown_names_warn_once_and_are_dropped(
 def test_entry_for_a_family_registered_later_applies(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INSPECTOR_OPS", "late=beta")
     reload_env()
-    register_family("late", [ImplRecord("late", "beta", "b", Spec.always()),
-                             ImplRecord("late", "gamma", "g", Spec.always(), priority=0)], "gamma")
+    register_family(
+        "late",
+        [ImplRecord("late", "beta", "b", Spec.always()), ImplRecord("late", "gamma", "g", Spec.always(), priority=0)],
+        "gamma",
+    )
     assert resolve("late", CallContext("late")).origin == "env"
 
 
@@ -289,8 +298,14 @@ def test_rows_are_cached_until_invalidate_and_probes_are_memoised() -> None:
         state["probes"] += 1
         return state["available"]
 
-    register_family("hw", [ImplRecord("hw", "gpu", "g", Spec.always(), available=probe, priority=0),
-                           ImplRecord("hw", "cpu", "c", Spec.always())], "cpu")
+    register_family(
+        "hw",
+        [
+            ImplRecord("hw", "gpu", "g", Spec.always(), available=probe, priority=0),
+            ImplRecord("hw", "cpu", "c", Spec.always()),
+        ],
+        "cpu",
+    )
     ctx = CallContext("hw")
     assert resolve("hw", ctx).name == "cpu"
     state["available"] = True
@@ -302,9 +317,22 @@ def test_rows_are_cached_until_invalidate_and_probes_are_memoised() -> None:
 
 def test_probe_each_call_rows_are_reprobed_every_time() -> None:
     state = {"available": False}
-    register_family("hot", [ImplRecord("hot", "plug", "p", Spec.always(), available=lambda: state["available"],
-                                       priority=0, probe_each_call=True),
-                            ImplRecord("hot", "base", "b", Spec.always())], "base")
+    register_family(
+        "hot",
+        [
+            ImplRecord(
+                "hot",
+                "plug",
+                "p",
+                Spec.always(),
+                available=lambda: state["available"],
+                priority=0,
+                probe_each_call=True,
+            ),
+            ImplRecord("hot", "base", "b", Spec.always()),
+        ],
+        "base",
+    )
     assert resolve("hot", CallContext("hot")).name == "base"
     state["available"] = True
     assert resolve("hot", CallContext("hot")).name == "plug"

@@ -121,9 +121,11 @@ def trees(depth: int = 3) -> st.SearchStrategy:
         leaf,
         lambda children: st.one_of(
             st.tuples(children, children).map(
-                lambda p: (p[0][0] & p[1][0], lambda c, a=p[0][1], b=p[1][1]: a(c) and b(c))),
+                lambda p: (p[0][0] & p[1][0], lambda c, a=p[0][1], b=p[1][1]: a(c) and b(c))
+            ),
             st.tuples(children, children).map(
-                lambda p: (p[0][0] | p[1][0], lambda c, a=p[0][1], b=p[1][1]: a(c) or b(c))),
+                lambda p: (p[0][0] | p[1][0], lambda c, a=p[0][1], b=p[1][1]: a(c) or b(c))
+            ),
             children.map(lambda p: (~p[0], lambda c, a=p[1]: not a(c))),
         ),
         max_leaves=8,

@@ -21,8 +21,7 @@ BF16, F32 = torch.bfloat16, torch.float32
 
 
 def test_trace_evaluates_every_clause_of_every_row() -> None:
-    ctx = CallContext("attention", dtype=torch.float64, ndim=3, head_dim=512, has_mask=True,
-                      extra={"kv_len": 16})
+    ctx = CallContext("attention", dtype=torch.float64, ndim=3, head_dim=512, has_mask=True, extra={"kv_len": 16})
     result = trace("attention", ctx)
     flash = result.row("flash")
     assert flash.verdict == "SKIP unavailable"  # no GPU here; its clauses are still reported:

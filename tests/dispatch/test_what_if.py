@@ -10,8 +10,14 @@ BASE = CallContext("attention", dtype=torch.float32, ndim=4, head_dim=64, extra=
 
 
 def test_grid_has_one_cell_per_combination_and_matches_resolve() -> None:
-    cells = what_if("attention", BASE, dtype=[torch.float16, torch.float64], head_dim=[64, 512],
-                    has_mask=[False, True], grad_enabled=[False, True])
+    cells = what_if(
+        "attention",
+        BASE,
+        dtype=[torch.float16, torch.float64],
+        head_dim=[64, 512],
+        has_mask=[False, True],
+        grad_enabled=[False, True],
+    )
     assert len(cells) == 16
     for cell in cells:
         ctx = with_axes(BASE, dict(cell.axes))
@@ -19,8 +25,10 @@ def test_grid_has_one_cell_per_combination_and_matches_resolve() -> None:
 
 
 def test_grid_shows_the_rows_this_table_picks() -> None:
-    winners = {(c.value("grad_enabled"), c.value("has_mask")): c.row
-               for c in what_if("attention", BASE, grad_enabled=[True, False], has_mask=[False, True])}
+    winners = {
+        (c.value("grad_enabled"), c.value("has_mask")): c.row
+        for c in what_if("attention", BASE, grad_enabled=[True, False], has_mask=[False, True])
+    }
     assert winners == {(True, False): "sdpa", (True, True): "sdpa", (False, False): "chunked", (False, True): "sdpa"}
 
 

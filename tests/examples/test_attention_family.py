@@ -90,8 +90,9 @@ def test_attention_op_dispatches_by_context() -> None:
 
 
 def test_run_rows_compares_every_capable_row_with_the_reference() -> None:
-    ctx = CallContext("attention", fwd="prefill", dtype=torch.float32, ndim=4, head_dim=64, grad_enabled=False,
-                      extra={"kv_len": 1024})
+    ctx = CallContext(
+        "attention", fwd="prefill", dtype=torch.float32, ndim=4, head_dim=64, grad_enabled=False, extra={"kv_len": 1024}
+    )
     runs = {r.row: r for r in run_rows("attention", ctx, repeats=1)}
     assert runs["math"].status == "reference"
     assert runs["flash"].status == "skipped" and "unavailable" in runs["flash"].detail
@@ -113,7 +114,11 @@ def test_sampler_builds_inputs_that_produce_the_same_context() -> None:
     args, kwargs = sample_attention(ctx, torch.Generator().manual_seed(0))
     rebuilt = attention_context(*args, **kwargs)
     assert (rebuilt.dtype, rebuilt.head_dim, rebuilt.has_mask, rebuilt.extra["kv_len"]) == (
-        torch.bfloat16, 32, True, 64)
+        torch.bfloat16,
+        32,
+        True,
+        64,
+    )
 
 
 @pytest.mark.cuda

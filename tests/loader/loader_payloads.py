@@ -29,11 +29,21 @@ numpy_arrays = NUMPY_DTYPES.flatmap(lambda dtype: npst.arrays(dtype, SHAPES))
 numpy_scalars = npst.arrays(NUMPY_DTYPES, ()).map(lambda a: a[()])
 
 TORCH_FROM = {
-    "float16": torch.float16, "float32": torch.float32, "float64": torch.float64,
-    "bfloat16": torch.bfloat16, "int8": torch.int8, "uint8": torch.uint8, "int16": torch.int16,
-    "int32": torch.int32, "int64": torch.int64, "bool": torch.bool, "complex64": torch.complex64,
-    "complex128": torch.complex128, "float8_e4m3fn": torch.float8_e4m3fn, "float8_e5m2": torch.float8_e5m2,
-}  # fmt: skip
+    "float16": torch.float16,
+    "float32": torch.float32,
+    "float64": torch.float64,
+    "bfloat16": torch.bfloat16,
+    "int8": torch.int8,
+    "uint8": torch.uint8,
+    "int16": torch.int16,
+    "int32": torch.int32,
+    "int64": torch.int64,
+    "bool": torch.bool,
+    "complex64": torch.complex64,
+    "complex128": torch.complex128,
+    "float8_e4m3fn": torch.float8_e4m3fn,
+    "float8_e5m2": torch.float8_e5m2,
+}
 
 
 @st.composite
@@ -101,15 +111,18 @@ def assert_same(expected: Any, got: Any, where: str = "obj") -> None:
         assert got.dtype == expected.dtype and got.tobytes() == expected.tobytes(), where
     elif isinstance(expected, torch.Tensor):
         assert (got.dtype, tuple(got.shape), got.requires_grad) == (
-            expected.dtype, tuple(expected.shape), expected.requires_grad
-        ), where  # fmt: skip
+            expected.dtype,
+            tuple(expected.shape),
+            expected.requires_grad,
+        ), where
         assert _tensor_bytes(got) == _tensor_bytes(expected), f"{where}: bytes differ"
     elif isinstance(expected, float):
         assert _DOUBLE.pack(got) == _DOUBLE.pack(expected), where
     elif isinstance(expected, complex):
         assert (_DOUBLE.pack(got.real), _DOUBLE.pack(got.imag)) == (
-            _DOUBLE.pack(expected.real), _DOUBLE.pack(expected.imag)
-        ), where  # fmt: skip
+            _DOUBLE.pack(expected.real),
+            _DOUBLE.pack(expected.imag),
+        ), where
     else:
         assert got == expected, where
 

@@ -59,22 +59,25 @@ def test_a_module_in_the_working_directory_shadowing_the_standard_library_never_
     (work / "socket.py").write_text("raise ImportError('the socket.py of the working directory was imported')\n")
     script = tmp_path / "script.py"
     script.write_text(textwrap.dedent(SCRIPT).format(path=[p for p in sys.path if p not in ("", ".")]))
-    result = subprocess.run([sys.executable, str(script)], cwd=work, capture_output=True, text=True,
-                            timeout=PROCESS_WAIT_S)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, str(script)], cwd=work, capture_output=True, text=True, timeout=PROCESS_WAIT_S
+    )
     check_output(result)
 
 
 @pytest.mark.slow
 def test_code_piped_on_stdin() -> None:
-    result = subprocess.run([sys.executable, "-"], input=script_text(), capture_output=True, text=True,
-                            timeout=PROCESS_WAIT_S)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-"], input=script_text(), capture_output=True, text=True, timeout=PROCESS_WAIT_S
+    )
     check_output(result)
 
 
 @pytest.mark.slow
 def test_python_dash_c() -> None:
-    result = subprocess.run([sys.executable, "-c", script_text()], capture_output=True, text=True,
-                            timeout=PROCESS_WAIT_S)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-c", script_text()], capture_output=True, text=True, timeout=PROCESS_WAIT_S
+    )
     check_output(result)
 
 
@@ -84,8 +87,9 @@ def test_a_module_run_with_dash_m_from_another_directory(tmp_path: Path) -> None
     package.mkdir()
     (package / "__init__.py").write_text("")
     (package / "train.py").write_text(script_text())
-    result = subprocess.run([sys.executable, "-m", "job.train"], cwd=tmp_path, capture_output=True, text=True,
-                            timeout=PROCESS_WAIT_S)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "job.train"], cwd=tmp_path, capture_output=True, text=True, timeout=PROCESS_WAIT_S
+    )
     check_output(result)
 
 
@@ -97,8 +101,13 @@ def test_a_torchrun_job(tmp_path: Path) -> None:
     script = tmp_path / "job.py"
     script.write_text(script_text())
     env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    result = subprocess.run([torchrun, "--standalone", "--nproc-per-node", "1", str(script)], capture_output=True,
-                            text=True, timeout=PROCESS_WAIT_S, env=env)  # fmt: skip
+    result = subprocess.run(
+        [torchrun, "--standalone", "--nproc-per-node", "1", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_WAIT_S,
+        env=env,
+    )
     check_output(result)
 
 

@@ -150,9 +150,7 @@ if __name__ == "__main__":
 
 def run_exit_script(tmp_path: Path, ending: str, dirname: str | None = None) -> tuple[subprocess.Popen[str], dict]:
     script = tmp_path / "exit_script.py"
-    script.write_text(
-        textwrap.dedent(EXIT_SCRIPT).format(path=sys.path, dirname=dirname or "None", ending=ending)
-    )
+    script.write_text(textwrap.dedent(EXIT_SCRIPT).format(path=sys.path, dirname=dirname or "None", ending=ending))
     process = subprocess.Popen([sys.executable, str(script)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     assert process.stdout is not None
     line = process.stdout.readline()

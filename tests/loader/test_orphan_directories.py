@@ -9,12 +9,15 @@ import sys
 import textwrap
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pytest
 from waiting import WAIT_S
 
 from inspector.loader import FileStorageLoader
 from inspector.loader._file_area import ABANDONED_AFTER_S, OWNER_NAME, PRIVATE_PREFIX, sweep_orphan_directories
+
+if TYPE_CHECKING:
+    import pytest
 
 # Saves one payload into a private directory under $TMPDIR, prints the directory, then does what argv[1] says.
 _OWNER = textwrap.dedent(

@@ -45,9 +45,14 @@ def exercise_code(text: str) -> list[ast.AST]:
 def exercises(path: Path) -> list[tuple[str, str]]:
     """(exercise text, solution source) of every ``**Exercise.**`` cell followed by its solution cell."""
     cells = nbformat.read(path, as_version=4).cells
-    return [(cell.source, cells[i + 1].source) for i, cell in enumerate(cells[:-1])
-            if cell.cell_type == "markdown" and cell.source.startswith("**Exercise.**")
-            and cells[i + 1].cell_type == "code" and cells[i + 1].source.startswith("# Solution")]  # fmt: skip
+    return [
+        (cell.source, cells[i + 1].source)
+        for i, cell in enumerate(cells[:-1])
+        if cell.cell_type == "markdown"
+        and cell.source.startswith("**Exercise.**")
+        and cells[i + 1].cell_type == "code"
+        and cells[i + 1].source.startswith("# Solution")
+    ]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])

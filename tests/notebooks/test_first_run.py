@@ -25,8 +25,11 @@ def test_every_notebook_is_stored_with_what_the_kernel_will_write_into_it(path: 
     from ipykernel.ipkernel import IPythonKernel
 
     metadata = nbformat.read(path, as_version=4).metadata
-    assert dict(metadata.kernelspec) == {"display_name": "Python 3 (ipykernel)", "language": "python",
-                                         "name": "python3"}  # fmt: skip
+    assert dict(metadata.kernelspec) == {
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+        "name": "python3",
+    }
     stored, kernel = dict(metadata.language_info), dict(IPythonKernel.language_info)
     assert stored.pop("version").split(".")[:2] == platform.python_version().split(".")[:2]
     kernel.pop("version")

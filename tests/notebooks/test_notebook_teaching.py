@@ -84,8 +84,11 @@ def test_the_glossary_defines_every_required_term() -> None:
 def test_every_glossary_term_is_used_by_a_notebook() -> None:
     text = "\n".join(cell.source for path in NOTEBOOKS for cell in nbformat.read(path, as_version=4).cells)
     words = {"strict and soft selection": "strict"}
-    unused = [t for t in glossary_entries(GLOSSARY.read_text(encoding="utf-8"))
-              if not _term_pattern(words.get(t, t)).search(text)]  # fmt: skip
+    unused = [
+        t
+        for t in glossary_entries(GLOSSARY.read_text(encoding="utf-8"))
+        if not _term_pattern(words.get(t, t)).search(text)
+    ]
     assert unused == [], f"glossary terms no notebook uses: {unused}"
 
 
@@ -97,8 +100,7 @@ def test_the_tour_links_the_glossary_before_any_term_is_used() -> None:
     link_at = GLOSSARY_LINK.search(prose[linked])
     assert link_at is not None
     for term in REQUIRED_TERMS:
-        first = next(((i, m.start()) for i, text in enumerate(prose) if (m := _term_pattern(term).search(text))),
-                     None)  # fmt: skip
+        first = next(((i, m.start()) for i, text in enumerate(prose) if (m := _term_pattern(term).search(text))), None)
         assert first is not None, f"the tour never uses {term!r}: drop it from REQUIRED_TERMS or teach it"
         assert first > (linked, link_at.start()), f"the tour uses {term!r} before it links the glossary"
 

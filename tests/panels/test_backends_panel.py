@@ -124,7 +124,8 @@ def test_bad_config_text_is_reported_beside_the_config_box(panel: BackendsPanel)
     panel.config_text.value = "data:\n  dataset_type: synthetc\n"
     panel.build_button.click()
     assert "Unknown dataset_type &#x27;synthetc&#x27;. Did you mean &#x27;synthetic&#x27;?" in (
-        panel.config_errors.widget.value)
+        panel.config_errors.widget.value
+    )
 
 
 def test_a_config_error_clears_the_batch_built_before_it(panel: BackendsPanel) -> None:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
-import ipywidgets as widgets
 import pytest
 
 import inspector
+
+if TYPE_CHECKING:
+    import ipywidgets as widgets
 
 
 def descendants(widget: widgets.Widget) -> Iterator[widgets.Widget]:
@@ -34,8 +37,7 @@ def test_every_control_of_every_panel_has_a_tooltip(app) -> None:  # type: ignor
     for title, panel in app.panels.items():
         controls = [w for w in descendants(panel.widget) if is_control(w)]
         assert len(controls) >= 5, title
-        missing += [f"{title}: {type(w).__name__} {getattr(w, 'description', '')!r}"
-                    for w in controls if not w.tooltip]  # fmt: skip
+        missing += [f"{title}: {type(w).__name__} {getattr(w, 'description', '')!r}" for w in controls if not w.tooltip]
     assert missing == []
 
 

@@ -50,8 +50,9 @@ def test_context_edits_change_the_decision(panel: DispatchPanel) -> None:
     panel.editor.dtype.value = "float64"
     panel.editor.has_mask.value = True
     assert chosen_row(panel) == "math"
-    assert panel.context == CallContext("attention", dtype=torch.float64, ndim=4, head_dim=64, has_mask=True,
-                                        grad_enabled=False, extra={"kv_len": 4096})
+    assert panel.context == CallContext(
+        "attention", dtype=torch.float64, ndim=4, head_dim=64, has_mask=True, grad_enabled=False, extra={"kv_len": 4096}
+    )
 
 
 def test_strict_selection_error_is_a_readable_message_not_a_traceback(panel: DispatchPanel) -> None:
@@ -110,8 +111,7 @@ def test_a_selected_row_that_refuses_says_so_beside_its_toggle(panel: DispatchPa
     assert "refused" not in panel.refusals["attention"].value
 
 
-def test_inspector_ops_problems_show_beside_the_variable(panel: DispatchPanel,
-                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_inspector_ops_problems_show_beside_the_variable(panel: DispatchPanel, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("INSPECTOR_OPS", "")
     panel.apply_env("atention=sdpa, attention=sdpa2, rotary, profile=fast")
     problems = panel.env_problems.value
@@ -211,8 +211,9 @@ def test_static_html_and_mimebundle(panel: DispatchPanel) -> None:
 
 
 def test_loading_a_context_into_the_editor(panel: DispatchPanel) -> None:
-    panel.editor.load(CallContext("attention", dtype=torch.bfloat16, ndim=4, head_dim=128, grad_enabled=False,
-                                  extra={"kv_len": 2048}))
+    panel.editor.load(
+        CallContext("attention", dtype=torch.bfloat16, ndim=4, head_dim=128, grad_enabled=False, extra={"kv_len": 2048})
+    )
     assert chosen_row(panel) == "chunked" and panel.editor.dtype.value == "bfloat16"
     with pytest.raises(ValueError, match="offers dtypes"):
         panel.editor.load(CallContext("attention", dtype=torch.int8))
@@ -279,8 +280,17 @@ def test_the_editor_is_built_from_each_familys_own_axes(panel: DispatchPanel) ->
     assert list(editor.fields) == ["kv_len"] and editor.fields["kv_len"].value == "128"  # attention reads kv_len
     assert editor.has_cache.layout.display == "none" and editor.fwd.layout.display == ""  # no row reads the cache
     panel.family.value = "torch_sdpa"
-    assert list(editor.fields) == ["batch", "heads", "kv_heads", "seq_len", "kv_len", "dropout_p", "enable_gqa",
-                                   "mask_dtype", "mask_shape"]
+    assert list(editor.fields) == [
+        "batch",
+        "heads",
+        "kv_heads",
+        "seq_len",
+        "kv_len",
+        "dropout_p",
+        "enable_gqa",
+        "mask_dtype",
+        "mask_shape",
+    ]
     assert editor.fwd.layout.display == "none" and editor.causal.layout.display == ""
     editor.fields["dropout_p"].value = 0.25
     assert panel.status.value == "torch_sdpa: math (origin=chain)" and panel.context.extra == {"dropout_p": 0.25}
@@ -296,11 +306,16 @@ def test_the_editor_is_built_from_each_familys_own_axes(panel: DispatchPanel) ->
 def test_a_users_family_that_reads_its_own_axis_gets_a_field_for_it() -> None:
     from inspector.dispatch import ImplRecord, Spec, axis, register_family
 
-    register_family("layernorm", [
-        ImplRecord("layernorm", "narrow", lambda x: x, Spec.dtype_in(torch.float32) & axis("last_dim").le(64),
-                   priority=0),
-        ImplRecord("layernorm", "plain", lambda x: x, Spec.always(), priority=1),
-    ], "plain")
+    register_family(
+        "layernorm",
+        [
+            ImplRecord(
+                "layernorm", "narrow", lambda x: x, Spec.dtype_in(torch.float32) & axis("last_dim").le(64), priority=0
+            ),
+            ImplRecord("layernorm", "plain", lambda x: x, Spec.always(), priority=1),
+        ],
+        "plain",
+    )
     panel = DispatchPanel(family="layernorm")
     assert list(panel.editor.fields) == ["last_dim"] and panel.editor.fields["last_dim"].value == ""
     assert panel.status.value == "layernorm: plain (origin=chain)"  # no last_dim: narrow cannot tell
@@ -318,8 +333,10 @@ def test_device_cuda_plans_torch_sdpa_on_a_gpu_picked_beside_it() -> None:
     assert editor.gpu_box.layout.display == ""
     editor.gpu.value = "t4"
     assert panel.status.value == "torch_sdpa: efficient_attention (origin=chain)"
-    assert "PyTorch&#x27;s rules for T4 (sm 7.5" in editor.gpu_label.value and "not measured here" in \
-        editor.gpu_label.value
+    assert (
+        "PyTorch&#x27;s rules for T4 (sm 7.5" in editor.gpu_label.value
+        and "not measured here" in editor.gpu_label.value
+    )
     assert "not measured here" in panel.trace_html.value
     editor.dtype.value, editor.gpu.value = "bfloat16", "h100"
     assert panel.status.value == "torch_sdpa: cudnn_attention (origin=chain)"

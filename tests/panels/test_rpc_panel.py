@@ -190,7 +190,8 @@ def test_launch_runs_a_real_world_and_shows_rtt_and_bandwidth(panel: RpcPanel, n
     after = panel.world_html.value
     assert "2 workers ready in" in after and "measured, then shut down" in after and "for CPU tensors" in after
     assert "this machine has no GPU, so the plan&#x27;s 2 GPU map pairs are left out" in after or (
-        "as written, on this machine" in after)
+        "as written, on this machine" in after
+    )
     assert "p99 us" in panel.static_html() and "median MiB/s" in panel.static_html()
     assert new_processes() == []
 
@@ -261,8 +262,10 @@ def test_the_plan_downloads_as_a_json_file(panel: RpcPanel) -> None:
     encoded = link.split("base64,", 1)[1].split('"', 1)[0]
     assert TopologyPlan.from_json(base64.b64decode(encoded).decode()) == panel.plan
     panel.gpus.value = "4"
-    assert TopologyPlan.from_json(base64.b64decode(panel.download.value.split("base64,")[1].split('"')[0]).decode()) \
-        == panel.plan  # fmt: skip
+    assert (
+        TopologyPlan.from_json(base64.b64decode(panel.download.value.split("base64,")[1].split('"')[0]).decode())
+        == panel.plan
+    )
 
 
 def test_a_gpu_mesh_is_drawn_as_device_grids(panel: RpcPanel) -> None:
@@ -292,8 +295,10 @@ def test_the_launch_box_says_what_a_launch_starts_and_measures_before_it_runs(
     monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
     panel.refresh()
     before = panel.launch_preview.value
-    assert "Launch starts 2 local workers (worker0, worker1) with no device maps: this machine has no GPU, so the " \
-           "plan&#x27;s 2 GPU map pairs are left out" in before  # fmt: skip
+    assert (
+        "Launch starts 2 local workers (worker0, worker1) with no device maps: this machine has no GPU, so the "
+        "plan&#x27;s 2 GPU map pairs are left out" in before
+    )
     assert "times 50 no-op rpc_sync round trips for each of the 4 ordered pairs" in before
     assert "float32 tensors of 0.25, 2, 16 MiB around the ring worker0 → worker1 → worker0" in before
     assert "Every figure is for CPU tensors in host memory, not for GPU-to-GPU copies." in before
@@ -314,7 +319,8 @@ def test_with_gpus_the_maps_go_as_written_and_the_figures_are_still_for_cpu_tens
     summary = rpc_launch.summarize(TopologyPlan.full_mesh(2, 2), samples=5, largest_bytes=1 << 20)
     assert summary.launched == TopologyPlan.full_mesh(2, 2) and summary.dropped_pairs == 0
     assert "with the plan&#x27;s 4 map pairs as written, on this machine&#x27;s 2 GPUs" in (
-        __import__("html").escape(summary.before()))
+        __import__("html").escape(summary.before())
+    )
     assert "the GPU maps are set up, but no tensor sent lives on a GPU" in summary.before()
 
 

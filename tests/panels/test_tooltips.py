@@ -12,8 +12,9 @@ def test_a_described_control_carries_its_tooltip_in_its_label() -> None:
     field = widgets.Text(description="extra", tooltip='Axes as name=value, e.g. "kv_len=128" <b>')
     box = reach_the_page(widgets.VBox([field]))
     assert box.children == (field,) and field.description_allow_html
-    assert field.description == (f'<span class="{TIP_CLASS}" title="Axes as name=value, e.g. &quot;kv_len=128&quot; '
-                                 '&lt;b&gt;">extra</span>')  # fmt: skip
+    assert field.description == (
+        f'<span class="{TIP_CLASS}" title="Axes as name=value, e.g. &quot;kv_len=128&quot; &lt;b&gt;">extra</span>'
+    )
     assert plain(field.description) == "extra" and field.tooltip.endswith("<b>")
 
 

@@ -56,13 +56,26 @@ def main(mode: str) -> int:
     started = time.monotonic()
     result: dict[str, object] = {"rank": rank}
     try:
-        irpc.init_rpc(f"worker{rank}", backend=backend, rank=rank, world_size=world_size,
-                      rpc_backend_options=options, join_timeout=join_timeout)  # fmt: skip
+        irpc.init_rpc(
+            f"worker{rank}",
+            backend=backend,
+            rank=rank,
+            world_size=world_size,
+            rpc_backend_options=options,
+            join_timeout=join_timeout,
+        )
     except Exception as exc:
-        result.update(outcome="error", exception=type(exc).__name__, message=str(exc),
-                      rpc_error=isinstance(exc, irpc.RpcError), seconds=time.monotonic() - started,
-                      missing=getattr(exc, "missing", None), address=getattr(exc, "address", None),
-                      failed_rank=getattr(exc, "rank", None), failed_name=getattr(exc, "name", None))  # fmt: skip
+        result.update(
+            outcome="error",
+            exception=type(exc).__name__,
+            message=str(exc),
+            rpc_error=isinstance(exc, irpc.RpcError),
+            seconds=time.monotonic() - started,
+            missing=getattr(exc, "missing", None),
+            address=getattr(exc, "address", None),
+            failed_rank=getattr(exc, "rank", None),
+            failed_name=getattr(exc, "name", None),
+        )
         print(json.dumps(result), flush=True)
         return 1
     peer = f"worker{(rank + 1) % world_size}"

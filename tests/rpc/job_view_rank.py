@@ -43,9 +43,14 @@ WAIT_FOR_MARK_S = 120.0
 
 
 def _failure(exc: BaseException, started: float) -> dict[str, Any]:
-    return {"outcome": "error", "exception": type(exc).__name__, "message": str(exc),
-            "missing": getattr(exc, "missing", None), "arrived": getattr(exc, "arrived", None),
-            "seconds": time.monotonic() - started}  # fmt: skip
+    return {
+        "outcome": "error",
+        "exception": type(exc).__name__,
+        "message": str(exc),
+        "missing": getattr(exc, "missing", None),
+        "arrived": getattr(exc, "arrived", None),
+        "seconds": time.monotonic() - started,
+    }
 
 
 def ddp(rank: int, mode: str) -> dict[str, Any]:
@@ -215,8 +220,9 @@ def rpc(rank: int, world_size: int, mode: str) -> dict[str, Any]:
     result: dict[str, Any] = {}
     try:
         first = irpc.gather(timeout=120)
-        result["first"] = None if first is None else {"ranks": list(first.ranks), "how": first.how,
-                                                      "findings": first.findings()}  # fmt: skip
+        result["first"] = (
+            None if first is None else {"ranks": list(first.ranks), "how": first.how, "findings": first.findings()}
+        )
         mark = Path(os.environ["GAVE_UP"])
         if mode == "rpc-abstain":  # this rank is busy elsewhere until the others have given up
             deadline = time.monotonic() + WAIT_FOR_MARK_S

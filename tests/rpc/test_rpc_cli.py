@@ -65,23 +65,40 @@ def fifo(tmp_path: Path) -> str:
         (lambda p: _text(p, '{"workers": [{"name": "a", "device_count": 1e400}]}'), "1e400 is not a finite number"),
         (lambda p: _text(p, '{"workers": [{"name": "a", "device_count": NaN}]}'), "NaN is not a JSON number"),
         (lambda p: _text(p, "[" * 100_000 + "]" * 100_000), "JSON nested too deeply to parse"),
-        (lambda p: _text(p, '{"workers": [{"name": "a", "device_count": ' + "9" * 5000 + "}]}"),
-         "an integer of 5,000 digits (999999999999...) is not a plan value"),
-        (lambda p: _text(p, '{"workers": [{"name": "a", "device_count": 2147483647}]}'),
-         "Device count 2147483647 for worker 'a' is outside 0 .. 128"),
-        (lambda p: _text(p, '{"workers": [{"name": "a", "device_maps": {"b": {"cpu": ' + "[" * 900 + "]" * 900
-                         + "}}}]}"), "Invalid device [[[["),
-        (lambda p: _text(p, '{"workers": [{"name": "bad name"}]}'),
-         "Invalid plan at workers[0].name: Worker name must match ^[A-Za-z0-9-_:]*$, and must be non-empty and "
-         "shorter than 128 chars, but got 'bad name'"),
+        (
+            lambda p: _text(p, '{"workers": [{"name": "a", "device_count": ' + "9" * 5000 + "}]}"),
+            "an integer of 5,000 digits (999999999999...) is not a plan value",
+        ),
+        (
+            lambda p: _text(p, '{"workers": [{"name": "a", "device_count": 2147483647}]}'),
+            "Device count 2147483647 for worker 'a' is outside 0 .. 128",
+        ),
+        (
+            lambda p: _text(
+                p, '{"workers": [{"name": "a", "device_maps": {"b": {"cpu": ' + "[" * 900 + "]" * 900 + "}}}]}"
+            ),
+            "Invalid device [[[[",
+        ),
+        (
+            lambda p: _text(p, '{"workers": [{"name": "bad name"}]}'),
+            "Invalid plan at workers[0].name: Worker name must match ^[A-Za-z0-9-_:]*$, and must be non-empty and "
+            "shorter than 128 chars, but got 'bad name'",
+        ),
         (lambda p: _text(p, '{"workers": [{"name": "' + "w" * 300 + '"}]}'), "shorter than 128 chars, but got 'www"),
         (lambda p: _text(p, '{"workers": [], "static_group": "no"}'), "Invalid plan at static_group"),
         (lambda p: _text(p, "{not json"), "Invalid plan at line 1 column 2"),
-        (lambda p: _text(p, '{"workers": [{"name": "a", "device_maps": {"b": {"cuda:9": "cuda:0"}}}], '
-                            '"workers": [{"name": "a"}]}'), "Invalid plan at key 'workers': given twice in one object"),
+        (
+            lambda p: _text(
+                p,
+                '{"workers": [{"name": "a", "device_maps": {"b": {"cuda:9": "cuda:0"}}}], "workers": [{"name": "a"}]}',
+            ),
+            "Invalid plan at key 'workers': given twice in one object",
+        ),
         (lambda p: _text(p, '{"workers": [{"name": "a", "name": "b"}]}'), "key 'name': given twice in one object"),
-        (lambda p: _text(p, '{"workers": [{"name": "a", "device_maps": {"b": {"cpu": "cpu", "cpu": "cuda:0"}}}]}'),
-         "key 'cpu': given twice in one object"),
+        (
+            lambda p: _text(p, '{"workers": [{"name": "a", "device_maps": {"b": {"cpu": "cpu", "cpu": "cuda:0"}}}]}'),
+            "key 'cpu': given twice in one object",
+        ),
         (lambda p: _text(p, "\xff\xfe", encoding="latin-1"), "not UTF-8 text"),
         (fifo, "a FIFO, not a plan file"),
         (lambda p: str(p), "a directory, not a plan file"),
@@ -120,9 +137,11 @@ def test_200000_workers_under_1000_repeated_names_are_refused_in_one_bounded_lin
     result = check(path)
     assert result.returncode == 2 and result.stdout == ""
     (line,) = result.stderr.strip().splitlines()
-    assert line == (f"inspector rpc: cannot read {path}: Invalid plan at workers: names "
-                    "['w000', 'w001', 'w002', 'w003', 'w004'] and 995 more appear more than once "
-                    "(expected unique worker names)")  # fmt: skip
+    assert line == (
+        f"inspector rpc: cannot read {path}: Invalid plan at workers: names "
+        "['w000', 'w001', 'w002', 'w003', 'w004'] and 995 more appear more than once "
+        "(expected unique worker names)"
+    )
 
 
 def test_a_dynamic_group_of_200000_workers_names_the_joiner_that_fails(tmp_path: Path) -> None:

@@ -14,8 +14,9 @@ cuda = [Device("cuda", i) for i in range(3)]
 def test_reverse_mapping_inverts_each_callers_map_for_me() -> None:
     maps = {"w0": {"w1": {"cuda:0": "cuda:1"}}, "w1": {}, "w2": {"w1": {"cuda:2": "cuda:0"}, "w0": {"cpu": "cpu"}}}
     assert create_reverse_mapping("w1", ["w0", "w1", "w2"], maps) == {
-        "w0": {cuda[1]: cuda[0]}, "w2": {cuda[0]: cuda[2]}
-    }  # fmt: skip
+        "w0": {cuda[1]: cuda[0]},
+        "w2": {cuda[0]: cuda[2]},
+    }
 
 
 def test_an_empty_map_still_creates_an_empty_reverse_entry_as_in_torch() -> None:

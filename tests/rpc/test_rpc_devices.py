@@ -46,10 +46,17 @@ def test_cpu_and_cpu_0_are_different_devices_as_in_torch() -> None:
 
 @pytest.mark.parametrize(
     ("spec", "fragment"),
-    [("cuda:-1", "not of the form"), ("CUDA:0", "not of the form"), ("gpu:0", "unknown device type 'gpu'"),
-     ("cuda:01", "not of the form"), ("cuda:128", "above 127"), (-1, "within 0 .. 127"), (True, "bool"),
-     (1.5, "float")],
-)  # fmt: skip
+    [
+        ("cuda:-1", "not of the form"),
+        ("CUDA:0", "not of the form"),
+        ("gpu:0", "unknown device type 'gpu'"),
+        ("cuda:01", "not of the form"),
+        ("cuda:128", "above 127"),
+        (-1, "within 0 .. 127"),
+        (True, "bool"),
+        (1.5, "float"),
+    ],
+)
 def test_invalid_devices_raise_value_error_with_the_spec(spec: object, fragment: str) -> None:
     with pytest.raises(ValueError, match=fragment) as caught:
         as_device(spec)

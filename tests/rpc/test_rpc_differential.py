@@ -34,17 +34,18 @@ TORCH_CATEGORIES = [
     (r"Node (?P<node>\S+) has duplicated devices$", "DUPLICATED_DEVICES"),
     (r"Node (?P<node>\S+) has devices with invalid indices$", "INVALID_DEVICE_INDEX"),
     (r"Node (?P<node>\S+) has invalid target node names in its device maps$", "UNKNOWN_TARGET_NAME"),
-    (r"Node (?P<node>\S+) has duplicated target devices in its device map for (?P<target>\S+)$",
-     "DUPLICATED_TARGET"),
-    (r"Node (?P<node>\S+) has unexpected source devices in its device map for (?P<target>\S+)$",
-     "UNEXPECTED_SOURCE"),
-    (r"Node (?P<node>\S+) has source devices with invalid indices in its device map for (?P<target>\S+)$",
-     "INVALID_SOURCE_INDEX"),
-    (r"Node (?P<node>\S+) has unexpected target devices in its device map for (?P<target>\S+)$",
-     "UNEXPECTED_TARGET"),
-    (r"Node (?P<node>\S+) has target devices with invalid indices in its device map for (?P<target>\S+)$",
-     "INVALID_TARGET_INDEX"),
-]  # fmt: skip
+    (r"Node (?P<node>\S+) has duplicated target devices in its device map for (?P<target>\S+)$", "DUPLICATED_TARGET"),
+    (r"Node (?P<node>\S+) has unexpected source devices in its device map for (?P<target>\S+)$", "UNEXPECTED_SOURCE"),
+    (
+        r"Node (?P<node>\S+) has source devices with invalid indices in its device map for (?P<target>\S+)$",
+        "INVALID_SOURCE_INDEX",
+    ),
+    (r"Node (?P<node>\S+) has unexpected target devices in its device map for (?P<target>\S+)$", "UNEXPECTED_TARGET"),
+    (
+        r"Node (?P<node>\S+) has target devices with invalid indices in its device map for (?P<target>\S+)$",
+        "INVALID_TARGET_INDEX",
+    ),
+]
 
 
 def torch_category(message: str) -> tuple[str, str, str | None]:
@@ -142,8 +143,13 @@ def compare(case: dict[str, Any]) -> str:
 def test_validation_agrees_with_torch_on_generated_topologies() -> None:
     verdicts: list[str] = []
 
-    @settings(max_examples=EXAMPLES, deadline=None, derandomize=True, database=None,
-              suppress_health_check=[HealthCheck.too_slow])  # fmt: skip
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        derandomize=True,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow],
+    )
     @given(topologies())
     def agree(case: dict[str, Any]) -> None:
         verdicts.append(compare(case))
@@ -152,16 +158,30 @@ def test_validation_agrees_with_torch_on_generated_topologies() -> None:
     assert len(verdicts) >= EXAMPLES
     kinds = set(verdicts)
     # The generator reaches every verdict torch can give, so agreement is not vacuous.
-    assert {"ok", "TypeError", "DUPLICATED_DEVICES", "INVALID_DEVICE_INDEX", "UNKNOWN_TARGET_NAME",
-            "DUPLICATED_TARGET", "UNEXPECTED_SOURCE", "INVALID_SOURCE_INDEX", "UNEXPECTED_TARGET",
-            "INVALID_TARGET_INDEX"} <= kinds  # fmt: skip
+    assert {
+        "ok",
+        "TypeError",
+        "DUPLICATED_DEVICES",
+        "INVALID_DEVICE_INDEX",
+        "UNKNOWN_TARGET_NAME",
+        "DUPLICATED_TARGET",
+        "UNEXPECTED_SOURCE",
+        "INVALID_SOURCE_INDEX",
+        "UNEXPECTED_TARGET",
+        "INVALID_TARGET_INDEX",
+    } <= kinds
 
 
 def test_full_mesh_of_many_workers_agrees_with_torch() -> None:
     names = [f"worker{i}" for i in range(16)]
     maps = {s: {t: [(f"cuda:{i}", f"cuda:{(i + 1) % 4}") for i in range(4)] for t in names if t != s} for s in names}
-    case = {"names": names, "counts": dict.fromkeys(names, 4), "devices": {n: [] for n in names}, "maps": maps,
-            "static": True}  # fmt: skip
+    case = {
+        "names": names,
+        "counts": dict.fromkeys(names, 4),
+        "devices": {n: [] for n in names},
+        "maps": maps,
+        "static": True,
+    }
     assert compare(case) == "ok"
     case["counts"]["worker9"] = 3
     assert compare(case) == "INVALID_TARGET_INDEX"  # worker0 -> worker9 is the first map torch visits

@@ -51,8 +51,14 @@ JOB = textwrap.dedent("""
 def run_job(tmp_path: Path, kind: str) -> dict[str, object]:
     script = tmp_path / "job.py"
     script.write_text(JOB)
-    result = subprocess.run([sys.executable, str(script), kind], capture_output=True, text=True, timeout=JOB_WAIT_S,
-                            env={**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)}, cwd=tmp_path)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, str(script), kind],
+        capture_output=True,
+        text=True,
+        timeout=JOB_WAIT_S,
+        env={**os.environ, "PYTHONPATH": str(PACKAGE_ROOT)},
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     return json.loads(result.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
 
@@ -101,8 +107,14 @@ def test_a_torch_without_rpc_is_refused_before_anything_starts(tmp_path: Path) -
     script.write_text(WITHOUT_RPC)
     # no MASTER_ADDR: had it gone on to the rendezvous, it would have refused for that instead
     env = {key: value for key, value in os.environ.items() if not key.startswith(("MASTER_", "RANK"))}
-    result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=JOB_WAIT_S,
-                            env={**env, "PYTHONPATH": str(PACKAGE_ROOT)}, cwd=tmp_path)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, str(script)],
+        capture_output=True,
+        text=True,
+        timeout=JOB_WAIT_S,
+        env={**env, "PYTHONPATH": str(PACKAGE_ROOT)},
+        cwd=tmp_path,
+    )
     assert result.returncode == 0, result.stderr[-3000:]
     assert result.stdout.strip() == (
         "RpcUnavailableError True This torch was built without torch.distributed.rpc. | next step = install a torch "

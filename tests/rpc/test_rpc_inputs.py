@@ -153,12 +153,17 @@ def test_a_plan_with_an_absurd_count_is_a_plan_error_naming_the_worker() -> None
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats() | st.text(max_size=8)
+    st.none()
+    | st.booleans()
+    | st.integers(-(2**40), 2**40)
+    | st.floats()
+    | st.text(max_size=8)
     | st.sampled_from(["cpu", "cuda:0", "cuda:1", "w0", "w1", "cuda"]),
-    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["w0", "w1", "cpu", "cuda:0"]),
-                                                                inner, max_size=3),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["w0", "w1", "cpu", "cuda:0"]), inner, max_size=3)
+    ),
     max_leaves=12,
-)  # fmt: skip
+)
 
 
 @settings(max_examples=300, deadline=None)

@@ -126,8 +126,9 @@ def test_a_rank_whose_join_timeout_variable_is_invalid_still_tells_the_others_at
     assert bad["message"].startswith("INSPECTOR_RPC_JOIN_TIMEOUT must be a positive number of seconds, got 'abc'")
     for result in (first, third):
         assert (result["exception"], result["failed_rank"], result["failed_name"]) == ("RankFailedError", 1, "worker1")
-        assert "RendezvousConfigError: INSPECTOR_RPC_JOIN_TIMEOUT must be a positive number of seconds, got 'abc'" in (
-            result["message"]
+        assert (
+            "RendezvousConfigError: INSPECTOR_RPC_JOIN_TIMEOUT must be a positive number of seconds, got 'abc'"
+            in (result["message"])
         )
         assert result["seconds"] <= AT_ONCE_S, result
     assert new_processes() == []
@@ -201,10 +202,12 @@ def test_from_job_gathers_the_plan_of_a_job_started_by_torchs_own_init_rpc(new_p
     for rank, (result, err) in enumerate(results):
         assert result["outcome"] == "ok", (result, err[-3000:])
         assert result["plan"] == {
-            "format": "inspector.rpc.plan", "version": 1, "static_group": True,
+            "format": "inspector.rpc.plan",
+            "version": 1,
+            "static_group": True,
             "workers": [
                 {"name": "worker0", "device_count": 0, "devices": [], "device_maps": {"worker1": {"cpu": "cpu"}}},
                 {"name": "worker1", "device_count": 0, "devices": [], "device_maps": {"worker0": {"cpu": "cpu"}}},
             ],
-        }, rank  # fmt: skip
+        }, rank
     assert new_processes() == []

@@ -16,18 +16,25 @@ from tests.rpc.job_records_made import by_kind, environment, group, loader, sdpa
 
 
 def three_ranks() -> JobView:
-    return JobView(3, {
-        0: by_kind(environment(), sdpa(), loader(wait_s=0.001)),
-        1: by_kind(environment(host="node1"), sdpa(group("math")), loader(wait_s=0.002)),
-        2: by_kind(environment(host="node2", INSPECTOR_OPS="profile=reference"), sdpa(), loader(0.09, wait_s=0.08)),
-    }, how="test")  # fmt: skip
+    return JobView(
+        3,
+        {
+            0: by_kind(environment(), sdpa(), loader(wait_s=0.001)),
+            1: by_kind(environment(host="node1"), sdpa(group("math")), loader(wait_s=0.002)),
+            2: by_kind(environment(host="node2", INSPECTOR_OPS="profile=reference"), sdpa(), loader(0.09, wait_s=0.08)),
+        },
+        how="test",
+    )
 
 
 def test_the_rank_that_ran_another_backend_for_the_same_signature_is_named() -> None:
     view = three_ranks()
     (difference,) = view.sdpa.differences
-    assert (difference.usual, difference.usual_ranks, difference.odd) == (("flash_attention",), (0, 2),
-                                                                          ((1, ("math",)),))  # fmt: skip
+    assert (difference.usual, difference.usual_ranks, difference.odd) == (
+        ("flash_attention",),
+        (0, 2),
+        ((1, ("math",)),),
+    )
     assert view.sdpa.odd_ranks == (1,)
     frame = view.sdpa.to_frame()
     assert frame.loc[frame["differs"], "rank"].tolist() == [1]
@@ -39,7 +46,8 @@ def test_the_enable_flags_and_gpu_are_not_part_of_a_signature_but_are_shown_as_t
     assert view.sdpa.odd_ranks == (1,)
     assert view.sdpa.findings() == [
         "rank 1 ran math (enabled math on sm75, against enabled flash, math) where ranks [0, 2] ran "
-        "flash_attention, for float32 q(N, 4, L, 32) k(N, 4, S, 32) v(N, 4, S, 32) cpu causal"]  # fmt: skip
+        "flash_attention, for float32 q(N, 4, L, 32) k(N, 4, S, 32) v(N, 4, S, 32) cpu causal"
+    ]
 
 
 def test_lengths_and_batch_are_not_part_of_a_signature_and_what_picks_a_backend_is() -> None:
@@ -47,40 +55,63 @@ def test_lengths_and_batch_are_not_part_of_a_signature_and_what_picks_a_backend_
     view = JobView(2, {0: by_kind(sdpa(group())), 1: by_kind(sdpa(ranged))})
     (signature,) = view.sdpa.signatures
     assert signature.calls == ((0, 5), (1, 5)) and signature.odd == ()
-    for change in ({"shapes": "q(2, 4, 64, 16) k(2, 4, 64, 16) v(2, 4, 64, 16)"},  # another head dim
-                   {"shapes": "q(2, 8, 64, 32) k(2, 2, 64, 32) v(2, 2, 64, 32)"},  # grouped-query heads
-                   {"dtype": "float16"}, {"causal": False}, {"dropout_p": 0.1}, {"grad": True},
-                   {"mask": "(2, 1, 64, 64) bool"}, {"device": "cuda"}):  # fmt: skip
+    for change in (
+        {"shapes": "q(2, 4, 64, 16) k(2, 4, 64, 16) v(2, 4, 64, 16)"},  # another head dim
+        {"shapes": "q(2, 8, 64, 32) k(2, 2, 64, 32) v(2, 2, 64, 32)"},  # grouped-query heads
+        {"dtype": "float16"},
+        {"causal": False},
+        {"dropout_p": 0.1},
+        {"grad": True},
+        {"mask": "(2, 1, 64, 64) bool"},
+        {"device": "cuda"},
+    ):
         other = JobView(2, {0: by_kind(sdpa(group())), 1: by_kind(sdpa(group("math", **change)))})
         assert other.sdpa.differences == () and len(other.sdpa.signatures) == 2, change
-    masks = JobView(2, {0: by_kind(sdpa(group(mask="(2, 1, 64, 64) bool"))),
-                        1: by_kind(sdpa(group(mask="4-D bool")))})  # fmt: skip
+    masks = JobView(2, {0: by_kind(sdpa(group(mask="(2, 1, 64, 64) bool"))), 1: by_kind(sdpa(group(mask="4-D bool")))})
     assert len(masks.sdpa.signatures) == 1
 
 
 def test_the_odd_rank_is_named_against_the_majority_whichever_rank_it_is() -> None:
     view = JobView(3, {0: by_kind(sdpa(group("math"))), 1: by_kind(sdpa(group())), 2: by_kind(sdpa(group()))})
     (difference,) = view.sdpa.differences
-    assert (difference.usual, difference.usual_ranks, difference.odd) == (("flash_attention",), (1, 2),
-                                                                          ((0, ("math",)),))  # fmt: skip
+    assert (difference.usual, difference.usual_ranks, difference.odd) == (
+        ("flash_attention",),
+        (1, 2),
+        ((0, ("math",)),),
+    )
     assert view.sdpa.findings()[0].startswith("rank 0 ran math where ranks [1, 2] ran flash_attention, for ")
 
 
 def test_with_no_majority_the_ranks_disagree_and_each_is_listed() -> None:
-    three_way = JobView(3, {0: by_kind(sdpa(group("math"))), 1: by_kind(sdpa(group())),
-                            2: by_kind(sdpa(group(count=3), group("math", count=1)))})  # fmt: skip
+    three_way = JobView(
+        3,
+        {
+            0: by_kind(sdpa(group("math"))),
+            1: by_kind(sdpa(group())),
+            2: by_kind(sdpa(group(count=3), group("math", count=1))),
+        },
+    )
     (difference,) = three_way.sdpa.differences
     assert difference.disagree and difference.usual == () and difference.usual_ranks == ()
     assert difference.odd == ((0, ("math",)), (1, ("flash_attention",)), (2, ("flash_attention", "math")))
     assert three_way.sdpa.odd_ranks == (0, 1, 2)
     assert three_way.sdpa.findings()[0] == (
         "the ranks disagree, with no majority, for float32 q(N, 4, L, 32) k(N, 4, S, 32) v(N, 4, S, 32) cpu causal: "
-        "rank 0 ran math; rank 1 ran flash_attention; rank 2 ran flash_attention/math")
+        "rank 0 ran math; rank 1 ran flash_attention; rank 2 ran flash_attention/math"
+    )
     two = JobView(2, {0: by_kind(sdpa(group())), 1: by_kind(sdpa(group("math", enabled="math")))})
-    assert two.sdpa.findings()[0].endswith(": rank 0 ran flash_attention (enabled flash, math); "
-                                           "rank 1 ran math (enabled math)")  # fmt: skip
-    half = JobView(4, {0: by_kind(sdpa(group())), 1: by_kind(sdpa(group())), 2: by_kind(sdpa(group("math"))),
-                       3: by_kind(sdpa(group("efficient_attention")))})  # fmt: skip
+    assert two.sdpa.findings()[0].endswith(
+        ": rank 0 ran flash_attention (enabled flash, math); rank 1 ran math (enabled math)"
+    )
+    half = JobView(
+        4,
+        {
+            0: by_kind(sdpa(group())),
+            1: by_kind(sdpa(group())),
+            2: by_kind(sdpa(group("math"))),
+            3: by_kind(sdpa(group("efficient_attention"))),
+        },
+    )
     assert half.sdpa.differences[0].disagree  # two of four is not a majority
     assert "<td>(no majority)</td>" in half.sdpa._repr_html_()
 
@@ -95,16 +126,20 @@ def test_a_version_1_record_without_devices_is_still_read_and_compared() -> None
     assert view.sdpa.to_frame()["device"].tolist() == ["", ""]
     assert JobView.from_dict(view.to_dict()) == view and view.sdpa.findings() == []
     mixed = JobView(3, {0: by_kind(old), 1: by_kind(sdpa()), 2: by_kind(sdpa())})
-    assert mixed.sdpa.findings() == ["the ranks sent SDPA records of different versions (1 from rank 0, 2 from "
-                                     "ranks [1, 2]), so some calls may not be compared: run one inspector version "
-                                     "on every rank"]  # fmt: skip
+    assert mixed.sdpa.findings() == [
+        "the ranks sent SDPA records of different versions (1 from rank 0, 2 from "
+        "ranks [1, 2]), so some calls may not be compared: run one inspector version "
+        "on every rank"
+    ]
 
 
 def test_native_fast_paths_compare_by_module() -> None:
     native = group("native fast path", shapes="", dtype="", causal=None, dropout_p=None, module="encoder.layers.0")
     view = JobView(2, {0: by_kind(sdpa(native)), 1: by_kind(sdpa(group()))})
     assert [s.signature for s in view.sdpa.signatures] == [
-        "native fast path in encoder.layers.0", "float32 q(N, 4, L, 32) k(N, 4, S, 32) v(N, 4, S, 32) cpu causal"]
+        "native fast path in encoder.layers.0",
+        "float32 q(N, 4, L, 32) k(N, 4, S, 32) v(N, 4, S, 32) cpu causal",
+    ]
 
 
 def test_the_straggler_is_the_rank_that_waits_longest_for_data_with_its_ratio() -> None:
@@ -112,8 +147,9 @@ def test_the_straggler_is_the_rank_that_waits_longest_for_data_with_its_ratio() 
     assert loader_view.spread.metric == "wait_s_median"
     assert (loader_view.straggler, loader_view.slowest, loader_view.fastest) == (2, 2, 0)
     assert loader_view.ratio == pytest.approx(80.0)
-    assert loader_view.findings() == ["rank 2 is the straggler: its median wait for data per step is 80 ms, "
-                                      "80.0x rank 0's (1 ms)"]  # fmt: skip
+    assert loader_view.findings() == [
+        "rank 2 is the straggler: its median wait for data per step is 80 ms, 80.0x rank 0's (1 ms)"
+    ]
     assert loader_view.to_frame()["role"].tolist() == ["fastest", "", "straggler"]
 
 
@@ -205,21 +241,34 @@ def test_files_that_are_not_views_are_refused_without_blocking(tmp_path) -> None
     for path, why in ((fifo, "it is a FIFO"), (tmp_path, "it is a directory")):
         with pytest.raises(JobViewError, match=rf"Cannot read .*: {why}, not a job view"):
             JobView.load(path)
-    for text, why in (('{"a": NaN}', "NaN"), ("[" * 100_000, "not JSON"), ('{"a": 1, "a": 2}', "a key twice"),
-                      ("\xff", "not JSON")):  # fmt: skip
+    for text, why in (
+        ('{"a": NaN}', "NaN"),
+        ("[" * 100_000, "not JSON"),
+        ('{"a": 1, "a": 2}', "a key twice"),
+        ("\xff", "not JSON"),
+    ):
         (tmp_path / "bad.json").write_bytes(text.encode("latin-1"))
         with pytest.raises(JobViewError, match=why):
             JobView.load(tmp_path / "bad.json")
 
 
-RANK_RECORDS = st.fixed_dictionaries({}, optional={
-    "environment": st.builds(lambda ops, torch: environment(INSPECTOR_OPS=ops, torch=torch),
-                             st.none() | st.text(max_size=10), st.sampled_from(["2.12.0", "2.13.0"])),
-    "torch_sdpa.watch": st.builds(lambda backends: sdpa(*(group(b, count=n) for b, n in backends)),
-                                  st.lists(st.tuples(st.sampled_from(["math", "flash_attention"]),
-                                                     st.integers(0, 10**6)), min_size=1, max_size=3)),
-    "loader.profile": st.builds(loader, st.floats(1e-6, 10), st.none() | st.floats(0, 10)),
-})  # fmt: skip
+RANK_RECORDS = st.fixed_dictionaries(
+    {},
+    optional={
+        "environment": st.builds(
+            lambda ops, torch: environment(INSPECTOR_OPS=ops, torch=torch),
+            st.none() | st.text(max_size=10),
+            st.sampled_from(["2.12.0", "2.13.0"]),
+        ),
+        "torch_sdpa.watch": st.builds(
+            lambda backends: sdpa(*(group(b, count=n) for b, n in backends)),
+            st.lists(
+                st.tuples(st.sampled_from(["math", "flash_attention"]), st.integers(0, 10**6)), min_size=1, max_size=3
+            ),
+        ),
+        "loader.profile": st.builds(loader, st.floats(1e-6, 10), st.none() | st.floats(0, 10)),
+    },
+)
 
 
 @settings(max_examples=100, deadline=None)

@@ -30,8 +30,19 @@ def test_a_payload_round_trips_and_says_which_rank_sent_it() -> None:
 
 def test_an_sdpa_record_too_large_for_the_bound_is_folded_into_its_counts() -> None:
     long = "x" * MAX_TEXT
-    groups = [group(count=64 - i, shapes=f"{i}{long}"[:MAX_TEXT], module=long, mask=long, enabled=long, dtype=long,
-                    answered_by=long, backend=long) for i in range(64)]  # every string as long as a record allows
+    groups = [
+        group(
+            count=64 - i,
+            shapes=f"{i}{long}"[:MAX_TEXT],
+            module=long,
+            mask=long,
+            enabled=long,
+            dtype=long,
+            answered_by=long,
+            backend=long,
+        )
+        for i in range(64)
+    ]  # every string as long as a record allows
     data = encode(0, 1, [environment(), sdpa(*groups)])
     assert len(data) <= MAX_PAYLOAD_BYTES
     received = decode(data, 0, 1)["torch_sdpa.watch"]
@@ -42,8 +53,9 @@ def test_an_sdpa_record_too_large_for_the_bound_is_folded_into_its_counts() -> N
 
 
 def envelope(**fields: object) -> bytes:
-    return json.dumps({"format": "inspector.job", "version": 1, "rank": 0, "world_size": 1, "records": [],
-                       **fields}).encode()
+    return json.dumps(
+        {"format": "inspector.job", "version": 1, "rank": 0, "world_size": 1, "records": [], **fields}
+    ).encode()
 
 
 @pytest.mark.parametrize(
@@ -67,11 +79,22 @@ def test_hostile_bytes_are_refused_saying_why(data, why) -> None:
 
 
 @settings(max_examples=300, deadline=None)
-@given(st.binary(max_size=300) | st.builds(lambda r: json.dumps(r).encode(), st.recursive(
-    st.none() | st.booleans() | st.integers() | st.text(max_size=8),
-    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.sampled_from(["format", "version", "rank", "world_size",
-                                                                         "records", "kind", "x"]), c, max_size=5),
-    max_leaves=20)))  # fmt: skip
+@given(
+    st.binary(max_size=300)
+    | st.builds(
+        lambda r: json.dumps(r).encode(),
+        st.recursive(
+            st.none() | st.booleans() | st.integers() | st.text(max_size=8),
+            lambda c: (
+                st.lists(c, max_size=3)
+                | st.dictionaries(
+                    st.sampled_from(["format", "version", "rank", "world_size", "records", "kind", "x"]), c, max_size=5
+                )
+            ),
+            max_leaves=20,
+        ),
+    )
+)
 def test_any_bytes_are_either_records_or_a_refusal(data) -> None:
     with contextlib.suppress(RecordProblem):
         decode(data, 0, 1)
@@ -84,8 +107,9 @@ def test_rank_0_refuses_one_ranks_bytes_names_it_and_compares_the_others() -> No
     assert view.ranks == (0,)
     assert view.refused[1].startswith("payload: is not JSON")
     claims = f"claims {MAX_PAYLOAD_BYTES + 5:,} bytes; a payload holds 1 .. {MAX_PAYLOAD_BYTES:,}"
-    assert view.refused[2] == (f"payload: {claims}, so that rank does not run this inspector's gather: run one "
-                               "inspector version on every rank")  # fmt: skip
+    assert view.refused[2] == (
+        f"payload: {claims}, so that rank does not run this inspector's gather: run one inspector version on every rank"
+    )
 
 
 def test_outside_a_job_gather_returns_this_process_alone_and_keeps_it(monkeypatch) -> None:
@@ -134,13 +158,22 @@ def test_on_a_gpu_the_environment_names_the_gpu_its_capability_and_cudnn() -> No
 @pytest.mark.parametrize(
     ("variables", "found", "why"),
     [
-        ({"WORLD_SIZE": "3"}, "WORLD_SIZE='3', RANK unset, MASTER_ADDR unset, MASTER_PORT unset",
-         "RANK and MASTER_ADDR and MASTER_PORT are not set"),
-        ({"WORLD_SIZE": "3", "RANK": "1", "MASTER_ADDR": "10.0.0.7"},
-         "WORLD_SIZE='3', RANK='1', MASTER_ADDR='10.0.0.7', MASTER_PORT unset", "MASTER_PORT is not set"),
+        (
+            {"WORLD_SIZE": "3"},
+            "WORLD_SIZE='3', RANK unset, MASTER_ADDR unset, MASTER_PORT unset",
+            "RANK and MASTER_ADDR and MASTER_PORT are not set",
+        ),
+        (
+            {"WORLD_SIZE": "3", "RANK": "1", "MASTER_ADDR": "10.0.0.7"},
+            "WORLD_SIZE='3', RANK='1', MASTER_ADDR='10.0.0.7', MASTER_PORT unset",
+            "MASTER_PORT is not set",
+        ),
         ({"WORLD_SIZE": "three"}, "WORLD_SIZE='three'", "WORLD_SIZE must be a whole number, got 'three'"),
-        ({"WORLD_SIZE": "3", "RANK": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"}, "RANK='5'",
-         "rank 5 is outside 0 .. 2 for world_size 3"),
+        (
+            {"WORLD_SIZE": "3", "RANK": "5", "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": "29500"},
+            "RANK='5'",
+            "rank 5 is outside 0 .. 2 for world_size 3",
+        ),
     ],
 )
 def test_job_variables_without_a_job_name_what_was_found_and_both_ways_out(monkeypatch, variables, found, why) -> None:
@@ -154,8 +187,10 @@ def test_job_variables_without_a_job_name_what_was_found_and_both_ways_out(monke
     assert message.startswith("gather found job variables (") and found in message.splitlines()[0]
     assert message.splitlines()[0].endswith(why)
     assert "no process group in this process and no job started by inspector.rpc.init_rpc" in message
-    assert ("next step = in a torchrun or DDP job, call torch.distributed.init_process_group(...) on every rank "
-            "before gather; in an RPC job, start it with inspector.rpc.init_rpc(...)") in message
+    assert (
+        "next step = in a torchrun or DDP job, call torch.distributed.init_process_group(...) on every rank "
+        "before gather; in an RPC job, start it with inspector.rpc.init_rpc(...)"
+    ) in message
 
 
 @pytest.mark.slow
@@ -170,8 +205,12 @@ def test_a_second_gather_while_one_runs_is_refused_at_once_and_the_first_still_n
     from tests.rpc.test_rpc_job import free_port
 
     monkeypatch.setattr(_job_state, "_last_rendezvous", [])
-    for name, value in {"WORLD_SIZE": "2", "RANK": "0", "MASTER_ADDR": "127.0.0.1",
-                        "MASTER_PORT": str(free_port())}.items():  # fmt: skip
+    for name, value in {
+        "WORLD_SIZE": "2",
+        "RANK": "0",
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+    }.items():
         monkeypatch.setenv(name, value)
     first: list[BaseException] = []
 
@@ -206,8 +245,11 @@ def test_gather_takes_the_whole_jobs_group_and_refuses_any_other(monkeypatch) ->
     dist.init_process_group("gloo", store=dist.HashStore(), rank=0, world_size=1)
     try:
         assert irpc.gather(group=dist.group.WORLD).how == "one rank"
-        with pytest.raises(irpc.GatherUsageError, match=r"rank 0 of 1 was given a subgroup \(a group that is not "
-                                                        r"this job's"):  # fmt: skip
+        with pytest.raises(
+            irpc.GatherUsageError,
+            match=r"rank 0 of 1 was given a subgroup \(a group that is not "
+            r"this job's",
+        ):
             irpc.gather(group="not a group")
     finally:
         dist.destroy_process_group()

@@ -26,20 +26,34 @@ pytestmark = pytest.mark.slow
 RANK_SCRIPT = Path(__file__).with_name("job_view_rank.py")
 
 
-def run_ranks(modes: list[str], rank_env: dict[int, dict[str, str]] | None = None,
-              **env_extra: str) -> list[dict[str, Any]]:  # fmt: skip
+def run_ranks(
+    modes: list[str], rank_env: dict[int, dict[str, str]] | None = None, **env_extra: str
+) -> list[dict[str, Any]]:
     """One process per mode (rank = position), each waited on with a bound; each rank's JSON result."""
     base = {key: value for key, value in os.environ.items() if key != "INSPECTOR_OPS"}
     env = {
-        **base, "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(free_port()), "WORLD_SIZE": str(len(modes)),
-        "GLOO_SOCKET_IFNAME": "lo", "TP_SOCKET_IFNAME": "lo", "OMP_NUM_THREADS": "1",
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")])), **env_extra,
-    }  # fmt: skip
+        **base,
+        "MASTER_ADDR": "127.0.0.1",
+        "MASTER_PORT": str(free_port()),
+        "WORLD_SIZE": str(len(modes)),
+        "GLOO_SOCKET_IFNAME": "lo",
+        "TP_SOCKET_IFNAME": "lo",
+        "OMP_NUM_THREADS": "1",
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(PACKAGE_ROOT), os.environ.get("PYTHONPATH")])),
+        **env_extra,
+    }
     procs = []
     for rank, mode in enumerate(modes):
         own = {**env, "RANK": str(rank), **(rank_env or {}).get(rank, {})}
-        procs.append(subprocess.Popen([sys.executable, str(RANK_SCRIPT), mode], env=own, stdout=subprocess.PIPE,
-                                      stderr=subprocess.PIPE, text=True))
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, str(RANK_SCRIPT), mode],
+                env=own,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+            )
+        )
     results = []
     try:
         for rank, proc in enumerate(procs):
@@ -56,8 +70,9 @@ def test_a_ddp_job_names_the_rank_on_another_backend_the_straggler_and_the_envir
     tmp_path, new_processes
 ) -> None:
     out = tmp_path / "job.json"
-    results = run_ranks(["ddp", "ddp-math", "ddp-slow"], {2: {"INSPECTOR_OPS": "profile=reference"}},
-                        JOB_VIEW_OUT=str(out))  # fmt: skip
+    results = run_ranks(
+        ["ddp", "ddp-math", "ddp-slow"], {2: {"INSPECTOR_OPS": "profile=reference"}}, JOB_VIEW_OUT=str(out)
+    )
     for rank, result in enumerate(results):
         assert result["outcome"] == "ok", result
         assert result["view"] is (rank == 0), result
@@ -83,8 +98,10 @@ def test_a_ddp_job_names_the_rank_on_another_backend_the_straggler_and_the_envir
     assert env.values == (("None", (0, 1)), ("'profile=reference'", (2,)))
 
     findings = results[0]["findings"]
-    assert findings[0] == ("rank 1 ran math (enabled math, against enabled flash_attention, math) where ranks [0, 2] "
-                           "ran flash_attention, for float32 q(N, 4, L, 32) k(N, 4, S, 32) v(N, 4, S, 32) cpu causal")
+    assert findings[0] == (
+        "rank 1 ran math (enabled math, against enabled flash_attention, math) where ranks [0, 2] "
+        "ran flash_attention, for float32 q(N, 4, L, 32) k(N, 4, S, 32) v(N, 4, S, 32) cpu causal"
+    )
     assert findings[1].startswith("rank 2 is the straggler: its median wait for data per step is ")
     assert findings[2] == "INSPECTOR_OPS differs: None on ranks [0, 1], 'profile=reference' on rank 2"
     assert new_processes() == []
@@ -113,17 +130,26 @@ def test_ranks_whose_calls_had_other_sequence_lengths_are_still_compared(split_v
     assert agreed.usual == ("flash_attention",) and agreed.usual_ranks == (0, 1, 2)
     rows = split_view.sdpa.to_frame()
     shapes = set(rows.loc[rows["shapes"].str.endswith("32)"), "shapes"])
-    assert shapes == {f"q(2, 4, {16 + 8 * r}..{30 + 8 * r}, 32) k(2, 4, {16 + 8 * r}..{30 + 8 * r}, 32) "
-                      f"v(2, 4, {16 + 8 * r}..{30 + 8 * r}, 32)" for r in range(3)}  # fmt: skip
+    assert shapes == {
+        f"q(2, 4, {16 + 8 * r}..{30 + 8 * r}, 32) k(2, 4, {16 + 8 * r}..{30 + 8 * r}, 32) "
+        f"v(2, 4, {16 + 8 * r}..{30 + 8 * r}, 32)"
+        for r in range(3)
+    }
     assert new_processes() == []
 
 
 def test_the_odd_rank_of_a_two_against_one_split_is_named_even_when_it_is_rank_0(split_view) -> None:
     odd = signature(split_view, 16)
-    assert (odd.usual, odd.usual_ranks, odd.odd, odd.disagree) == (("flash_attention",), (1, 2), ((0, ("math",)),),
-                                                                   False)  # fmt: skip
-    found = ("rank 0 ran math (enabled math, against enabled flash_attention, math) where ranks [1, 2] ran "
-             "flash_attention, for float32 q(N, 4, L, 16) k(N, 4, S, 16) v(N, 4, S, 16) cpu causal")
+    assert (odd.usual, odd.usual_ranks, odd.odd, odd.disagree) == (
+        ("flash_attention",),
+        (1, 2),
+        ((0, ("math",)),),
+        False,
+    )
+    found = (
+        "rank 0 ran math (enabled math, against enabled flash_attention, math) where ranks [1, 2] ran "
+        "flash_attention, for float32 q(N, 4, L, 16) k(N, 4, S, 16) v(N, 4, S, 16) cpu causal"
+    )
     assert found in split_view.findings()
 
 
@@ -131,9 +157,11 @@ def test_a_three_way_split_says_the_ranks_disagree_and_lists_each(split_view) ->
     split = signature(split_view, 8)
     assert split.disagree and split.usual == ()
     assert split.odd == ((0, ("flash_attention",)), (1, ("math",)), (2, ("flash_attention", "math")))
-    assert ("the ranks disagree, with no majority, for float32 q(N, 4, L, 8) k(N, 4, S, 8) v(N, 4, S, 8) cpu causal: "
-            "rank 0 ran flash_attention (enabled flash_attention, math); rank 1 ran math (enabled math); "
-            "rank 2 ran flash_attention/math (enabled flash_attention, math; enabled math)") in split_view.findings()
+    assert (
+        "the ranks disagree, with no majority, for float32 q(N, 4, L, 8) k(N, 4, S, 8) v(N, 4, S, 8) cpu causal: "
+        "rank 0 ran flash_attention (enabled flash_attention, math); rank 1 ran math (enabled math); "
+        "rank 2 ran flash_attention/math (enabled flash_attention, math; enabled math)"
+    ) in split_view.findings()
     assert split_view.sdpa.odd_ranks == (0, 1, 2)
 
 
@@ -165,13 +193,15 @@ def test_a_rank_of_another_version_and_one_sending_too_much_are_refused_by_name(
         assert result.get("outcome") == "ok" and result["view"] is (rank == 0), result
         refusal = result["subgroup"]
         assert refusal["exception"] == "GatherUsageError", refusal
-        assert refusal["message"].startswith(f"gather compares every rank of the job, and rank {rank} of 3 was given "
-                                             "a subgroup (ranks [0, 1]).")  # fmt: skip
+        assert refusal["message"].startswith(
+            f"gather compares every rank of the job, and rank {rank} of 3 was given a subgroup (ranks [0, 1])."
+        )
         assert "next step = call gather(...) without group= on every rank of the job" in refusal["message"]
     view = JobView.load(out)
     assert view.ranks == (0,) and sorted(view.refused) == [1, 2]
-    assert view.refused[1] == ("payload.version: is 99; this inspector reads 1: run one inspector version on every "
-                               "rank")  # fmt: skip
+    assert view.refused[1] == (
+        "payload.version: is 99; this inspector reads 1: run one inspector version on every rank"
+    )
     assert view.refused[2].startswith("payload: claims 262,144 bytes; a payload holds 1 .. 65,536, so that rank ")
     assert view.findings()[:2] == [f"rank {rank}'s records were refused: {view.refused[rank]}" for rank in (1, 2)]
     assert new_processes() == []

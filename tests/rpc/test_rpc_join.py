@@ -58,8 +58,9 @@ class Rank:
     def waiter(self) -> Waiter:
         if self.store is None:
             self.store = open_store(self.rdzv, f"w{self.rdzv.rank}", self.started, self.join_timeout)
-        return Waiter(JobStore(self.store, self.rdzv, self.generation), f"w{self.rdzv.rank}", self.started,
-                      self.join_timeout)  # fmt: skip
+        return Waiter(
+            JobStore(self.store, self.rdzv, self.generation), f"w{self.rdzv.rank}", self.started, self.join_timeout
+        )
 
     def start(self, body: Callable[[Waiter], Any]) -> Rank:
         def run() -> None:
@@ -263,8 +264,9 @@ def test_ranks_given_different_world_sizes_all_raise_the_same_error_at_once() ->
     errors = [r.error for r in ranks]
     assert all(isinstance(e, RendezvousConfigError) for e in errors), errors
     assert str(errors[0]) == str(errors[1])
-    assert str(errors[0]).startswith(f"The ranks at 127.0.0.1:{port} disagree on the world size: "
-                                     "ranks [0] (w0) say 2; ranks [1] (w1) say 3.\n")  # fmt: skip
+    assert str(errors[0]).startswith(
+        f"The ranks at 127.0.0.1:{port} disagree on the world size: ranks [0] (w0) say 2; ranks [1] (w1) say 3.\n"
+    )
 
 
 def record(name: str, world: int, protocol: int = PROTOCOL) -> dict[str, Any]:
@@ -281,8 +283,11 @@ def test_disagreement_names_what_differs_and_who_says_what() -> None:
     assert "next step = install the same inspector version on every node" in older
 
 
-@given(st.dictionaries(st.integers(0, 12), st.tuples(st.integers(1, 12), st.sampled_from([PROTOCOL, PROTOCOL + 1])),
-                       max_size=12))  # fmt: skip
+@given(
+    st.dictionaries(
+        st.integers(0, 12), st.tuples(st.integers(1, 12), st.sampled_from([PROTOCOL, PROTOCOL + 1])), max_size=12
+    )
+)
 def test_disagreement_is_none_exactly_when_every_rank_agrees_and_fits_the_world(ranks) -> None:
     arrivals = {rank: record(f"w{rank}", world, protocol) for rank, (world, protocol) in ranks.items()}
     agree = len({(w, p) for w, p in ranks.values()}) <= 1 and all(rank < w for rank, (w, _p) in ranks.items())

@@ -48,8 +48,12 @@ def test_the_json_format_is_readable_and_ordered() -> None:
     plan = TopologyPlan.build(2, 2, {"worker0": {"worker1": {"cuda:1": "cuda:0", "cuda:0": "cuda:1"}}})
     data = json.loads(plan.to_json())
     assert data["format"] == "inspector.rpc.plan" and data["version"] == 1 and data["static_group"] is True
-    assert data["workers"][0] == {"name": "worker0", "device_count": 2, "devices": [],
-                                  "device_maps": {"worker1": {"cuda:1": "cuda:0", "cuda:0": "cuda:1"}}}  # fmt: skip
+    assert data["workers"][0] == {
+        "name": "worker0",
+        "device_count": 2,
+        "devices": [],
+        "device_maps": {"worker1": {"cuda:1": "cuda:0", "cuda:0": "cuda:1"}},
+    }
     assert list(data["workers"][0]["device_maps"]["worker1"]) == ["cuda:1", "cuda:0"]
 
 
@@ -85,8 +89,10 @@ def test_a_worker_name_torch_refuses_cannot_be_planned_and_says_so_in_torchs_wor
     with pytest.raises(RuntimeError) as torch_refusal:  # the rule is torch's: its WorkerInfo refuses the name
         torch_rpc.WorkerInfo(name, 0)
     words = str(torch_refusal.value).partition(", but got")[0]
-    for build in (lambda: TopologyPlan.build(["worker0", name]),
-                  lambda: TopologyPlan.from_dict({"workers": [{"name": "worker0"}, {"name": name}]})):  # fmt: skip
+    for build in (
+        lambda: TopologyPlan.build(["worker0", name]),
+        lambda: TopologyPlan.from_dict({"workers": [{"name": "worker0"}, {"name": name}]}),
+    ):
         with pytest.raises(PlanError) as caught:
             build()
         assert caught.value.path == "workers[1].name"
@@ -236,15 +242,20 @@ def test_templates_are_valid_symmetric_and_warning_free(plan: TopologyPlan, name
 def test_a_ring_maps_each_worker_to_its_two_neighbours() -> None:
     maps = TopologyPlan.ring(4, 1).device_maps
     assert {w: sorted(m) for w, m in maps.items()} == {
-        "worker0": ["worker1", "worker3"], "worker1": ["worker0", "worker2"],
-        "worker2": ["worker1", "worker3"], "worker3": ["worker0", "worker2"],
-    }  # fmt: skip
+        "worker0": ["worker1", "worker3"],
+        "worker1": ["worker0", "worker2"],
+        "worker2": ["worker1", "worker3"],
+        "worker3": ["worker0", "worker2"],
+    }
 
 
 def test_a_parameter_server_talks_to_every_trainer_and_trainers_only_to_it() -> None:
     maps = TopologyPlan.parameter_server(2, 1).device_maps
-    assert maps == {"ps": {"trainer0": {"cuda:0": "cuda:0"}, "trainer1": {"cuda:0": "cuda:0"}},
-                    "trainer0": {"ps": {"cuda:0": "cuda:0"}}, "trainer1": {"ps": {"cuda:0": "cuda:0"}}}  # fmt: skip
+    assert maps == {
+        "ps": {"trainer0": {"cuda:0": "cuda:0"}, "trainer1": {"cuda:0": "cuda:0"}},
+        "trainer0": {"ps": {"cuda:0": "cuda:0"}},
+        "trainer1": {"ps": {"cuda:0": "cuda:0"}},
+    }
 
 
 @pytest.mark.parametrize("workers", [0, -1, 10**6, True])
@@ -257,8 +268,9 @@ def test_templates_refuse_worker_counts_out_of_range(workers: int) -> None:
 def test_from_options_reads_real_tensorpipe_options() -> None:
     from torch.distributed.rpc import TensorPipeRpcBackendOptions
 
-    options = TensorPipeRpcBackendOptions(device_maps={"worker1": {"cuda:0": "cuda:1", "cuda:1": "cuda:0"}},
-                                          devices=["cuda:0", "cuda:1"])  # fmt: skip
+    options = TensorPipeRpcBackendOptions(
+        device_maps={"worker1": {"cuda:0": "cuda:1", "cuda:1": "cuda:0"}}, devices=["cuda:0", "cuda:1"]
+    )
     plan = TopologyPlan.from_options("trainer", options, device_count=2)
     (worker,) = plan.workers
     assert (worker.name, worker.device_count, worker.devices) == ("trainer", 2, ("cuda:0", "cuda:1"))

@@ -42,8 +42,10 @@ def test_index_less_cuda_in_maps_and_device_lists() -> None:
 def test_cpu_inside_an_explicit_device_list() -> None:
     (warning,) = preflight_warnings(W, COUNTS, {}, {"worker1": ["cuda:0", "cpu"]})
     assert (warning.kind, warning.worker, [str(d) for d in warning.devices]) == (
-        WarningKind.NON_CUDA_IN_DEVICE_LIST, "worker1", ["cpu"]
-    )  # fmt: skip
+        WarningKind.NON_CUDA_IN_DEVICE_LIST,
+        "worker1",
+        ["cpu"],
+    )
     assert "only CUDA devices" in warning.message
 
 
@@ -52,8 +54,11 @@ def test_a_cpu_to_cpu_pair_does_nothing_and_is_warned_about() -> None:
     validate_device_maps(W, COUNTS, maps)
     (warning,) = preflight_warnings(W, COUNTS, maps)
     assert (warning.kind, warning.worker, warning.target, [str(d) for d in warning.devices]) == (
-        WarningKind.CPU_PAIR, "worker0", "worker1", ["cpu"]
-    )  # fmt: skip
+        WarningKind.CPU_PAIR,
+        "worker0",
+        "worker1",
+        ["cpu"],
+    )
     assert "torch drops" in warning.message and "Remove the pair" in warning.message
 
 

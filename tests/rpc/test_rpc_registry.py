@@ -77,8 +77,10 @@ def test_same_handler_pair_under_two_names_gives_two_members() -> None:
 def test_backend_may_be_given_by_name() -> None:
     register_backend("STUB", construct, init)
     assert construct_rpc_backend_options("STUB", flavour="spicy") == {
-        "rpc_timeout": 60.0, "init_method": "env://", "flavour": "spicy"
-    }  # fmt: skip
+        "rpc_timeout": 60.0,
+        "init_method": "env://",
+        "flavour": "spicy",
+    }
     assert init_backend("STUB", 1, store="s") == ("started", (1,), {"store": "s"})
 
 
@@ -118,9 +120,13 @@ def test_handlers_taking_any_keyword_receive_every_option() -> None:
 
 def test_tensorpipe_options_honour_device_maps_and_devices() -> None:
     options = construct_rpc_backend_options(
-        "TENSORPIPE", rpc_timeout=12.0, init_method="tcp://127.0.0.1:1", num_worker_threads=4,
-        device_maps={"worker1": {"cuda:0": "cuda:1", "cpu": "cpu"}}, devices=["cuda:0"],
-    )  # fmt: skip
+        "TENSORPIPE",
+        rpc_timeout=12.0,
+        init_method="tcp://127.0.0.1:1",
+        num_worker_threads=4,
+        device_maps={"worker1": {"cuda:0": "cuda:1", "cpu": "cpu"}},
+        devices=["cuda:0"],
+    )
     assert isinstance(options, torch_rpc.TensorPipeRpcBackendOptions)
     assert (options.rpc_timeout, options.init_method, options.num_worker_threads) == (12.0, "tcp://127.0.0.1:1", 4)
     assert {str(k): str(v) for k, v in options.device_maps["worker1"].items()} == {"cuda:0": "cuda:1", "cpu": "cpu"}

@@ -33,14 +33,17 @@ def is_tested_torch() -> bool:
 
 
 if not is_tested_torch():
-    pytest.skip(f"pins torch {TESTED_TORCH}'s RPC internals; this is torch {torch.__version__}",
-                allow_module_level=True)  # fmt: skip
+    pytest.skip(
+        f"pins torch {TESTED_TORCH}'s RPC internals; this is torch {torch.__version__}", allow_module_level=True
+    )
 try:  # a build without RPC, or one that moved these modules, is skipped here, not a collection error
     import torch.distributed.rpc as torch_rpc
     from torch.distributed.rpc import api, backend_registry
 except ImportError as missing:
-    pytest.skip(f"pins torch.distributed.rpc's api and backend_registry, which this torch lacks: {missing}",
-                allow_module_level=True)  # fmt: skip
+    pytest.skip(
+        f"pins torch.distributed.rpc's api and backend_registry, which this torch lacks: {missing}",
+        allow_module_level=True,
+    )
 
 
 def test_the_tested_torch_has_every_internal_we_name() -> None:
@@ -110,7 +113,9 @@ def test_on_another_torch_this_module_is_skipped_with_the_reason(tmp_path) -> No
 
 @pytest.mark.parametrize("module", ["api", "backend_registry"])
 def test_a_torch_without_rpcs_api_or_backend_registry_skips_this_module_at_import(tmp_path, module: str) -> None:
-    hide = (f"import torch.distributed.rpc as r; delattr(r, {module!r}); "
-            f"sys.modules['torch.distributed.rpc.{module}'] = None")  # fmt: skip
+    hide = (
+        f"import torch.distributed.rpc as r; delattr(r, {module!r}); "
+        f"sys.modules['torch.distributed.rpc.{module}'] = None"
+    )
     out = _run_this_module(tmp_path, hide)
     assert "pins torch.distributed.rpc's api and backend_registry, which this torch lacks" in out

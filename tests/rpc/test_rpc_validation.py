@@ -55,8 +55,9 @@ def test_unknown_target_in_a_static_group() -> None:
 
 
 def test_unknown_target_is_allowed_in_a_dynamic_group_and_its_devices_are_not_checked() -> None:
-    validate_device_maps(W, {"worker0": 1, "worker1": 1}, {"worker0": {"ghost": {"cuda:0": "cuda:7"}}},
-                         is_static_group=False)  # fmt: skip
+    validate_device_maps(
+        W, {"worker0": 1, "worker1": 1}, {"worker0": {"ghost": {"cuda:0": "cuda:7"}}}, is_static_group=False
+    )
 
 
 def test_duplicated_target_devices() -> None:
@@ -67,8 +68,9 @@ def test_duplicated_target_devices() -> None:
 
 
 def test_unexpected_source_devices() -> None:
-    error = refused({"worker0": 2, "worker1": 2}, {"worker0": {"worker1": {"cuda:1": "cuda:0"}}},
-                    {"worker0": ["cuda:0"]})  # fmt: skip
+    error = refused(
+        {"worker0": 2, "worker1": 2}, {"worker0": {"worker1": {"cuda:1": "cuda:0"}}}, {"worker0": ["cuda:0"]}
+    )
     assert str(error).startswith(
         "Node worker0 has unexpected source devices in its device map for worker1\n"
         "device map = {device(type='cuda', index=1): device(type='cuda', index=0)}\n"
@@ -84,15 +86,19 @@ def test_source_devices_with_invalid_indices_the_direction_mistake() -> None:
         "Node worker0 has source devices with invalid indices in its device map for worker1"
     )
     assert (error.category, error.worker, error.target, error.device_count) == (
-        "INVALID_SOURCE_INDEX", "worker0", "worker1", 1
-    )  # fmt: skip
+        "INVALID_SOURCE_INDEX",
+        "worker0",
+        "worker1",
+        1,
+    )
     assert "sources are the caller's devices" in str(error)
     assert "worker0 has 1 CUDA device: use cpu or cuda:0" in str(error)
 
 
 def test_unexpected_target_devices() -> None:
-    error = refused({"worker0": 2, "worker1": 2}, {"worker0": {"worker1": {"cuda:0": "cuda:1"}}},
-                    {"worker1": ["cuda:0"]})  # fmt: skip
+    error = refused(
+        {"worker0": 2, "worker1": 2}, {"worker0": {"worker1": {"cuda:0": "cuda:1"}}}, {"worker1": ["cuda:0"]}
+    )
     assert str(error).partition("\n")[0] == "Node worker0 has unexpected target devices in its device map for worker1"
     assert (error.category, [str(d) for d in error.devices]) == ("UNEXPECTED_TARGET", ["cuda:1"])
 
@@ -103,8 +109,10 @@ def test_target_devices_with_invalid_indices() -> None:
         "Node worker0 has target devices with invalid indices in its device map for worker1"
     )
     assert (error.category, error.device_count, [str(d) for d in error.devices]) == (
-        "INVALID_TARGET_INDEX", 1, ["cuda:1"]
-    )  # fmt: skip
+        "INVALID_TARGET_INDEX",
+        1,
+        ["cuda:1"],
+    )
 
 
 def test_accepted_topologies_return_none() -> None:
@@ -148,8 +156,12 @@ def test_index_less_cuda_is_a_device_map_error_carrying_torchs_type_error() -> N
     with pytest.raises(TypeError, match="not supported"):
         from torch.distributed.rpc.backend_registry import _validate_device_maps
 
-        _validate_device_maps(W, {"worker0": 2, "worker1": 2}, {"worker0": {}, "worker1": {}},
-                              {"worker0": [torch.device("cuda")], "worker1": []})  # fmt: skip
+        _validate_device_maps(
+            W,
+            {"worker0": 2, "worker1": 2},
+            {"worker0": {}, "worker1": {}},
+            {"worker0": [torch.device("cuda")], "worker1": []},
+        )
 
 
 def test_index_less_cuda_after_an_invalid_device_is_a_plain_value_error_as_in_torch() -> None:

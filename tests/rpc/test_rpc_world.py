@@ -38,11 +38,17 @@ def test_two_workers_gather_maps_measure_rtt_and_bandwidth_and_shut_down_cleanly
         assert pair.min_s <= pair.median_s <= pair.p90_s <= pair.p99_s <= pair.max_s
 
         steps.clear()
-        sent = world.measure_bandwidth(repeats=3, pairs=[("worker1", "worker0")], sizes=[1 << 16, 1 << 20], warmup=2,
-                                       progress=lambda d, t, m: steps.append((d, t, m)))  # fmt: skip
+        sent = world.measure_bandwidth(
+            repeats=3,
+            pairs=[("worker1", "worker0")],
+            sizes=[1 << 16, 1 << 20],
+            warmup=2,
+            progress=lambda d, t, m: steps.append((d, t, m)),
+        )
         assert [(b.caller, b.callee, b.nbytes, b.repeats, b.warmup) for b in sent] == [
-            ("worker1", "worker0", 1 << 16, 3, 2), ("worker1", "worker0", 1 << 20, 3, 2)
-        ]  # fmt: skip
+            ("worker1", "worker0", 1 << 16, 3, 2),
+            ("worker1", "worker0", 1 << 20, 3, 2),
+        ]
         assert all(b.worst_mib_per_s <= b.mib_per_s <= b.best_mib_per_s for b in sent)
         assert steps[-1] == (2, 2, "worker1 -> worker0, 1 MiB")
         snap = world.snapshot()
@@ -62,8 +68,9 @@ def test_a_cuda_map_without_gpus_fails_on_every_rank_with_torchs_error_and_leave
         LocalWorld.from_plan(plan, rpc_timeout=20.0)
     failures = caught.value.failures
     assert [(f.name, f.stage, f.exception) for f in failures] == [
-        ("worker0", "init_rpc", "ValueError"), ("worker1", "init_rpc", "ValueError")
-    ]  # fmt: skip
+        ("worker0", "init_rpc", "ValueError"),
+        ("worker1", "init_rpc", "ValueError"),
+    ]
     predicted = predict_init_error(plan)
     assert predicted is not None
     assert all(f.message == predicted.message for f in failures)

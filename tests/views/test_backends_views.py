@@ -159,9 +159,14 @@ def test_batch_table_lists_keys_shapes_and_dtypes():
 
 
 def test_batch_table_shows_value_statistics_next_to_shapes_with_nans_counted():
-    batch = {"x": torch.tensor([[1.0, float("nan")], [3.0, 5.0]]), "y": np.array([-2, 4], dtype=np.int16),
-             "all_nan": np.full(3, np.nan), "flag": torch.tensor([True]), "half": torch.ones(2, dtype=torch.bfloat16),
-             "name": "episode"}  # fmt: skip
+    batch = {
+        "x": torch.tensor([[1.0, float("nan")], [3.0, 5.0]]),
+        "y": np.array([-2, 4], dtype=np.int16),
+        "all_nan": np.full(3, np.nan),
+        "flag": torch.tensor([True]),
+        "half": torch.ones(2, dtype=torch.bfloat16),
+        "name": "episode",
+    }
     frame = batch_table(describe_batch(batch)).set_index("key")
     assert frame.columns.tolist() == ["kind", "shape", "dtype", "min", "mean", "max", "NaNs"]
     assert frame.loc["x", ["min", "mean", "max", "NaNs"]].tolist() == [1.0, 3.0, 5.0, 2 - 1]
@@ -202,8 +207,10 @@ def test_docstrings_render_paragraphs_code_lists_titles_and_literal_blocks():
     rendered = docstring_html(doc)
     assert "<p>Episodes this rank reads, as <code>list[int]</code>.</p>" in rendered
     assert "<code>cfg.data.path</code>" in rendered
-    assert "<ul><li>the train split first</li><li>then the validation split, continued on a second line</li></ul>" \
+    assert (
+        "<ul><li>the train split first</li><li>then the validation split, continued on a second line</li></ul>"
         in rendered
+    )
     assert "<h5>Parameters</h5>" in rendered and "-----" not in rendered
     assert "<pre class='inspector-pre'>indices = backend.load_episode_indices(cfg)</pre>" in rendered
     assert "(no docstring)" in docstring_html(None)
@@ -220,8 +227,14 @@ def test_the_verb_section_renders_the_docstring_in_page_and_panel_alike():
     markup = verb_html("backend_for('npz').build(cfg)", "build(cfg)", "Build the ``loaders``.\n\n- train", "npz.py")
     assert "<code>loaders</code>" in markup and "<li>train</li>" in markup and "defined in npz.py" in markup
     snap = BackendRegistry(discover_plugins=False).snapshot()
-    state = BackendsState(snap, "npz", "build", "backend_for('npz').build(cfg)\n\nbuild(cfg)\n\nBuild.",
-                          verb_doc="Build the ``loaders``.", verb_defined_in="npz.py")
+    state = BackendsState(
+        snap,
+        "npz",
+        "build",
+        "backend_for('npz').build(cfg)\n\nbuild(cfg)\n\nBuild.",
+        verb_doc="Build the ``loaders``.",
+        verb_defined_in="npz.py",
+    )
     shown = page(state).section("verb").to_html()
     assert "<code>loaders</code>" in shown and "``" not in shown
 
@@ -247,9 +260,11 @@ def test_set_by_names_the_notebook_cell_not_a_temp_file():
 
 def test_set_by_text_without_a_shell_keeps_what_it_knows():
     assert in_notebook_terms("load_config(x) at <ipython-input-7-0a1b2c>:4 in <module>") == (
-        "load_config(x) at cell In[7], line 4 in <module>")
+        "load_config(x) at cell In[7], line 4 in <module>"
+    )
     assert in_notebook_terms("set_active() at /tmp/ipykernel_99/123456.py:2 in f") == (
-        "set_active() at a notebook cell (not in this kernel's history), line 2 in f")
+        "set_active() at a notebook cell (not in this kernel's history), line 2 in f"
+    )
     assert in_notebook_terms("load_config(x) at train.py:12 in main") == "load_config(x) at train.py:12 in main"
     reg = BackendRegistry(discover_plugins=False)
     reg.set_active("npz", set_by="load_config(x) at <ipython-input-7-0a1b2c>:4 in <module>")

@@ -39,8 +39,19 @@ def hand_made_trace(error: str | None = None) -> Trace:
         row("gpu", "SKIP unavailable", (PASS,), available=False, priority=1),
         row("ref", "MATCH", (PASS,), chosen=error is None, priority=100, is_fallback=True),
     )
-    return Trace("attention", CTX, rows, None if error else "ref", None if error else "chain", error,
-                 "ExplicitSelectionError" if error else None, None, None, None, ())
+    return Trace(
+        "attention",
+        CTX,
+        rows,
+        None if error else "ref",
+        None if error else "chain",
+        error,
+        "ExplicitSelectionError" if error else None,
+        None,
+        None,
+        None,
+        (),
+    )
 
 
 def test_decision_table_has_the_documented_columns_and_values() -> None:
@@ -108,8 +119,10 @@ def test_what_if_heatmap_is_an_object_api_figure() -> None:
 
 
 def test_comparison_and_counts_tables() -> None:
-    runs = [RowRun("ref", "reference", True, 0.0, 0.0, 1e-5, 1e-5, True, 1.0, ""),
-            RowRun("q8", "ok", False, 0.1, 0.05, 1e-5, 1e-5, False, 0.5, "")]
+    runs = [
+        RowRun("ref", "reference", True, 0.0, 0.0, 1e-5, 1e-5, True, 1.0, ""),
+        RowRun("q8", "ok", False, 0.1, 0.05, 1e-5, 1e-5, False, 0.5, ""),
+    ]
     frame = comparison_table(runs)
     assert frame["within_tolerance"].tolist() == [True, False]
     assert frame.loc[1, "tolerance"] == "atol=1e-05, rtol=1e-05"

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.figure import Figure
 
 import inspector.examples  # noqa: F401  (the attention family)
 from inspector.loader import LoaderProfile
@@ -12,6 +13,9 @@ from inspector.loader.bench import MachineLoad
 from inspector.rpc import PairLatency, RttMatrix, TopologyPlan
 from inspector.views import rpc as rpc_views
 from inspector.views.loader_profile import profile_figure
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 MARGIN_PX = 1.0
 
@@ -25,8 +29,10 @@ def outside(fig: Figure) -> list[str]:
     for artist in [*fig.axes, *fig.legends, *fig.texts]:
         box = artist.get_tightbbox(renderer) if hasattr(artist, "get_tightbbox") else artist.get_window_extent()
         if box.x0 < -MARGIN_PX or box.y0 < -MARGIN_PX or box.x1 > width + MARGIN_PX or box.y1 > height + MARGIN_PX:
-            found.append(f"{type(artist).__name__} {getattr(artist, 'get_title', lambda: '')()!r}: "
-                         f"{box.x0:.0f},{box.y0:.0f}..{box.x1:.0f},{box.y1:.0f} of {width:.0f}x{height:.0f}")
+            found.append(
+                f"{type(artist).__name__} {getattr(artist, 'get_title', lambda: '')()!r}: "
+                f"{box.x0:.0f},{box.y0:.0f}..{box.x1:.0f},{box.y1:.0f} of {width:.0f}x{height:.0f}"
+            )
     return found
 
 
@@ -50,11 +56,15 @@ def test_the_profiles_last_bar_label_is_inside_its_frame_and_the_figure() -> Non
 @pytest.mark.parametrize("name", ["rtt heatmap", "device grid", "worker graph"])
 def test_rpc_figures_keep_everything_inside(name: str) -> None:
     names = ("worker0", "worker1", "worker2")
-    rtt = RttMatrix(names, tuple(PairLatency(a, b, 50, 2e-4, 3e-4, 4e-4, 3e-3 if a == b else 5e-4, 4e-3)
-                                 for a in names for b in names))  # fmt: skip
+    rtt = RttMatrix(
+        names,
+        tuple(PairLatency(a, b, 50, 2e-4, 3e-4, 4e-4, 3e-3 if a == b else 5e-4, 4e-3) for a in names for b in names),
+    )
     mesh = TopologyPlan.full_mesh(4, 8)
     small = TopologyPlan.ring(5, 2)
-    fig = {"rtt heatmap": lambda: rpc_views.rtt_heatmap(rtt),
-           "device grid": lambda: rpc_views.device_grid_figure(mesh, mesh.check()),
-           "worker graph": lambda: rpc_views.topology_figure(small, small.check())}[name]()
+    fig = {
+        "rtt heatmap": lambda: rpc_views.rtt_heatmap(rtt),
+        "device grid": lambda: rpc_views.device_grid_figure(mesh, mesh.check()),
+        "worker graph": lambda: rpc_views.topology_figure(small, small.check()),
+    }[name]()
     assert outside(fig) == []

@@ -28,21 +28,29 @@ READABLE_ON_BOTH = {mc.to_hex(NEUTRAL_INK), "#ffffff", "#d62728"}
 
 def bench_rows() -> list[BenchRow]:
     methods = (("ours", 5000), ("sync", 4000), ("mp_queue", 300), ("dataloader", 500), ("memcpy", 9000))
-    return [BenchRow("columnar", size, 2, "cpu", m, v, v * 0.9, v * 1.1, 3, 8, 4, 0, 1.0, 0.5, 0.1, 0.2, None, 0.05)
-            for size in (1.0, 16.0) for m, v in methods]
+    return [
+        BenchRow("columnar", size, 2, "cpu", m, v, v * 0.9, v * 1.1, 3, 8, 4, 0, 1.0, 0.5, 0.1, 0.2, None, 0.05)
+        for size in (1.0, 16.0)
+        for m, v in methods
+    ]
 
 
 def figures():
     plan = TopologyPlan.build(2, {"worker0": 2, "worker1": 1}, {"worker0": {"worker1": {"cuda:1": "cuda:1"}}})
-    cells = what_if("attention", CallContext("attention", dtype=torch.float32, ndim=4, head_dim=64),
-                    dtype=[torch.float16, torch.float32], has_mask=[False, True])
+    cells = what_if(
+        "attention",
+        CallContext("attention", dtype=torch.float32, ndim=4, head_dim=64),
+        dtype=[torch.float16, torch.float32],
+        has_mask=[False, True],
+    )
     return {
         "what-if heatmap": lambda: what_if_heatmap(cells, index=["dtype"]),
         "rpc topology": lambda: topology_figure(plan, plan.check()),
         "loader throughput": lambda: throughput_by_size_figure(bench_rows()),
         "loader stages": lambda: stage_figure(bench_rows()),
         "benchmark bars": lambda: measurements_figure(
-            [{"part": "x", "name": "n", "value": 1, "unit": "µs", "baseline_value": 2, "ok": True, "target": "t"}]),
+            [{"part": "x", "name": "n", "value": 1, "unit": "µs", "baseline_value": 2, "ok": True, "target": "t"}]
+        ),
     }
 
 
@@ -53,7 +61,8 @@ def test_figure_is_transparent_with_theme_neutral_text(name: str) -> None:
     assert pixels[0, 0, 3] == 0 and pixels[-1, -1, 3] == 0  # no white box on a dark page
     hidden = {  # tick labels of axes switched off are never drawn
         id(label)
-        for ax in fig.axes if not ax.axison
+        for ax in fig.axes
+        if not ax.axison
         for axis in (ax.xaxis, ax.yaxis)
         for tick in axis.get_major_ticks() + axis.get_minor_ticks()
         for label in (tick.label1, tick.label2)

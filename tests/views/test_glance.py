@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import re
+from typing import TYPE_CHECKING
 
 import numpy as np
 import pandas as pd
@@ -11,7 +12,6 @@ import pytest
 import torch
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex
-from matplotlib.figure import Figure
 from PIL import Image
 
 import inspector.examples  # noqa: F401  (the attention family the grids sweep)
@@ -27,20 +27,34 @@ from inspector.views._tables import TABLE_SCRIPT, cell_text, display_frame, mean
 from inspector.views.dispatch import what_if_colours, what_if_heatmap, what_if_key_html
 from inspector.views.page import FIGURE, Page
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 MAX_PX = (800, 600)
 
 
 def grid(winners: dict[tuple[str, bool], str | None]) -> list[WhatIfCell]:
     dtypes = {"float16": torch.float16, "float32": torch.float32, "float64": torch.float64}
-    return [WhatIfCell((("dtype", dtypes[d]), ("has_mask", m)), w, "chain" if w else None, None if w else "none")
-            for (d, m), w in winners.items()]  # fmt: skip
+    return [
+        WhatIfCell((("dtype", dtypes[d]), ("has_mask", m)), w, "chain" if w else None, None if w else "none")
+        for (d, m), w in winners.items()
+    ]
 
 
 # Two successive grids: in the second, flash wins where it did not before (and sdpa loses a cell).
-FIRST = grid({("float16", False): "sdpa", ("float16", True): "math", ("float32", False): "sdpa",
-              ("float32", True): "math"})  # fmt: skip
-SECOND = grid({("float16", False): "flash", ("float16", True): "sdpa", ("float32", False): "chunked",
-               ("float32", True): "math", ("float64", False): None, ("float64", True): "math"})  # fmt: skip
+FIRST = grid(
+    {("float16", False): "sdpa", ("float16", True): "math", ("float32", False): "sdpa", ("float32", True): "math"}
+)
+SECOND = grid(
+    {
+        ("float16", False): "flash",
+        ("float16", True): "sdpa",
+        ("float32", False): "chunked",
+        ("float32", True): "math",
+        ("float64", False): None,
+        ("float64", True): "math",
+    }
+)
 
 
 def drawn_colour(fig: Figure, row: int, column: int) -> str:
@@ -83,10 +97,32 @@ def _method(label: str) -> str:
 
 def bench_rows() -> list[BenchRow]:
     methods = (("ours", 5000), ("sync", 4000), ("mp_queue", 300), ("dataloader", 500), ("memcpy", 9000))
-    return [BenchRow(layout, size, workers, "cpu", m, v * workers, v * workers * 0.9, v * workers * 1.1, 3, 8, 4, 0,
-                     1.0, 0.5, 0.1, 0.2, None, 0.05)
-            for layout in ("columnar", "nested") for size in (1.0, 16.0, 256.0) for workers in (1, 4)
-            for m, v in methods]  # fmt: skip
+    return [
+        BenchRow(
+            layout,
+            size,
+            workers,
+            "cpu",
+            m,
+            v * workers,
+            v * workers * 0.9,
+            v * workers * 1.1,
+            3,
+            8,
+            4,
+            0,
+            1.0,
+            0.5,
+            0.1,
+            0.2,
+            None,
+            0.05,
+        )
+        for layout in ("columnar", "nested")
+        for size in (1.0, 16.0, 256.0)
+        for workers in (1, 4)
+        for m, v in methods
+    ]
 
 
 def pages() -> dict[str, Page]:
@@ -106,8 +142,12 @@ def every_page() -> dict[str, Page]:
 
 
 def figures_of(page: Page) -> list[tuple[str, Figure]]:
-    return [(f"{section.key}: {block.caption}", block.value)
-            for section in page.sections for block in section.blocks if block.kind == FIGURE]  # fmt: skip
+    return [
+        (f"{section.key}: {block.caption}", block.value)
+        for section in page.sections
+        for block in section.blocks
+        if block.kind == FIGURE
+    ]
 
 
 def test_every_figure_fits_the_notebook_width_and_height(every_page: dict[str, Page]) -> None:
@@ -116,8 +156,12 @@ def test_every_figure_fits_the_notebook_width_and_height(every_page: dict[str, P
     for name, fig in found:  # the PNG is exactly the figure's size (no tight bounding box)
         width, height = fig.get_size_inches() * fig.dpi
         assert width <= MAX_PX[0] and height <= MAX_PX[1], f"{name}: {width:.0f}x{height:.0f} px"
-    tall = [WhatIfCell((("head_dim", h), ("has_mask", m), ("grad", g)), "sdpa" if m else "math", "chain", None)
-            for h in range(8, 400, 8) for m in (False, True) for g in (False, True)]  # 49 rows, 4 columns
+    tall = [
+        WhatIfCell((("head_dim", h), ("has_mask", m), ("grad", g)), "sdpa" if m else "math", "chain", None)
+        for h in range(8, 400, 8)
+        for m in (False, True)
+        for g in (False, True)
+    ]  # 49 rows, 4 columns
     width, height = Image.open(io.BytesIO(figure_to_png(what_if_heatmap(tall, index=["head_dim"])))).size
     assert width <= MAX_PX[0] and height <= MAX_PX[1], f"{width}x{height} px"
 
@@ -147,8 +191,9 @@ def test_heatmaps_put_their_column_key_at_the_top() -> None:
 
 
 def test_one_unit_convention_mib_everywhere(every_page: dict[str, Page]) -> None:
-    loader_html = "".join(block.to_html() for section in every_page["loader"].sections for block in section.blocks
-                          if block.kind != FIGURE)  # fmt: skip
+    loader_html = "".join(
+        block.to_html() for section in every_page["loader"].sections for block in section.blocks if block.kind != FIGURE
+    )
     assert "MiB/s" in loader_html and not re.search(r"\bMB\b|MB/s|mb_s", loader_html)
     labels = [ax.get_ylabel() for _, fig in figures_of(every_page["loader"]) for ax in fig.axes]
     assert any("MiB/s" in label for label in labels) and not any("MB/s" in label for label in labels)
@@ -156,11 +201,17 @@ def test_one_unit_convention_mib_everywhere(every_page: dict[str, Page]) -> None
 
 def test_numbers_show_meaningful_digits_never_six_decimals(every_page: dict[str, Page]) -> None:
     assert [meaningful(v) for v in (0.0, 1234.5678, 123.456, 12.3456, 1.23456, 0.0123456, 1.5e-6)] == [
-        "0", "1,235", "123", "12.3", "1.23", "0.0123", "1.50e-06"]  # fmt: skip
+        "0",
+        "1,235",
+        "123",
+        "12.3",
+        "1.23",
+        "0.0123",
+        "1.50e-06",
+    ]
     assert cell_text(float("nan")) == "—" and cell_text(12345) == "12,345" and cell_text(7) == "7"
     for name, page in every_page.items():
-        text = "".join(block.to_html() for section in page.sections for block in section.blocks
-                       if block.kind != FIGURE)  # fmt: skip
+        text = "".join(block.to_html() for section in page.sections for block in section.blocks if block.kind != FIGURE)
         shown = re.findall(r"(?<![\d.])\d+\.\d+(?![\d.])", text)
         too_precise = [n for n in shown if len(n.replace(".", "").lstrip("0")) > 3]
         assert not too_precise, f"{name}: {too_precise[:5]}"

@@ -28,7 +28,7 @@ TAG, ATTR = "xpwn-tag", "xpwnattr"
 # breaks out of text, of both attribute quotes, of <script>/<style>/<textarea>/<pre>, and of a table cell; and
 # matplotlib mathtext that raises while a figure is drawn, were it read as math
 HOSTILE = (
-    f'<{TAG} {ATTR}="1">"\' {ATTR}=\'2\' {ATTR}=3 </script></style></textarea></pre></td></th><{TAG}>'
+    f"<{TAG} {ATTR}=\"1\">\"' {ATTR}='2' {ATTR}=3 </script></style></textarea></pre></td></th><{TAG}>"
     r" cost $\foo{$"
 )
 
@@ -92,8 +92,9 @@ def hostile_registries() -> Iterator[None]:
         backends.register_module(HOSTILE, backend, origin=HOSTILE)
         backends.register_module("plain", types.SimpleNamespace(build=hostile_verb))
         backends.record_import_error(HOSTILE + " plugin", ImportError(HOSTILE), install=HOSTILE, source=HOSTILE)
-        row = dispatch.ImplRecord(HOSTILE, HOSTILE, hostile_verb, dispatch.axis("colour").eq(HOSTILE), True, 10,
-                                  True, description=HOSTILE)  # fmt: skip
+        row = dispatch.ImplRecord(
+            HOSTILE, HOSTILE, hostile_verb, dispatch.axis("colour").eq(HOSTILE), True, 10, True, description=HOSTILE
+        )
         dispatch.register_family(HOSTILE, [row], fallback=HOSTILE, description=HOSTILE)
         yield
 
@@ -104,9 +105,15 @@ def hostile_context() -> dispatch.CallContext:
 
 def hostile_plan_json() -> str:
     """A plan file whose worker name and device strings are ``HOSTILE`` (refused, and the refusal shown)."""
-    return json.dumps({"static_group": True, "workers": [
-        {"name": HOSTILE, "device_count": 1, "devices": [HOSTILE], "device_maps": {"w1": {HOSTILE: "cuda:0"}}},
-        {"name": "w1", "device_count": 1, "devices": [], "device_maps": {}}]})
+    return json.dumps(
+        {
+            "static_group": True,
+            "workers": [
+                {"name": HOSTILE, "device_count": 1, "devices": [HOSTILE], "device_maps": {"w1": {HOSTILE: "cuda:0"}}},
+                {"name": "w1", "device_count": 1, "devices": [], "device_maps": {}},
+            ],
+        }
+    )
 
 
 def button(root: widgets.Widget, description: str) -> widgets.Button:

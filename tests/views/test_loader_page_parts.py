@@ -23,13 +23,36 @@ from inspector.views._figures import KEYS_METADATA, figure_to_png
 
 def row(method: str, size: float, mb_s: float, layout: str = "steps", workers: int = 2) -> BenchRow:
     workers = 1 if method in WORKERLESS else workers
-    return BenchRow(layout, size, workers, "cpu", method, mb_s, mb_s * 0.9, mb_s * 1.1, 3, 8, 20, 0, read_ms=0.1,
-                    handoff_ms=0.1, wait_ms=0.1, build_ms=0.1, h2d_ms=0.1, callback_ms=0.1)  # fmt: skip
+    return BenchRow(
+        layout,
+        size,
+        workers,
+        "cpu",
+        method,
+        mb_s,
+        mb_s * 0.9,
+        mb_s * 1.1,
+        3,
+        8,
+        20,
+        0,
+        read_ms=0.1,
+        handoff_ms=0.1,
+        wait_ms=0.1,
+        build_ms=0.1,
+        h2d_ms=0.1,
+        callback_ms=0.1,
+    )
 
 
 def full_rows(workers: tuple[int, ...] = (2,)) -> list[BenchRow]:
-    return [row(m, size, 100.0 * (i + 1), layout, w) for layout in ("steps", "columnar") for size in (1, 16, 64)
-            for i, m in enumerate(METHODS) for w in ((1,) if m in WORKERLESS else workers)]  # fmt: skip
+    return [
+        row(m, size, 100.0 * (i + 1), layout, w)
+        for layout in ("steps", "columnar")
+        for size in (1, 16, 64)
+        for i, m in enumerate(METHODS)
+        for w in ((1,) if m in WORKERLESS else workers)
+    ]
 
 
 def keys_of(fig: Figure) -> tuple[tuple[int, int], list[list]]:
@@ -39,24 +62,55 @@ def keys_of(fig: Figure) -> tuple[tuple[int, int], list[list]]:
 
 def profile(label: str, waits: tuple[float, ...], computes: tuple[float, ...] = ()) -> LoaderProfile:
     seconds = tuple(w + c for w, c in zip(waits, computes or (0.0,) * len(waits), strict=True))
-    split = StageSplit(2, len(waits), {"dataset": Spread(0.02, 0.019, 0.03, 5), "collate": Spread(1e-3, 1e-3, 2e-3, 5),
-                                       "transfer": Spread(5e-3, 1e-3, 9e-3, 5), "other": Spread(1e-4, 0, 2e-4, 5)},
-                       Spread(0.026, 0.02, 0.04, 5), 0.97)  # fmt: skip
-    return LoaderProfile("DataLoader", 0.5, seconds, (1024,) * len(waits), 2, False, MachineLoad(0.1, 2),
-                         label=label, wait_seconds=waits, compute_seconds=computes, stages=split)  # fmt: skip
+    split = StageSplit(
+        2,
+        len(waits),
+        {
+            "dataset": Spread(0.02, 0.019, 0.03, 5),
+            "collate": Spread(1e-3, 1e-3, 2e-3, 5),
+            "transfer": Spread(5e-3, 1e-3, 9e-3, 5),
+            "other": Spread(1e-4, 0, 2e-4, 5),
+        },
+        Spread(0.026, 0.02, 0.04, 5),
+        0.97,
+    )
+    return LoaderProfile(
+        "DataLoader",
+        0.5,
+        seconds,
+        (1024,) * len(waits),
+        2,
+        False,
+        MachineLoad(0.1, 2),
+        label=label,
+        wait_seconds=waits,
+        compute_seconds=computes,
+        stages=split,
+    )
 
 
 def every_figure() -> list[Figure]:
     rows = full_rows((1, 2, 4))
     long = "my very long DataLoader name, with augmentations and decoding of JPEG images at full resolution"
-    runs = [{"id": "a", "time": "2026-12-01T10:00", "label": "before", "rows": [r.as_dict() for r in rows]},
-            {"id": "b", "time": "2026-12-01T11:00", "label": "after the change to pinned staging buffers",
-             "rows": [r.as_dict() for r in rows]}]  # fmt: skip
+    runs = [
+        {"id": "a", "time": "2026-12-01T10:00", "label": "before", "rows": [r.as_dict() for r in rows]},
+        {
+            "id": "b",
+            "time": "2026-12-01T11:00",
+            "label": "after the change to pinned staging buffers",
+            "rows": [r.as_dict() for r in rows],
+        },
+    ]
     mine = profile(long, (0.02,) * 12, (0.001,) * 12)
-    return [views.throughput_by_size_figure(rows), views.throughput_by_workers_figure(rows),
-            views.stage_figure(rows), loader_history.overlay_figure(*runs),
-            loader_profile.profile_figure([mine, profile(OURS_LABEL, (0.001,) * 12)]),
-            loader_profile.loop_figure(mine), loader_profile.stage_split_figure(mine)]  # fmt: skip
+    return [
+        views.throughput_by_size_figure(rows),
+        views.throughput_by_workers_figure(rows),
+        views.stage_figure(rows),
+        loader_history.overlay_figure(*runs),
+        loader_profile.profile_figure([mine, profile(OURS_LABEL, (0.001,) * 12)]),
+        loader_profile.loop_figure(mine),
+        loader_profile.stage_split_figure(mine),
+    ]
 
 
 @pytest.mark.parametrize("index", range(7))
@@ -96,11 +150,27 @@ def test_the_two_shares_of_memcpy_are_explained_where_they_are_shown() -> None:
 
 
 def test_past_runs_show_baselines_targets_labels_and_two_runs_overlaid() -> None:
-    target = {"part": "loader", "name": "steps 1 MiB vs DataLoader", "value": 3000.0, "unit": "MiB/s",
-              "baseline_value": 100.0, "target": ">= 10x", "ok": True}  # fmt: skip
-    runs = tuple({"id": f"r{i}", "time": f"2026-12-01T1{i}:00", "label": f"try {i}", "cancelled": False,
-                  "environment": {"commit": "abc"}, "rows": [r.as_dict() for r in full_rows()],
-                  "measurements": [target]} for i in range(3))  # fmt: skip
+    target = {
+        "part": "loader",
+        "name": "steps 1 MiB vs DataLoader",
+        "value": 3000.0,
+        "unit": "MiB/s",
+        "baseline_value": 100.0,
+        "target": ">= 10x",
+        "ok": True,
+    }
+    runs = tuple(
+        {
+            "id": f"r{i}",
+            "time": f"2026-12-01T1{i}:00",
+            "label": f"try {i}",
+            "cancelled": False,
+            "environment": {"commit": "abc"},
+            "rows": [r.as_dict() for r in full_rows()],
+            "measurements": [target],
+        }
+        for i in range(3)
+    )
     blocks = loader_history.history_blocks(runs, "1 line of the history could not be read", ("r0", "r2"))
     html = "".join(block.to_html() if hasattr(block, "to_html") else str(block) for block in blocks)
     assert "torch DataLoader" in html and "memcpy (ceiling)" in html  # baselines, not only ours
@@ -125,8 +195,11 @@ def test_your_loop_shows_the_verdict_each_step_and_the_stages() -> None:
 
 
 def test_a_sweep_shows_its_recommendation_and_every_setting() -> None:
-    settings = (SweepSetting({"num_workers": 0}, 10.0, 320.0, 0.01, 30), SweepSetting({"num_workers": 2}, 30.0, 960.0,
-                0.5, 30), SweepSetting({"num_workers": 4}, error="RuntimeError: DataLoader worker exited"))  # fmt: skip
+    settings = (
+        SweepSetting({"num_workers": 0}, 10.0, 320.0, 0.01, 30),
+        SweepSetting({"num_workers": 2}, 30.0, 960.0, 0.5, 30),
+        SweepSetting({"num_workers": 4}, error="RuntimeError: DataLoader worker exited"),
+    )
     result = SweepResult(("num_workers",), settings, settings[1], "num_workers=2: the fastest", MachineLoad(0.1, 2))
     html = "".join(b.to_html() for b in loader_profile.sweep_blocks(result))
     assert "Recommended: num_workers=2: the fastest" in html and "DataLoader worker exited" in html

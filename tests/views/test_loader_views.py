@@ -61,8 +61,13 @@ def test_throughput_charts_are_figures_with_a_line_per_method() -> None:
     by_size = views.throughput_by_size_figure(ROWS)
     assert isinstance(by_size, Figure)
     labels = {t.get_text() for t in by_size.legends[0].get_texts()}  # one key, above the axes
-    assert labels == {"inspector loader", "FileStorage.load (sync)", "multiprocessing.Queue", "torch DataLoader",
-                      "memcpy (ceiling)"}  # fmt: skip
+    assert labels == {
+        "inspector loader",
+        "FileStorage.load (sync)",
+        "multiprocessing.Queue",
+        "torch DataLoader",
+        "memcpy (ceiling)",
+    }
     by_workers = views.throughput_by_workers_figure(ROWS, "steps", 16)
     assert by_workers.axes[0].get_title() == "steps, 16 MiB"
     assert figure_to_png(by_size)[:4] == b"\x89PNG" and figure_to_png(by_workers)[:4] == b"\x89PNG"
@@ -79,8 +84,9 @@ def timing(nbytes: int, read: float, ok: bool = True) -> LoadTiming:
 
 
 def test_stage_table_from_timings_groups_loads_by_size_in_milliseconds() -> None:
-    table = views.stage_table([timing(16 << 20, 0.002), timing(16 << 20, 0.004), timing(1 << 20, 0.001),
-                               timing(1 << 20, 9.0, ok=False)])  # fmt: skip
+    table = views.stage_table(
+        [timing(16 << 20, 0.002), timing(16 << 20, 0.004), timing(1 << 20, 0.001), timing(1 << 20, 9.0, ok=False)]
+    )
     assert list(table["payload"]) == ["1 MiB", "16 MiB"]
     assert table.set_index("payload").loc["16 MiB", "read"] == pytest.approx(3.0)
     assert table.set_index("payload").loc["1 MiB", "read"] == pytest.approx(1.0)  # the failed load is left out
@@ -93,10 +99,19 @@ def test_stage_table_from_bench_rows_uses_ours_only() -> None:
 
 
 STATUS = LoaderStatus(
-    "FileStorageLoader-1", True, 2,
+    "FileStorageLoader-1",
+    True,
+    2,
     (WorkerStatus(0, 101, True, True, True, 2, 7, 3, 0), WorkerStatus(1, 102, False, True, False, 0, 5, 0, 1)),
-    4, 2, 12, 1, 3, 2, 1, 6 << 20,
-)  # fmt: skip
+    4,
+    2,
+    12,
+    1,
+    3,
+    2,
+    1,
+    6 << 20,
+)
 
 
 def test_worker_and_loader_tables_show_liveness_and_segments() -> None:
@@ -123,8 +138,16 @@ def profile(label: str, seconds: tuple[float, ...], nbytes: int, busy: bool = Fa
     from inspector.loader import LoaderProfile
     from inspector.loader.bench import MachineLoad
 
-    return LoaderProfile("DataLoader", 1.5, seconds, (nbytes,) * len(seconds), 2, False,
-                         MachineLoad(5.0 if busy else 0.1, 2), label=label)  # fmt: skip
+    return LoaderProfile(
+        "DataLoader",
+        1.5,
+        seconds,
+        (nbytes,) * len(seconds),
+        2,
+        False,
+        MachineLoad(5.0 if busy else 0.1, 2),
+        label=label,
+    )
 
 
 def test_profile_views_show_both_loaders_side_by_side() -> None:
@@ -163,10 +186,17 @@ def test_the_busy_machine_note_appears_only_when_the_load_exceeded_the_free_core
 
 def test_history_tables_put_past_runs_side_by_side() -> None:
     runs = [
-        {"time": "2026-11-30T10:00:00", "rows": [row("ours", 1, 3000).as_dict(), row("sync", 1, 6000).as_dict()],
-         "environment": {"torch": "2.13.0", "commit": "abc1234", "cores": 2}},
-        {"time": "2026-11-30T11:00:00", "cancelled": True, "rows": [row("ours", 1, 3300).as_dict()],
-         "environment": {"torch": "2.13.0", "commit": "def5678", "cores": 2}},
+        {
+            "time": "2026-11-30T10:00:00",
+            "rows": [row("ours", 1, 3000).as_dict(), row("sync", 1, 6000).as_dict()],
+            "environment": {"torch": "2.13.0", "commit": "abc1234", "cores": 2},
+        },
+        {
+            "time": "2026-11-30T11:00:00",
+            "cancelled": True,
+            "rows": [row("ours", 1, 3300).as_dict()],
+            "environment": {"torch": "2.13.0", "commit": "def5678", "cores": 2},
+        },
     ]
     table = views.history_table(runs)
     assert list(table.columns)[4:] == ["#1 2026-11-30T10:00", "#2 2026-11-30T11:00 (cancelled)"]

@@ -38,8 +38,14 @@ def test_the_findings_say_how_many_ranks_sent_records() -> None:
 
 
 def test_the_sdpa_table_highlights_the_signature_another_rank_ran_differently() -> None:
-    view = JobView(3, {0: by_kind(sdpa(group(), group("math", shapes="q(1)"))), 1: by_kind(sdpa(group("math"))),
-                       2: by_kind(sdpa(group()))})  # fmt: skip
+    view = JobView(
+        3,
+        {
+            0: by_kind(sdpa(group(), group("math", shapes="q(1)"))),
+            1: by_kind(sdpa(group("math"))),
+            2: by_kind(sdpa(group())),
+        },
+    )
     styler = sdpa_table(view.sdpa)
     frame = styler.data
     assert frame["other ranks ran"].tolist() == ["rank 1: math", ""]
@@ -59,7 +65,8 @@ def test_the_environment_shows_the_keys_that_differ_by_rank_then_the_rest_once()
     differing, same = environment_tables(three_ranks().environment)
     assert differing.caption == "Environment keys that differ"
     assert differing.value.data.to_dict("records") == [
-        {"key": "INSPECTOR_OPS", "rank 0": "None", "rank 1": "None", "rank 2": "'profile=reference'"}]
+        {"key": "INSPECTOR_OPS", "rank 0": "None", "rank 1": "None", "rank 2": "'profile=reference'"}
+    ]
     assert "torch" in same.value["key"].tolist() and "INSPECTOR_OPS" not in same.value["key"].tolist()
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 import pytest
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import to_hex, to_rgba
-from matplotlib.figure import Figure
 from matplotlib.patches import FancyArrowPatch, Rectangle
 
 from inspector.rpc import (
@@ -41,16 +42,21 @@ from inspector.views.rpc import (
     workers_table,
 )
 
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
 
 @pytest.fixture
 def faulty() -> TopologyPlan:
     return TopologyPlan.build(
         3,
         {"worker0": 1, "worker1": 2, "worker2": 2},
-        {"worker0": {"worker1": {"cuda:1": "cuda:0"}, "worker2": {"cuda:0": "cuda:0"}, "ghost": {"cpu": "cpu"}},
-         "worker1": {"worker1": {"cuda:0": "cuda:1"}}},
+        {
+            "worker0": {"worker1": {"cuda:1": "cuda:0"}, "worker2": {"cuda:0": "cuda:0"}, "ghost": {"cpu": "cpu"}},
+            "worker1": {"worker1": {"cuda:0": "cuda:1"}},
+        },
         devices={"worker2": ["cuda:0", "cuda:0"]},
-    )  # fmt: skip
+    )
 
 
 def arrows(fig: Figure) -> list[FancyArrowPatch]:
@@ -101,8 +107,16 @@ def test_topology_figure_draws_an_arrow_per_pair_and_problems_in_red(faulty: Top
     red = [a for a in drawn if to_hex(a.get_edgecolor()) == PROBLEM_COLOUR]
     assert len(red) == 2
     words = texts(fig)
-    for expected in ["INVALID_SOURCE_INDEX", "UNKNOWN_TARGET_NAME", "DUPLICATED_DEVICES", "ghost\n(not in group)",
-                     "cuda:1→cuda:0", "worker0\n1 × cuda", "3 problem(s)", "caller's source device"]:  # fmt: skip
+    for expected in [
+        "INVALID_SOURCE_INDEX",
+        "UNKNOWN_TARGET_NAME",
+        "DUPLICATED_DEVICES",
+        "ghost\n(not in group)",
+        "cuda:1→cuda:0",
+        "worker0\n1 × cuda",
+        "3 problem(s)",
+        "caller's source device",
+    ]:
         assert expected in words
 
 
@@ -136,15 +150,25 @@ def test_warnings_and_init_error_text() -> None:
 
 
 def latency(caller: str, callee: str, median_us: float, p99_us: float) -> PairLatency:
-    return PairLatency(caller, callee, 100, median_us * 0.8e-6, median_us * 1e-6, median_us * 1.2e-6, p99_us * 1e-6,
-                       p99_us * 1.5e-6)  # fmt: skip
+    return PairLatency(
+        caller, callee, 100, median_us * 0.8e-6, median_us * 1e-6, median_us * 1.2e-6, p99_us * 1e-6, p99_us * 1.5e-6
+    )
 
 
 def test_rtt_heatmap_and_table_from_a_hand_made_matrix_flag_the_tail() -> None:
     rtt = RttMatrix(("a", "b"), (latency("a", "b", 300, 400), latency("b", "a", 250, 2500)))
     rows = rtt_table(rtt).to_dict("records")
-    assert rows[0] == {"caller": "a", "callee": "b", "samples": 100, "min us": 240.0, "median us": 300.0,
-                       "p90 us": 360.0, "p99 us": 400.0, "max us": 600.0, "tail": ""}  # fmt: skip
+    assert rows[0] == {
+        "caller": "a",
+        "callee": "b",
+        "samples": 100,
+        "min us": 240.0,
+        "median us": 300.0,
+        "p90 us": 360.0,
+        "p99 us": 400.0,
+        "max us": 600.0,
+        "tail": "",
+    }
     assert rows[1]["tail"] == "p99 = 10.0x median"
     fig = rtt_heatmap(rtt)
     values = fig.axes[0].images[0].get_array()
@@ -159,8 +183,15 @@ def test_rtt_heatmap_and_table_from_a_hand_made_matrix_flag_the_tail() -> None:
 
 def test_every_mark_on_the_rtt_heatmap_reads_on_its_cell() -> None:
     """Black on light cells, white on dark ones: a "!" is never red on dark purple."""
-    rtt = RttMatrix(("a", "b"), (latency("a", "a", 100, 1000), latency("a", "b", 900, 950),
-                                 latency("b", "a", 100, 120), latency("b", "b", 905, 9000)))  # fmt: skip
+    rtt = RttMatrix(
+        ("a", "b"),
+        (
+            latency("a", "a", 100, 1000),
+            latency("a", "b", 900, 950),
+            latency("b", "a", 100, 120),
+            latency("b", "b", 905, 9000),
+        ),
+    )
     fig = rtt_heatmap(rtt)
     image = fig.axes[0].images[0]
     for text in fig.axes[0].texts:
@@ -172,8 +203,12 @@ def test_every_mark_on_the_rtt_heatmap_reads_on_its_cell() -> None:
 
 
 def test_the_rtt_heatmaps_title_and_frame_fit_inside_the_image() -> None:
-    rtt = RttMatrix(("worker0", "worker1"), tuple(latency(a, b, 300, 4000 if a == b else 310)
-                                                  for a in ("worker0", "worker1") for b in ("worker0", "worker1")))
+    rtt = RttMatrix(
+        ("worker0", "worker1"),
+        tuple(
+            latency(a, b, 300, 4000 if a == b else 310) for a in ("worker0", "worker1") for b in ("worker0", "worker1")
+        ),
+    )
     fig = rtt_heatmap(rtt)
     inside_the_image(fig)
 
@@ -237,7 +272,7 @@ def test_a_large_mesh_labels_its_blocks_by_worker_without_overlapping_names() ->
     for ax in [*fig.axes, *fig.axes[0].child_axes]:
         for ticks in (ax.get_xticklabels(), ax.get_yticklabels()):
             boxes = [t.get_window_extent(renderer) for t in ticks if t.get_text()]
-            assert not any(a.overlaps(b) for k, a in enumerate(boxes) for b in boxes[k + 1:])
+            assert not any(a.overlaps(b) for k, a in enumerate(boxes) for b in boxes[k + 1 :])
     inside_the_image(fig)
 
 
@@ -255,8 +290,16 @@ def bandwidth(nbytes: int, times: list[float], callee: str = "w1") -> Bandwidth:
 
 def test_bandwidth_is_in_mib_with_warm_up_and_worst_median_best() -> None:
     (row,) = bandwidth_table([bandwidth(2 << 20, [0.004, 0.002, 0.001])]).to_dict("records")
-    assert row == {"caller": "w0", "callee": "w1", "MiB": 2.0, "warm-up": 2, "repeats": 3,
-                   "min MiB/s": 500.0, "median MiB/s": 1000.0, "max MiB/s": 2000.0}  # fmt: skip
+    assert row == {
+        "caller": "w0",
+        "callee": "w1",
+        "MiB": 2.0,
+        "warm-up": 2,
+        "repeats": 3,
+        "min MiB/s": 500.0,
+        "median MiB/s": 1000.0,
+        "max MiB/s": 2000.0,
+    }
 
 
 def test_bandwidth_figure_draws_a_line_per_pair_across_message_sizes() -> None:
@@ -272,8 +315,9 @@ def test_world_tables() -> None:
     worker = WorkerSnapshot(0, "w0", 123, 0, {"w1": {"cpu": "cpu"}}, (), {"w1": {"cpu": "cpu"}}, (), 0.25)
     assert workers_table([worker]).loc[0, "device maps"] == "w1: cpu->cpu"
     frame = backends_table([BackendInfo("inspector", "TENSORPIPE", "m.construct", "m.init")])
-    assert frame.to_dict("records") == [{"registry": "inspector", "name": "TENSORPIPE",
-                                         "options handler": "m.construct", "init handler": "m.init"}]  # fmt: skip
+    assert frame.to_dict("records") == [
+        {"registry": "inspector", "name": "TENSORPIPE", "options handler": "m.construct", "init handler": "m.init"}
+    ]
 
 
 def _overlaps(fig: Figure) -> tuple[int, list[tuple[str, str]]]:
@@ -288,8 +332,12 @@ def _overlaps(fig: Figure) -> tuple[int, list[tuple[str, str]]]:
         extent = node.get_window_extent(renderer)
         patch = node.get_bbox_patch()
         boxes.append((node.get_text(), patch.get_window_extent(renderer) if patch is not None else extent))
-    hits = [(label.get_text(), name) for label in labels for name, box in boxes
-            if label.get_window_extent(renderer).overlaps(box)]  # fmt: skip
+    hits = [
+        (label.get_text(), name)
+        for label in labels
+        for name, box in boxes
+        if label.get_window_extent(renderer).overlaps(box)
+    ]
     return len(labels), hits
 
 
@@ -303,13 +351,24 @@ def _short_mesh(workers: int, gpus: int, short: str, count: int) -> TopologyPlan
     [
         _short_mesh(4, 8, "worker2", 4),  # a 4 x 8 mesh with one short node: a red label on most arrows
         _short_mesh(8, 2, "worker3", 1),
-        TopologyPlan.build(3, {"worker0": 1, "worker1": 2, "worker2": 2},
-                           {"worker0": {"worker1": {"cuda:1": "cuda:0"}, "ghost": {"cpu": "cpu"}},
-                            "worker1": {"worker1": {"cuda:0": "cuda:1"}, "worker2": {"cuda:0": "cuda:7"}}}),
-        TopologyPlan.build(2, 2, {"worker0": {"worker1": {"cuda:0": "cuda:1", "cuda:1": "cuda:0"}},
-                                  "worker1": {"worker0": {"cuda:0": "cuda:1"}}}),
+        TopologyPlan.build(
+            3,
+            {"worker0": 1, "worker1": 2, "worker2": 2},
+            {
+                "worker0": {"worker1": {"cuda:1": "cuda:0"}, "ghost": {"cpu": "cpu"}},
+                "worker1": {"worker1": {"cuda:0": "cuda:1"}, "worker2": {"cuda:0": "cuda:7"}},
+            },
+        ),
+        TopologyPlan.build(
+            2,
+            2,
+            {
+                "worker0": {"worker1": {"cuda:0": "cuda:1", "cuda:1": "cuda:0"}},
+                "worker1": {"worker0": {"cuda:0": "cuda:1"}},
+            },
+        ),
     ],
-)  # fmt: skip
+)
 def test_graph_labels_never_cover_a_worker(plan: TopologyPlan) -> None:
     drawn, hits = _overlaps(topology_figure(plan, plan.check()))
     assert drawn > 0 and hits == []

@@ -32,8 +32,9 @@ def test_headers_wrap_only_between_words_and_the_table_lays_out_by_its_content()
 
 
 def test_a_column_empty_in_every_row_is_not_shown_and_a_table_without_rows_keeps_its_headers() -> None:
-    frame = pd.DataFrame({"method": ["ours", "sync"], "mb_s": [900.0, 400.0], "h2d_ms": [None, np.nan],
-                          "note": ["", ""]})  # fmt: skip
+    frame = pd.DataFrame(
+        {"method": ["ours", "sync"], "mb_s": [900.0, 400.0], "h2d_ms": [None, np.nan], "note": ["", ""]}
+    )
     markup = table_html(frame)
     assert [text for text, _ in headers(markup)] == ["method", "mb_s"]
     assert list(csv_of(markup).columns) == ["method", "mb_s"]
@@ -52,7 +53,7 @@ def test_headers_that_do_not_explain_themselves_carry_a_tooltip() -> None:
 
 
 def test_every_table_downloads_and_copies_as_csv_with_full_precision() -> None:
-    frame = pd.DataFrame({"row": ["a, quoted \"one\"", "ü"], "value": [1 / 3, 2.0]})
+    frame = pd.DataFrame({"row": ['a, quoted "one"', "ü"], "value": [1 / 3, 2.0]})
     markup = table_html(frame, "Ratios to each baseline")
     assert "download='ratios_to_each_baseline.csv'" in markup and "inspectorTables.copy(this)" in markup
     back = csv_of(markup)
@@ -73,16 +74,17 @@ def test_a_styled_tables_headers_line_up_with_their_cells() -> None:
 def test_an_index_name_sits_in_the_header_row_not_in_a_row_of_its_own() -> None:
     frame = pd.DataFrame({"build": ["supported"], "stats": ["missing"]}, index=pd.Index(["npz"], name="backend"))
     markup = table_html(styled(frame, index=True))
-    head = markup[markup.index("<thead>"):markup.index("</thead>")]
+    head = markup[markup.index("<thead>") : markup.index("</thead>")]
     assert head.count("<tr>") == 1 and ">backend</th>" in head
     assert csv_of(markup).columns.tolist() == ["backend", "build", "stats"]
 
 
 def test_a_cell_a_spreadsheet_would_run_as_a_formula_downloads_as_text() -> None:
-    frame = pd.DataFrame({"backend": ['=HYPERLINK("http://x","y")', "@SUM(A1)", "plain", "-2+3"],
-                          "ms": [-1.5, 2.0, 3.0, 4.0]})  # fmt: skip
+    frame = pd.DataFrame(
+        {"backend": ['=HYPERLINK("http://x","y")', "@SUM(A1)", "plain", "-2+3"], "ms": [-1.5, 2.0, 3.0, 4.0]}
+    )
     back = csv_of(table_html(frame))
-    assert back["backend"].tolist() == ["'=HYPERLINK(\"http://x\",\"y\")", "'@SUM(A1)", "plain", "'-2+3"]
+    assert back["backend"].tolist() == ['\'=HYPERLINK("http://x","y")', "'@SUM(A1)", "plain", "'-2+3"]
     assert back["ms"].tolist() == [-1.5, 2.0, 3.0, 4.0]  # numbers stay numbers, negative ones too
     styled_index = pd.DataFrame({"ms": [1.0]}, index=pd.Index(["+cmd"], name="backend")).style
     assert csv_of(table_html(styled_index))["backend"].tolist() == ["'+cmd"]

@@ -42,18 +42,45 @@ def _namespace() -> dict[str, object]:
     q, k, v = (randn(2, 8, 128, 64) for _ in range(3))
     qt, kt, vt = (randn(2, 128, 8, 64).transpose(1, 2) for _ in range(3))
     return {
-        "predict": predict, "choice": torch._fused_sdp_choice, "trace_call": trace_call, "metadata": _metadata,
+        "predict": predict,
+        "choice": torch._fused_sdp_choice,
+        "trace_call": trace_call,
+        "metadata": _metadata,
         "rules": predict_by_rules,
-        "q": q, "k": k, "v": v, "mask": torch.ones(128, 128, dtype=torch.bool), "qt": qt, "kt": kt, "vt": vt,
-        "kg": randn(2, 2, 128, 64), "vg": randn(2, 2, 128, 64),
-        "q3": randn(16, 128, 64), "k3": randn(16, 128, 64), "v3": randn(16, 128, 64),
+        "q": q,
+        "k": k,
+        "v": v,
+        "mask": torch.ones(128, 128, dtype=torch.bool),
+        "qt": qt,
+        "kt": kt,
+        "vt": vt,
+        "kg": randn(2, 2, 128, 64),
+        "vg": randn(2, 2, 128, 64),
+        "q3": randn(16, 128, 64),
+        "k3": randn(16, 128, 64),
+        "v3": randn(16, 128, 64),
     }
 
 
 def _metadata(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[object, ...]:
     """What the CPU flash checks read of each tensor, read from Python and nothing else."""
-    return (q.__class__, k.__class__, v.__class__, q.is_cpu, k.is_cpu, v.is_cpu, q.shape, k.shape, v.shape,
-            q.dtype, k.dtype, v.dtype, q.is_contiguous(), k.is_contiguous(), v.is_contiguous())
+    return (
+        q.__class__,
+        k.__class__,
+        v.__class__,
+        q.is_cpu,
+        k.is_cpu,
+        v.is_cpu,
+        q.shape,
+        k.shape,
+        v.shape,
+        q.dtype,
+        k.dtype,
+        v.dtype,
+        q.is_contiguous(),
+        k.is_contiguous(),
+        v.is_contiguous(),
+    )
 
 
 def _alternating(statements: tuple[str, str], namespace: dict[str, object], number: int, rounds: int) -> list[float]:
@@ -77,24 +104,50 @@ def measure(rounds: int = 9, progress: Progress | None = None, *, watch: bool = 
             progress(done, total, f"torch_sdpa: predict, {what}")
         ours, pytorch = _alternating((f"predict({arguments})", f"choice({arguments})"), namespace, 20_000, rounds)
         ratio = ours / pytorch
-        measurements.append(Measurement(
-            "dispatch", f"torch_sdpa predict from tensors, {what}", ours, "µs", "torch._fused_sdp_choice",
-            pytorch, ratio, "PyTorch's own check", f"<= {TARGET_RATIO:g}x", ratio <= TARGET_RATIO,
-        ))
+        measurements.append(
+            Measurement(
+                "dispatch",
+                f"torch_sdpa predict from tensors, {what}",
+                ours,
+                "µs",
+                "torch._fused_sdp_choice",
+                pytorch,
+                ratio,
+                "PyTorch's own check",
+                f"<= {TARGET_RATIO:g}x",
+                ratio <= TARGET_RATIO,
+            )
+        )
     if progress is not None:
         progress(len(CALLS), total, "torch_sdpa: reading the metadata alone")
     reads, pytorch = _alternating(("metadata(q, k, v)", "choice(q, k, v)"), namespace, 20_000, rounds)
-    measurements.append(Measurement(
-        "dispatch", "reading q, k, v's metadata from Python alone (no decision)", reads, "µs",
-        "torch._fused_sdp_choice", pytorch, reads / pytorch, "PyTorch's own check",
-    ))
+    measurements.append(
+        Measurement(
+            "dispatch",
+            "reading q, k, v's metadata from Python alone (no decision)",
+            reads,
+            "µs",
+            "torch._fused_sdp_choice",
+            pytorch,
+            reads / pytorch,
+            "PyTorch's own check",
+        )
+    )
     if progress is not None:
         progress(len(CALLS) + 1, total, "torch_sdpa: the ported rules from tensors")
     rules, pytorch = _alternating(("rules(q, k, v)", "choice(q, k, v)"), namespace, 5_000, rounds)
-    measurements.append(Measurement(
-        "dispatch", "the ported rules from tensors (predict with gpu=, the differential tests)", rules, "µs",
-        "torch._fused_sdp_choice", pytorch, rules / pytorch, "PyTorch's own check",
-    ))
+    measurements.append(
+        Measurement(
+            "dispatch",
+            "the ported rules from tensors (predict with gpu=, the differential tests)",
+            rules,
+            "µs",
+            "torch._fused_sdp_choice",
+            pytorch,
+            rules / pytorch,
+            "PyTorch's own check",
+        )
+    )
     if progress is not None:
         progress(len(CALLS) + 2, total, "torch_sdpa: trace_call")
     trace = per_call_us("trace_call(q, k, v)", namespace, 1_000, rounds)

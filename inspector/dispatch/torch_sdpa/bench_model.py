@@ -101,7 +101,7 @@ class Decoder(nn.Module):
         x = self.embed(ids)
         cos_table: Tensor = self.cos  # type: ignore[assignment]  # buffers, registered by LlamaStyle
         sin_table: Tensor = self.sin  # type: ignore[assignment]
-        cos, sin = cos_table[start:start + ids.shape[1]], sin_table[start:start + ids.shape[1]]
+        cos, sin = cos_table[start : start + ids.shape[1]], sin_table[start : start + ids.shape[1]]
         for index, layer in enumerate(self.layers):
             x = layer(x, cos, sin, None if caches is None else caches[index])
         return self.norm(x)

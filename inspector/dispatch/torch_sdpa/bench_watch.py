@@ -92,11 +92,22 @@ def per_call(rounds: int = 9) -> list[Measurement]:
     diffs = [(w - b) * 1e6 for b, w in zip(bare, watched, strict=True)]
     diff, spread = _median_spread(diffs)
     base, base_spread = _median_spread([b * 1e6 for b in bare])
-    figures = [Measurement(
-        "dispatch", "watch() per call over the bare call (q/k/v (2, 4, 64, 32), causal, CPU)", diff, "µs",
-        "the bare call", base, None, "", f"<= {PER_CALL_TARGET_US:g} µs", diff <= PER_CALL_TARGET_US, spread,
-        base_spread,
-    )]
+    figures = [
+        Measurement(
+            "dispatch",
+            "watch() per call over the bare call (q/k/v (2, 4, 64, 32), causal, CPU)",
+            diff,
+            "µs",
+            "the bare call",
+            base,
+            None,
+            "",
+            f"<= {PER_CALL_TARGET_US:g} µs",
+            diff <= PER_CALL_TARGET_US,
+            spread,
+            base_spread,
+        )
+    ]
     original = F.scaled_dot_product_attention
     F.scaled_dot_product_attention = _nothing  # type: ignore[assignment]
     try:
@@ -105,10 +116,17 @@ def per_call(rounds: int = 9) -> list[Measurement]:
         F.scaled_dot_product_attention = original
     own = [(w - b) * 1e6 for b, w in zip(bare, watched, strict=True)]
     value, spread = _median_spread(own)
-    figures.append(Measurement("dispatch", "watch() per call over the bare call, around a kernel that does nothing",
-                               value,
-                               "µs", target=f"<= {PER_CALL_TARGET_US:g} µs", ok=value <= PER_CALL_TARGET_US,
-                               spread=spread))
+    figures.append(
+        Measurement(
+            "dispatch",
+            "watch() per call over the bare call, around a kernel that does nothing",
+            value,
+            "µs",
+            target=f"<= {PER_CALL_TARGET_US:g} µs",
+            ok=value <= PER_CALL_TARGET_US,
+            spread=spread,
+        )
+    )
     return figures
 
 
@@ -146,9 +164,11 @@ def model(rounds: int = 9, own_us: float | None = None) -> list[Measurement]:
         optimizer.step()
 
     figures = []
-    for name, fn, number in (("forward (2 x 64 tokens)", forward, 1),
-                             (f"one-token decode steps, KV cache growing from {PREFILL} tokens", None, DECODE_STEPS),
-                             ("training step (forward, loss, backward, SGD)", train_step, 1)):
+    for name, fn, number in (
+        ("forward (2 x 64 tokens)", forward, 1),
+        (f"one-token decode steps, KV cache growing from {PREFILL} tokens", None, DECODE_STEPS),
+        ("training step (forward, loss, backward, SGD)", train_step, 1),
+    ):
         if fn is None:
             bare, watched = _decode_rounds(net, ids, number, rounds)
         else:
@@ -160,11 +180,21 @@ def model(rounds: int = 9, own_us: float | None = None) -> list[Measurement]:
         if own_us is not None:
             calls = net.config.layers if fn is None else _calls_per_step(fn)
             label += f"; its {calls} SDPA calls x {own_us:.3g} µs make {1 + calls * own_us / (base * 1e3):.4f}x"
-        figures.append(Measurement(
-            "dispatch", f"Llama-style decoder (4 layers, GQA 8/2 heads), {name}: watched", base * ratio, "ms",
-            "bare", base, ratio, label, f"<= {MODEL_TARGET:g}x", ratio <= MODEL_TARGET,
-            (spread[0] * base, spread[1] * base),
-        ))
+        figures.append(
+            Measurement(
+                "dispatch",
+                f"Llama-style decoder (4 layers, GQA 8/2 heads), {name}: watched",
+                base * ratio,
+                "ms",
+                "bare",
+                base,
+                ratio,
+                label,
+                f"<= {MODEL_TARGET:g}x",
+                ratio <= MODEL_TARGET,
+                (spread[0] * base, spread[1] * base),
+            )
+        )
     return figures
 
 
@@ -224,8 +254,16 @@ def memory(calls: int = MEMORY_CALLS) -> list[Measurement]:
         for _ in range(calls):
             F.scaled_dot_product_attention(q, q, q)
         grown = _resident_mib() - before
-    return [Measurement("dispatch", f"watch() memory growth over {calls:,} calls", grown, "MiB",
-                        target=f"<= {MEMORY_TARGET_MIB:g} MiB", ok=grown <= MEMORY_TARGET_MIB)]
+    return [
+        Measurement(
+            "dispatch",
+            f"watch() memory growth over {calls:,} calls",
+            grown,
+            "MiB",
+            target=f"<= {MEMORY_TARGET_MIB:g} MiB",
+            ok=grown <= MEMORY_TARGET_MIB,
+        )
+    ]
 
 
 def measure(rounds: int = 9, progress: Progress | None = None, calls: int = MEMORY_CALLS) -> list[Measurement]:
@@ -236,8 +274,11 @@ def measure(rounds: int = 9, progress: Progress | None = None, calls: int = MEMO
         own = [m for m in figures if m.name.endswith("around a kernel that does nothing")]
         return own[0].value if own else None
 
-    steps = (("per call", lambda: per_call(rounds)), ("Llama-style model", lambda: model(rounds, own_cost())),
-             (f"memory over {calls:,} calls", lambda: memory(calls)))
+    steps = (
+        ("per call", lambda: per_call(rounds)),
+        ("Llama-style model", lambda: model(rounds, own_cost())),
+        (f"memory over {calls:,} calls", lambda: memory(calls)),
+    )
     threads = torch.get_num_threads()
     torch.set_num_threads(1)
     try:

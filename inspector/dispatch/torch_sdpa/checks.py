@@ -33,8 +33,13 @@ def facts(ctx: CallContext) -> SdpaCall:
 
 
 def rule(
-    name: str, test: str | Callable[[SdpaCall], bool], *, required: str,
-    message: str | Callable[[SdpaCall], str], show: Callable[[SdpaCall], str], constants: tuple[Any, ...] = (),
+    name: str,
+    test: str | Callable[[SdpaCall], bool],
+    *,
+    required: str,
+    message: str | Callable[[SdpaCall], str],
+    show: Callable[[SdpaCall], str],
+    constants: tuple[Any, ...] = (),
 ) -> Spec:
     """A clause: ``test`` is an expression over ``@`` (the facts; ``{0}``... are ``constants``)
     or a function of the facts."""
@@ -46,8 +51,14 @@ def rule(
             template = template.replace(long, short)
     words = (lambda ctx: message(facts(ctx))) if callable(message) else message
     return Spec._rule(
-        name, template, constants=constants, axes=(FACTS,), required=required, message=words,
-        show=lambda ctx: show(facts(ctx)), bindings=BINDINGS,
+        name,
+        template,
+        constants=constants,
+        axes=(FACTS,),
+        required=required,
+        message=words,
+        show=lambda ctx: show(facts(ctx)),
+        bindings=BINDINGS,
     )
 
 
@@ -81,33 +92,43 @@ def _dense(f: SdpaCall) -> bool:
 # -- flags ----------------------------------------------------------------------------------
 def runtime_enabled(backend: str, check: str, words: str) -> Spec:
     return rule(
-        check, f"{backend!r} in @.enabled", required=f"{backend} enabled",
-        message=words, show=lambda f: "enabled: " + (", ".join(sorted(f.enabled)) or "none"),
+        check,
+        f"{backend!r} in @.enabled",
+        required=f"{backend} enabled",
+        message=words,
+        show=lambda f: "enabled: " + (", ".join(sorted(f.enabled)) or "none"),
     )
 
 
 # -- sdp_utils_cpp.h -----------------------------------------------------------------------
 CHECK_NESTED_TENSOR = rule(
-    "check_nested_tensor", "not @.nested", required="dense (not nested) inputs",
+    "check_nested_tensor",
+    "not @.nested",
+    required="dense (not nested) inputs",
     message="Both fused kernels of cpp version currently do not support Nested Tensor inputs.",
     show=lambda f: "nested inputs" if f.nested else "dense inputs",
 )
 
 CHECK_FOR_DROPOUT = rule(
-    "check_for_dropout", "not (@.dropout_p > 0.0)", required="dropout_p == 0",
+    "check_for_dropout",
+    "not (@.dropout_p > 0.0)",
+    required="dropout_p == 0",
     message="Both fused kernels do not support non-zero dropout.",
     show=lambda f: f"dropout_p: {f.dropout_p:g}",
 )
 
 CHECK_TENSOR_SHAPES = rule(
-    "check_tensor_shapes", "len(@.shapes[0]) == 4 and len(@.shapes[1]) == 4 and len(@.shapes[2]) == 4",
+    "check_tensor_shapes",
+    "len(@.shapes[0]) == 4 and len(@.shapes[1]) == 4 and len(@.shapes[2]) == 4",
     required="4-D query, key and value",
     message="All fused kernels requires query, key and value to be 4 dimensional",
     show=lambda f: qkv(tuple(len(s) for s in f.shapes), " dim"),  # type: ignore[arg-type]
 )
 
 CHECK_FOR_ATTN_MASK = rule(
-    "check_for_attn_mask", "@.mask_shape is None", required="no attn_mask",
+    "check_for_attn_mask",
+    "@.mask_shape is None",
+    required="no attn_mask",
     message="Flash Attention does not support non-null attn_mask.",
     show=lambda f: "no attn_mask" if f.mask_shape is None else f"attn_mask {dims(f.mask_shape)}",
 )
@@ -133,16 +154,23 @@ def attn_mask_shape_ok(f: SdpaCall) -> bool:
 
 
 CHECK_ATTN_MASK_SHAPE = rule(
-    "check_attn_mask_shape", "(@.mask_shape is None or {0}(@))", constants=(attn_mask_shape_ok,),
+    "check_attn_mask_shape",
+    "(@.mask_shape is None or {0}(@))",
+    constants=(attn_mask_shape_ok,),
     required="mask 2-D (q_len|1, kv_len|1) or 4-D (batch|1, heads|1, q_len|1, kv_len|1), not requiring grad",
     message=lambda f: (
-        "attn_mask requires grad" if f.mask_requires_grad else
-        "Please use the following attn mask shapes: 2d - ({Q_seq_len, 1}  x {KV_seq_len, 1}); "
+        "attn_mask requires grad"
+        if f.mask_requires_grad
+        else "Please use the following attn mask shapes: 2d - ({Q_seq_len, 1}  x {KV_seq_len, 1}); "
         "4d - ({Batch, 1} x {Num_heads, 1} x {Q_seq_len, 1}  x {KV_seq_len, 1})"
     ),
-    show=lambda f: "no attn_mask" if f.mask_shape is None else (
-        f"attn_mask {dims(f.mask_shape)}{' requires grad' if f.mask_requires_grad else ''} for "
-        f"query {dims(f.shapes[0])}, key {dims(f.shapes[1])}"
+    show=lambda f: (
+        "no attn_mask"
+        if f.mask_shape is None
+        else (
+            f"attn_mask {dims(f.mask_shape)}{' requires grad' if f.mask_requires_grad else ''} for "
+            f"query {dims(f.shapes[0])}, key {dims(f.shapes[1])}"
+        )
     ),
 )
 
@@ -184,9 +212,11 @@ def last_dim_stride_check(ignore_singleton_dim: bool, cpu: bool) -> Spec:
     if cpu and not ignore_singleton_dim:
         test = f"(@.strides is None or not (@.strides[0] and @.strides[1] and @.strides[2]) or {unit})"
     return rule(
-        "check_last_dim_stride_equals_1_dense", test,
+        "check_last_dim_stride_equals_1_dense",
+        test,
         required="stride 1 in the last dimension of query, key and value" + ("" if cpu else " (and of attn_mask)"),
-        message="All fused kernels require the last dimension of the input to have stride 1.", show=show,
+        message="All fused kernels require the last dimension of the input to have stride 1.",
+        show=show,
     )
 
 
@@ -203,16 +233,28 @@ def tensor_dtype_check(name: str, allowed: tuple[Any, ...] | Callable[[SdpaCall]
         return q == k and q == v and q in (fixed if fixed is not None else allowed_for(f))
 
     def words(f: SdpaCall) -> str:
-        return "Expected query, key and value to all be of dtype: {" + ", ".join(
-            SCALAR_NAMES.get(d, format_value(d)) for d in allowed_for(f)) + "}."
+        return (
+            "Expected query, key and value to all be of dtype: {"
+            + ", ".join(SCALAR_NAMES.get(d, format_value(d)) for d in allowed_for(f))
+            + "}."
+        )
 
-    shown = ("one of {" + ", ".join(format_value(d) for d in allowed) + "}" if not callable(allowed)
-             else "of a dtype this device supports")
+    shown = (
+        "one of {" + ", ".join(format_value(d) for d in allowed) + "}"
+        if not callable(allowed)
+        else "of a dtype this device supports"
+    )
     test: Any = ok
     if fixed is not None:
         test = "(@.dtypes[0] == @.dtypes[1] == @.dtypes[2] and @.dtypes[0] in {0})"
-    return rule(name, test, required=f"query, key and value all {shown}", message=words,
-                show=lambda f: qkv(f.dtypes, " dtype"), constants=(fixed,) if fixed is not None else ())
+    return rule(
+        name,
+        test,
+        required=f"query, key and value all {shown}",
+        message=words,
+        show=lambda f: qkv(f.dtypes, " dtype"),
+        constants=(fixed,) if fixed is not None else (),
+    )
 
 
 def batch_and_heads_check(supports_gqa: bool, requires_same_num_heads: bool = True) -> tuple[Spec, Spec]:
@@ -244,18 +286,23 @@ def batch_and_heads_check(supports_gqa: bool, requires_same_num_heads: bool = Tr
             return "The number of heads in key/value must divide number of heads in query."
         return "For dense input, both fused kernels require query, key and value to have the same num_heads."
 
-    heads_required = (
-        "key/value heads divide query heads (enable_gqa)" if supports_gqa else "the same num_heads"
-    )
+    heads_required = "key/value heads divide query heads (enable_gqa)" if supports_gqa else "the same num_heads"
     return (
-        rule("check_batch_size_and_num_heads_dense",
-             "(not @.dense4d or @.shapes[0][0] == @.shapes[1][0] == @.shapes[2][0])", required="the same batch_size",
-             message="For dense inputs, both fused kernels require query, key and value to have the same batch_size.",
-             show=sizes),
-        rule("check_batch_size_and_num_heads_dense",
-             "(not @.dense4d or (@.shapes[0][1] == @.shapes[1][1] == @.shapes[2][1] and not @.enable_gqa) or {0}(@))",
-             constants=(heads_ok,),
-             required=f"the same num_heads, or with enable_gqa {heads_required}", message=heads_words, show=sizes),
+        rule(
+            "check_batch_size_and_num_heads_dense",
+            "(not @.dense4d or @.shapes[0][0] == @.shapes[1][0] == @.shapes[2][0])",
+            required="the same batch_size",
+            message="For dense inputs, both fused kernels require query, key and value to have the same batch_size.",
+            show=sizes,
+        ),
+        rule(
+            "check_batch_size_and_num_heads_dense",
+            "(not @.dense4d or (@.shapes[0][1] == @.shapes[1][1] == @.shapes[2][1] and not @.enable_gqa) or {0}(@))",
+            constants=(heads_ok,),
+            required=f"the same num_heads, or with enable_gqa {heads_required}",
+            message=heads_words,
+            show=sizes,
+        ),
     )
 
 
@@ -273,6 +320,9 @@ def head_dims(f: SdpaCall) -> str:
 FLOATING = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 # How PyTorch's C++ messages name dtypes (c10::ScalarType).
 SCALAR_NAMES = {
-    torch.float32: "Float", torch.float64: "Double", torch.bfloat16: "BFloat16", torch.float16: "Half",
+    torch.float32: "Float",
+    torch.float64: "Double",
+    torch.bfloat16: "BFloat16",
+    torch.float16: "Half",
     torch.float8_e4m3fn: "Float8_e4m3fn",
 }

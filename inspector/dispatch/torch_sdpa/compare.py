@@ -76,8 +76,9 @@ def _grads_of(inputs: Inputs) -> list[Any]:
     return list(found.values())
 
 
-def _once(inputs: Inputs, options: dict[str, Any], grad_out: Any, backward: bool, cuda: bool) -> tuple[Any, Any,
-                                                                                                        float, float]:
+def _once(
+    inputs: Inputs, options: dict[str, Any], grad_out: Any, backward: bool, cuda: bool
+) -> tuple[Any, Any, float, float]:
     """One forward (and backward) run: its output, its gradients and the two times in ms."""
     q, k, v, mask = inputs
     _sync(cuda)
@@ -172,9 +173,20 @@ def _reference(inputs: Inputs, options: dict[str, Any], backward: bool, grad_out
 
 
 def compare(
-    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
-    scale: float | None = None, enable_gqa: bool = False, *, budget_s: float = 1.0, warmup: int = 1,
-    max_runs: int = 50, backward: bool | None = None, total_s: float | None = None,
+    query: Any,
+    key: Any,
+    value: Any,
+    attn_mask: Any = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    *,
+    budget_s: float = 1.0,
+    warmup: int = 1,
+    max_runs: int = 50,
+    backward: bool | None = None,
+    total_s: float | None = None,
 ) -> SdpaComparison:
     """Time every backend that can serve this call against PyTorch's pick (see the module's docstring).
 
@@ -193,8 +205,10 @@ def compare(
             raise ValueError(f"compare({name}=...) is seconds: a positive number, got {seconds!r}")
     facts = facts_from_call(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa)
     if facts.device not in ("cpu", "cuda"):
-        raise ValueError(f"compare runs the call, so it needs CPU or CUDA tensors, not {facts.device}: for a GPU "
-                         "this machine lacks, trace_call(..., gpu=...) gives PyTorch's rules without running")
+        raise ValueError(
+            f"compare runs the call, so it needs CPU or CUDA tensors, not {facts.device}: for a GPU "
+            "this machine lacks, trace_call(..., gpu=...) gives PyTorch's rules without running"
+        )
     inputs: Inputs = (query, key, value, attn_mask)
     if backward is None:
         backward = torch.is_grad_enabled() and bool(_grads_of(inputs))
@@ -212,8 +226,10 @@ def compare(
     reference_s = needs(facts, backward)[1] / REFERENCE_MACS_PER_S
     skip_reference = total_s is not None and not dropout_p > 0 and reference_s > total_s / 2
     if skip_reference:
-        notes.append(f"errors against math in float64 were not computed: that run alone would take about "
-                     f"{reference_s:.2g} s of the {total_s:g} s budget; give a larger budget to get them")
+        notes.append(
+            f"errors against math in float64 were not computed: that run alone would take about "
+            f"{reference_s:.2g} s of the {total_s:g} s budget; give a larger budget to get them"
+        )
     if backward or not dropout_p > 0:
         shape = (*query.shape[:-1], value.shape[-1])  # the output's
         grad_out = torch.randn(shape, generator=generator, device=query.device, dtype=torch.float64)
@@ -227,8 +243,21 @@ def compare(
             if reason:
                 runs.append(BackendRun(name, "cannot serve", reason))
                 continue
-            runs.append(_measure(name, inputs, options, grad_out, backward, cuda, budget_s, warmup, max_runs,
-                                 None if dropout_p > 0 else ref_out, None if dropout_p > 0 else ref_grads))
+            runs.append(
+                _measure(
+                    name,
+                    inputs,
+                    options,
+                    grad_out,
+                    backward,
+                    cuda,
+                    budget_s,
+                    warmup,
+                    max_runs,
+                    None if dropout_p > 0 else ref_out,
+                    None if dropout_p > 0 else ref_grads,
+                )
+            )
     return SdpaComparison(str(facts), pick, tuple(runs), backward, float(budget_s), tuple(notes))
 
 
@@ -237,12 +266,23 @@ def _settled(times: list[float]) -> bool:
     if len(times) < 2 * SETTLE_WINDOW:
         return False
     last = statistics.median(times[-SETTLE_WINDOW:])
-    before = statistics.median(times[-2 * SETTLE_WINDOW:-SETTLE_WINDOW])
+    before = statistics.median(times[-2 * SETTLE_WINDOW : -SETTLE_WINDOW])
     return last >= (1.0 - SETTLE_TOLERANCE) * before
 
 
-def _measure(name: str, inputs: Inputs, options: dict[str, Any], grad_out: Any, backward: bool, cuda: bool,
-             budget_s: float, warmup: int, max_runs: int, ref_out: Any, ref_grads: Any) -> BackendRun:
+def _measure(
+    name: str,
+    inputs: Inputs,
+    options: dict[str, Any],
+    grad_out: Any,
+    backward: bool,
+    cuda: bool,
+    budget_s: float,
+    warmup: int,
+    max_runs: int,
+    ref_out: Any,
+    ref_grads: Any,
+) -> BackendRun:
     """Warm up, time, measure memory and errors for one backend (any failure is that backend's)."""
     grad_out = None if grad_out is None else grad_out.to(inputs[0].dtype)
     try:
@@ -277,5 +317,17 @@ def _measure(name: str, inputs: Inputs, options: dict[str, Any], grad_out: Any, 
             pairs = [_errors(g, r) for g, r in zip(grads, ref_grads, strict=True)]
             errors["grad_abs"] = max((p[0] for p in pairs), default=0.0)
             errors["grad_rel"] = max((p[1] for p in pairs), default=0.0)
-    return BackendRun(name, "ran", "", _timing(forward), _timing(backward_ms) if backward else None, memory, kind,
-                      errors["abs"], errors["rel"], errors["grad_abs"], errors["grad_rel"], len(warm))
+    return BackendRun(
+        name,
+        "ran",
+        "",
+        _timing(forward),
+        _timing(backward_ms) if backward else None,
+        memory,
+        kind,
+        errors["abs"],
+        errors["rel"],
+        errors["grad_abs"],
+        errors["grad_rel"],
+        len(warm),
+    )

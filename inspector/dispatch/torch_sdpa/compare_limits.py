@@ -11,10 +11,12 @@ from __future__ import annotations
 
 import math
 import os
+from typing import TYPE_CHECKING
 
 import torch
 
-from inspector.dispatch.torch_sdpa.facts import SdpaCall
+if TYPE_CHECKING:
+    from inspector.dispatch.torch_sdpa.facts import SdpaCall
 
 # The float64 reference's multiply-adds per second, at a rate a busy laptop core reaches.
 REFERENCE_MACS_PER_S = 4e9

@@ -63,9 +63,25 @@ def within_noise(a: BackendRun, b: BackendRun) -> bool:
     return abs(ta - tb) <= max(NOISE * max(ta, tb), _spread(a) + _spread(b))
 
 
-COLUMNS = ["backend", "status", "pick", "forward_ms", "forward_min_ms", "forward_max_ms", "backward_ms",
-           "total_ms", "runs", "memory_bytes", "memory_kind", "max_abs_error", "max_rel_error",
-           "grad_max_abs_error", "grad_max_rel_error", "warmup_runs", "reason"]
+COLUMNS = [
+    "backend",
+    "status",
+    "pick",
+    "forward_ms",
+    "forward_min_ms",
+    "forward_max_ms",
+    "backward_ms",
+    "total_ms",
+    "runs",
+    "memory_bytes",
+    "memory_kind",
+    "max_abs_error",
+    "max_rel_error",
+    "grad_max_abs_error",
+    "grad_max_rel_error",
+    "warmup_runs",
+    "reason",
+]
 
 
 @dataclass(frozen=True)
@@ -129,25 +145,33 @@ class SdpaComparison:
             return f"No backend could be timed for this call ({what})."
         fastest = self.run(self.fastest or "")
         if self.pick == "error":
-            return (f"PyTorch refuses this call under the flags in force; of the backends that can serve it, "
-                    f"{fastest.backend} is the fastest ({fastest.total_ms:.3g} ms per call, {what}).")
+            return (
+                f"PyTorch refuses this call under the flags in force; of the backends that can serve it, "
+                f"{fastest.backend} is the fastest ({fastest.total_ms:.3g} ms per call, {what})."
+            )
         if self.pick_is_fastest is None:
             return f"PyTorch picks {self.pick}, which could not be timed; {fastest.backend} is the fastest timed."
         pick = self.run(self.pick)
         same = self.about_the_same
         if same is not None:
             other = self.run(same)
-            return (f"PyTorch picks {self.pick}, and {same} is about the same ({what}: {pick.total_ms:.3g} ms against "
-                    f"{other.total_ms:.3g} ms per call, within the noise of these runs): nothing to gain by switching.")
+            return (
+                f"PyTorch picks {self.pick}, and {same} is about the same ({what}: {pick.total_ms:.3g} ms against "
+                f"{other.total_ms:.3g} ms per call, within the noise of these runs): nothing to gain by switching."
+            )
         if self.pick_is_fastest:
             others = [r for r in ran if r.backend != self.pick]
             slower = ", ".join(f"{r.backend} {(r.total_ms or 0) / (pick.total_ms or 1):.2g}x slower" for r in others)
-            return (f"PyTorch picks {self.pick}, and it is the fastest of the {len(ran)} backend(s) that can serve "
-                    f"this call ({what}: {pick.total_ms:.3g} ms per call" + (f"; {slower}" if slower else "") + ").")
+            return (
+                f"PyTorch picks {self.pick}, and it is the fastest of the {len(ran)} backend(s) that can serve "
+                f"this call ({what}: {pick.total_ms:.3g} ms per call" + (f"; {slower}" if slower else "") + ")."
+            )
         saving = self.saving_ms or 0.0
-        return (f"PyTorch picks {self.pick}, but {fastest.backend} is faster: {fastest.total_ms:.3g} ms instead of "
-                f"{pick.total_ms:.3g} ms per call ({what}), saving {saving:.3g} ms "
-                f"({saving / (pick.total_ms or 1):.0%}).")
+        return (
+            f"PyTorch picks {self.pick}, but {fastest.backend} is faster: {fastest.total_ms:.3g} ms instead of "
+            f"{pick.total_ms:.3g} ms per call ({what}), saving {saving:.3g} ms "
+            f"({saving / (pick.total_ms or 1):.0%})."
+        )
 
     def rows(self) -> list[dict[str, Any]]:
         lines = []
@@ -160,7 +184,8 @@ class SdpaComparison:
                 forward_min_ms=None if forward is None else forward.min_ms,
                 forward_max_ms=None if forward is None else forward.max_ms,
                 backward_ms=None if backward is None else backward.median_ms,
-                total_ms=r.total_ms, runs=None if forward is None else forward.runs,
+                total_ms=r.total_ms,
+                runs=None if forward is None else forward.runs,
             )
             lines.append({name: line.get(name) for name in COLUMNS})
         return lines
@@ -199,15 +224,22 @@ class SdpaComparison:
         return f"<SdpaComparison {self.call}: pick {self.pick}, fastest {self.fastest}; print() for every backend>"
 
     def _repr_html_(self) -> str:
-        head = "".join(f"<th>{html.escape(n)}</th>" for n in ("backend", "status", "forward", "backward", "memory",
-                                                               "max abs error", "max rel error", "reason"))
+        head = "".join(
+            f"<th>{html.escape(n)}</th>"
+            for n in ("backend", "status", "forward", "backward", "memory", "max abs error", "max rel error", "reason")
+        )
         body = []
         for r in self.runs:
-            cells = [r.backend + (" ★" if r.backend == self.pick else ""), r.status, str(r.forward or "—"),
-                     str(r.backward or "—"),
-                     "—" if r.memory_bytes is None else f"{r.memory_kind} {r.memory_bytes / 2**20:.3g} MiB",
-                     "—" if r.max_abs_error is None else f"{r.max_abs_error:.2g}",
-                     "—" if r.max_rel_error is None else f"{r.max_rel_error:.2g}", r.reason or "—"]
+            cells = [
+                r.backend + (" ★" if r.backend == self.pick else ""),
+                r.status,
+                str(r.forward or "—"),
+                str(r.backward or "—"),
+                "—" if r.memory_bytes is None else f"{r.memory_kind} {r.memory_bytes / 2**20:.3g} MiB",
+                "—" if r.max_abs_error is None else f"{r.max_abs_error:.2g}",
+                "—" if r.max_rel_error is None else f"{r.max_rel_error:.2g}",
+                r.reason or "—",
+            ]
             body.append("<tr>" + "".join(f"<td>{html.escape(c)}</td>" for c in cells) + "</tr>")
         caption = html.escape(self.summary())
         rows = "".join(body)

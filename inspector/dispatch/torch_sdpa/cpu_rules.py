@@ -7,9 +7,13 @@ priority order that ``sdpa_kernel(..., set_priority=True)`` sets.
 
 from __future__ import annotations
 
-from inspector.dispatch.spec import Spec
+from typing import TYPE_CHECKING
+
 from inspector.dispatch.torch_sdpa import checks
 from inspector.dispatch.torch_sdpa.facts import FLASH, MATH, SdpaCall, context_of
+
+if TYPE_CHECKING:
+    from inspector.dispatch.spec import Spec
 
 CPU_ORDER = (FLASH, MATH)
 
@@ -27,7 +31,8 @@ FLASH_CLAUSES = (
         "check_head_dim_size_cpp",
         "(not (@.shapes[0] and @.shapes[1] and @.shapes[2]) or @.shapes[0][-1] == @.shapes[1][-1] == @.shapes[2][-1])",
         required="the same last dimension for q, k and v",
-        message="Flash attention requires q,k,v to have the same last dimension.", show=checks.head_dims,
+        message="Flash attention requires q,k,v to have the same last dimension.",
+        show=checks.head_dims,
     ),
     checks.CHECK_NONZERO_SEQUENCE_LENGTHS,
     checks.last_dim_stride_check(ignore_singleton_dim=False, cpu=True),
@@ -35,7 +40,7 @@ FLASH_CLAUSES = (
 )
 
 FLASH_CPU = checks.all_of(FLASH_CLAUSES)
-_BEFORE_MASK = checks.all_of(FLASH_CLAUSES[:FLASH_CLAUSES.index(checks.CHECK_ATTN_MASK_SHAPE)])
+_BEFORE_MASK = checks.all_of(FLASH_CLAUSES[: FLASH_CLAUSES.index(checks.CHECK_ATTN_MASK_SHAPE)])
 
 
 def dispatch_raises(f: SdpaCall) -> bool:
@@ -47,8 +52,10 @@ def dispatch_raises(f: SdpaCall) -> bool:
 
 
 NO_DISPATCH_ERROR = checks.rule(
-    "check_attn_mask_shape", "@.mask_shape is None or len(@.mask_shape) >= 2 or not {0}(@)",
-    constants=(dispatch_raises,), required="an attn_mask with at least 2 dimensions (when flash is tried)",
+    "check_attn_mask_shape",
+    "@.mask_shape is None or len(@.mask_shape) >= 2 or not {0}(@)",
+    constants=(dispatch_raises,),
+    required="an attn_mask with at least 2 dimensions (when flash is tried)",
     message="PyTorch's dispatch raises IndexError reading the attn_mask's last two dimensions.",
     show=lambda f: f"attn_mask {checks.dims(f.mask_shape or ())}",
 )
@@ -57,7 +64,9 @@ NO_DISPATCH_ERROR = checks.rule(
 def cuda_only(backend: str) -> Spec:
     """The CPU case of a backend that only CUDA has: one clause that says so."""
     return checks.rule(
-        "select_sdp_backend_cpp", "False", required="a CUDA device",
+        "select_sdp_backend_cpp",
+        "False",
+        required="a CUDA device",
         message=f"PyTorch's CPU dispatch has no {backend} kernel: it tries {FLASH}, then {MATH}.",
         show=lambda f: f"{f.device} tensors",
     )

@@ -9,12 +9,15 @@ determinism flags are facts too, read once per device). The ROCm variants of the
 from __future__ import annotations
 
 import os
+from typing import TYPE_CHECKING
 
 import torch
 
-from inspector.dispatch.spec import Spec
 from inspector.dispatch.torch_sdpa import checks
 from inspector.dispatch.torch_sdpa.facts import CUDNN, EFFICIENT, FLASH, MATH, OVERRIDEABLE, CudaFacts, SdpaCall
+
+if TYPE_CHECKING:
+    from inspector.dispatch.spec import Spec
 
 HALF = (torch.float16, torch.bfloat16)
 DEFAULT_ORDER = (FLASH, EFFICIENT, MATH, CUDNN, OVERRIDEABLE)
@@ -123,15 +126,20 @@ def _nested_seq_problem(f: SdpaCall) -> str:
 
 
 CHECK_SEQ_LEN_0_NESTED = checks.rule(
-    "check_for_seq_len_0_nested_tensor", lambda f: not _nested_seq_problem(f),
+    "check_for_seq_len_0_nested_tensor",
+    lambda f: not _nested_seq_problem(f),
     required="nested inputs: no empty sequence, no ragged or unbroadcastable head counts",
-    message=lambda f: _nested_seq_problem(f) or "nested inputs", show=checks.sizes,
+    message=lambda f: _nested_seq_problem(f) or "nested inputs",
+    show=checks.sizes,
 )
 
 
 def built(name: str, attribute: str, words: str) -> Spec:
     return checks.rule(
-        name, f"@.cuda.{attribute}", required="a build with this kernel", message=words,
+        name,
+        f"@.cuda.{attribute}",
+        required="a build with this kernel",
+        message=words,
         show=lambda f: f"{attribute} = {getattr(cuda_of(f), attribute)}",
     )
 
@@ -143,39 +151,50 @@ FLASH_CLAUSES = (
     checks.CHECK_TENSOR_SHAPES,
     checks.CHECK_FOR_ATTN_MASK,
     checks.rule(
-        "check_head_dim_size_flash", _head_dim_flash, required="the same last dimension for q, k, v, at most 256",
+        "check_head_dim_size_flash",
+        _head_dim_flash,
+        required="the same last dimension for q, k, v, at most 256",
         message="Flash attention requires q,k,v to have the same last dimension and to be less than or equal to 256.",
         show=checks.head_dims,
     ),
     checks.rule(
-        "check_flash_attention_hardware_support", lambda f: sm_in(f, (8, 0), (12, 1)), required="sm 8.0 to 12.1",
-        message="Flash attention only supports gpu architectures in the range [sm80, sm121].", show=sm_text,
+        "check_flash_attention_hardware_support",
+        lambda f: sm_in(f, (8, 0), (12, 1)),
+        required="sm 8.0 to 12.1",
+        message="Flash attention only supports gpu architectures in the range [sm80, sm121].",
+        show=sm_text,
     ),
     checks.rule(
-        "check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120", _flash_grad_head_dim,
+        "check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120",
+        _flash_grad_head_dim,
         required="head_dim <= 192 (or > 224 without dropout) when training on sm 8.6-8.9 or 12.x",
         message="Flash attention currently doesn't support training with head_dim ∈ (192, 224] or "
-                "(head_dim ∈ (224, 256] and dropout > 0.0) on gpu architectures in the range[sm86, sm89].",
+        "(head_dim ∈ (224, 256] and dropout > 0.0) on gpu architectures in the range[sm86, sm89].",
         show=lambda f: (
             f"head_dim: {last_dim(f, 0)}, dropout_p: {f.dropout_p:g}, requires_grad: {f.requires_grad}, {sm_text(f)}"
         ),
     ),
     checks.rule(
-        "check_flash_causal_non_square_seqlens", _causal_square, required="seqlen_q == seqlen_k with is_causal",
+        "check_flash_causal_non_square_seqlens",
+        _causal_square,
+        required="seqlen_q == seqlen_k with is_causal",
         message="Flash attention does not support the is_causal flag when seqlen_q != seqlen_k.",
         show=lambda f: f"is_causal: {f.is_causal}, seqlen_q: {f.shapes[0][-2]}, seqlen_k: {f.shapes[1][-2]}",
     ),
     checks.tensor_dtype_check("check_dtypes_flash_attention", _flash_dtypes),
     checks.rule(
-        "check_batch_size_nested", _batch_nested, required="broadcastable batch sizes (nested inputs)",
+        "check_batch_size_nested",
+        _batch_nested,
+        required="broadcastable batch sizes (nested inputs)",
         message="Both fused kernels require query, key and value to have broadcastable batch size.",
         show=checks.sizes,
     ),
     checks.rule(
-        "check_head_dim_size_flash_nested", _head_dim_flash_nested,
+        "check_head_dim_size_flash_nested",
+        _head_dim_flash_nested,
         required="nested: the same last dimension, a multiple of 8, at most 256",
         message="For NestedTensor inputs, Flash attention requires q,k,v to have the same last dimension and to be "
-                "a multiple of 8 and less than or equal to 256.",
+        "a multiple of 8 and less than or equal to 256.",
         show=checks.head_dims,
     ),
     CHECK_SEQ_LEN_0_NESTED,
@@ -200,8 +219,10 @@ def _pointer_alignment(f: SdpaCall) -> bool:
     if f.nested or cuda.sm[0] < 8:
         return True
     alignment_bytes = minimum_gemm_alignment(f) * cuda.element_size
-    return all(n == 0 or offset % alignment_bytes == 0
-               for offset, n in zip(cuda.storage_offset_bytes, cuda.numels, strict=True))
+    return all(
+        n == 0 or offset % alignment_bytes == 0
+        for offset, n in zip(cuda.storage_offset_bytes, cuda.numels, strict=True)
+    )
 
 
 def _mem_efficient_dtypes(f: SdpaCall) -> tuple[torch.dtype, ...]:
@@ -212,36 +233,50 @@ def _mem_efficient_dtypes(f: SdpaCall) -> tuple[torch.dtype, ...]:
 
 _efficient_batch, _efficient_heads = checks.batch_and_heads_check(supports_gqa=True)
 EFFICIENT_CLAUSES = (
-    built("can_use_mem_efficient_attention", "mem_efficient_built",
-           "Torch was not compiled with memory efficient attention."),
-    checks.runtime_enabled(EFFICIENT, "check_runtime_disabled_mem_efficient",
-                           "Memory Efficient attention has been runtime disabled."),
+    built(
+        "can_use_mem_efficient_attention",
+        "mem_efficient_built",
+        "Torch was not compiled with memory efficient attention.",
+    ),
+    checks.runtime_enabled(
+        EFFICIENT, "check_runtime_disabled_mem_efficient", "Memory Efficient attention has been runtime disabled."
+    ),
     checks.rule(
-        "check_mem_efficient_hardware_support", lambda f: sm_in(f, (5, 0), (12, 1)), required="sm 5.0 to 12.1",
-        message="Mem Efficient Attention only supports gpu architectures in the range [sm50, sm121].", show=sm_text,
+        "check_mem_efficient_hardware_support",
+        lambda f: sm_in(f, (5, 0), (12, 1)),
+        required="sm 5.0 to 12.1",
+        message="Mem Efficient Attention only supports gpu architectures in the range [sm50, sm121].",
+        show=sm_text,
     ),
     checks.CHECK_TENSOR_SHAPES,
     checks.rule(
-        "check_head_dim_size_mem_efficient", _head_dim_mem_efficient,
+        "check_head_dim_size_mem_efficient",
+        _head_dim_mem_efficient,
         required="q and k share the last dimension; q and v last dimensions divisible by the GEMM alignment",
-        message=lambda f: f"Mem efficient attention requires last dimension of inputs to be divisible by "
-                          f"{minimum_gemm_alignment(f)}.",
+        message=lambda f: (
+            f"Mem efficient attention requires last dimension of inputs to be divisible by {minimum_gemm_alignment(f)}."
+        ),
         show=checks.head_dims,
     ),
     checks.rule(
-        "check_data_ptr_alignment_mem_efficient", _pointer_alignment,
+        "check_data_ptr_alignment_mem_efficient",
+        _pointer_alignment,
         required="storage offsets aligned to the GEMM alignment (sm 8.0 and newer)",
         message="Mem efficient attention on sm80 or newer requires q, k, and v storage offsets * element_size to be "
-                "aligned.",
+        "aligned.",
         show=lambda f: f"storage offsets (bytes): {cuda_of(f).storage_offset_bytes}",
     ),
     checks.rule(
-        "check_requires_grad_and_nested", lambda f: not (f.nested and f.requires_grad), required="no training with NT",
+        "check_requires_grad_and_nested",
+        lambda f: not (f.nested and f.requires_grad),
+        required="no training with NT",
         message="Memory efficient attention currently doesn't support training with NT inputs.",
         show=lambda f: f"nested: {f.nested}, requires_grad: {f.requires_grad}",
     ),
     checks.rule(
-        "check_batch_size_nested", _batch_nested, required="broadcastable batch sizes (nested inputs)",
+        "check_batch_size_nested",
+        _batch_nested,
+        required="broadcastable batch sizes (nested inputs)",
         message="Both fused kernels require query, key and value to have broadcastable batch size.",
         show=checks.sizes,
     ),
@@ -258,7 +293,9 @@ FLASH_CUDA = checks.all_of(FLASH_CLAUSES)
 EFFICIENT_CUDA = checks.all_of(EFFICIENT_CLAUSES)
 
 OVERRIDEABLE_CUDA = checks.rule(
-    "select_sdp_backend", "False", required="a device with an overrideable backend (PrivateUse1, XPU, HPU)",
+    "select_sdp_backend",
+    "False",
+    required="a device with an overrideable backend (PrivateUse1, XPU, HPU)",
     message="PyTorch's CUDA dispatch raises 'Invalid backend' if it reaches the overrideable backend.",
     show=lambda f: f"{f.device} tensors",
 )
@@ -276,5 +313,11 @@ def prefers_cudnn(f: SdpaCall) -> bool:
 
 
 __all__ = [
-    "CUDNN_FIRST_ORDER", "DEFAULT_ORDER", "EFFICIENT_CUDA", "FLASH_CUDA", "MATH", "OVERRIDEABLE_CUDA", "prefers_cudnn",
+    "CUDNN_FIRST_ORDER",
+    "DEFAULT_ORDER",
+    "EFFICIENT_CUDA",
+    "FLASH_CUDA",
+    "MATH",
+    "OVERRIDEABLE_CUDA",
+    "prefers_cudnn",
 ]

@@ -9,13 +9,16 @@ from __future__ import annotations
 
 import math
 import os
+from typing import TYPE_CHECKING
 
 import torch
 
 from inspector.dispatch.torch_sdpa import checks
 from inspector.dispatch.torch_sdpa.cuda_rules import HALF, built, cuda_of, dense_4d, last_dim, sm_in, sm_text
-from inspector.dispatch.torch_sdpa.facts import SdpaCall
 from inspector.dispatch.torch_sdpa.names import CUDNN
+
+if TYPE_CHECKING:
+    from inspector.dispatch.torch_sdpa.facts import SdpaCall
 
 
 # -- cuDNN ---------------------------------------------------------------------------------
@@ -91,32 +94,40 @@ _cudnn_batch, _cudnn_heads = checks.batch_and_heads_check(supports_gqa=True, req
 CUDNN_CLAUSES = (
     built("can_use_cudnn_attention", "cudnn_built", "Torch was not compiled with cuDNN attention."),
     checks.rule(
-        "can_use_cudnn_attention", "@.cuda.cudnn_version >= 90000", required="cuDNN 9.0.0 or newer",
+        "can_use_cudnn_attention",
+        "@.cuda.cudnn_version >= 90000",
+        required="cuDNN 9.0.0 or newer",
         message="cuDNN version too old to use cuDNN Attention (< v9.0.0)",
         show=lambda f: f"cuDNN {cuda_of(f).cudnn_version}",
     ),
     checks.rule(
-        "can_use_cudnn_attention", "not (@.dropout_p > 0.0 and 91100 < @.cuda.cudnn_version < 91400)",
+        "can_use_cudnn_attention",
+        "not (@.dropout_p > 0.0 and 91100 < @.cuda.cudnn_version < 91400)",
         required="no dropout on cuDNN 9.11-9.13",
         message="cuDNN version does not support droppout in SDPA (9.11 - 9.13).",
         show=lambda f: f"dropout_p: {f.dropout_p:g}, cuDNN {cuda_of(f).cudnn_version}",
     ),
     checks.runtime_enabled(CUDNN, "check_runtime_disabled_cudnn", "cuDNN attention has been runtime disabled."),
     checks.rule(
-        "check_for_nested_inputs", _cudnn_nested_enabled,
+        "check_for_nested_inputs",
+        _cudnn_nested_enabled,
         required="dense inputs (nested needs TORCH_CUDNN_SDPA_NESTED_TENSOR_ENABLED=1)",
         message="Experimental cuDNN SDPA nested tensor support is not enabled.",
         show=lambda f: "nested inputs" if f.nested else "dense inputs",
     ),
     checks.rule(
-        "check_for_nested_inputs", lambda f: not f.nested or cuda_of(f).sm[0] in (9, 10),
-        required="nested inputs only on sm 9.x/10.x", message="cuDNN SDPA supports nested tensors on SM 9.0, SM 10.0.",
+        "check_for_nested_inputs",
+        lambda f: not f.nested or cuda_of(f).sm[0] in (9, 10),
+        required="nested inputs only on sm 9.x/10.x",
+        message="cuDNN SDPA supports nested tensors on SM 9.0, SM 10.0.",
         show=sm_text,
     ),
     checks.CHECK_TENSOR_SHAPES,
     checks.rule(
-        "check_cudnn_deterministic", "not (@.cuda.deterministic and not @.cuda.deterministic_warn_only)",
-        required="deterministic algorithms off (or warn-only)", message="cuDNN SDPA is not deterministic.",
+        "check_cudnn_deterministic",
+        "not (@.cuda.deterministic and not @.cuda.deterministic_warn_only)",
+        required="deterministic algorithms off (or warn-only)",
+        message="cuDNN SDPA is not deterministic.",
         show=lambda f: f"deterministic: {cuda_of(f).deterministic}, warn_only: {cuda_of(f).deterministic_warn_only}",
     ),
     checks.tensor_dtype_check(
@@ -124,11 +135,15 @@ CUDNN_CLAUSES = (
     ),
     checks.CHECK_ATTN_MASK_SHAPE,
     checks.rule(
-        "check_cudnn_hardware_support", lambda f: sm_in(f, (8, 0), (12, 1)), required="sm 8.0 to 12.1",
-        message="cuDNN MHA only supports gpu architectures in the range [sm80, sm121].", show=sm_text,
+        "check_cudnn_hardware_support",
+        lambda f: sm_in(f, (8, 0), (12, 1)),
+        required="sm 8.0 to 12.1",
+        message="cuDNN MHA only supports gpu architectures in the range [sm80, sm121].",
+        show=sm_text,
     ),
     checks.rule(
-        "check_cudnn_dropout", lambda f: math.floor(f.dropout_p * 16.0) == f.dropout_p * 16.0,
+        "check_cudnn_dropout",
+        lambda f: math.floor(f.dropout_p * 16.0) == f.dropout_p * 16.0,
         required="dropout_p a multiple of 1/16",
         message="cuDNN dropout probability resolution is limited to 1/16.",
         show=lambda f: f"dropout_p: {f.dropout_p:g}",
@@ -138,19 +153,23 @@ CUDNN_CLAUSES = (
     _cudnn_batch,
     _cudnn_heads,
     checks.rule(
-        "check_cudnn_tensor_shapes", lambda f: not _cudnn_shapes_problem(f),
+        "check_cudnn_tensor_shapes",
+        lambda f: not _cudnn_shapes_problem(f),
         required="shapes, head dims and sequence lengths cuDNN supports",
         message=lambda f: _cudnn_shapes_problem(f) or "cuDNN tensor shapes",
         show=checks.sizes,
     ),
     checks.rule(
-        "check_cudnn_d256_bprop_head_dim", _cudnn_backward_head_dims,
+        "check_cudnn_d256_bprop_head_dim",
+        _cudnn_backward_head_dims,
         required="backward-capable head dims on sm 9.0/10.x",
         message="cuDNN SDPA on SM 9.0/10.x does not support backward with these head dimensions.",
         show=checks.head_dims,
     ),
     checks.rule(
-        "check_cudnn_query_seq_len_nested", _cudnn_query_seq_nested, required="nested query sequences longer than 128",
+        "check_cudnn_query_seq_len_nested",
+        _cudnn_query_seq_nested,
+        required="nested query sequences longer than 128",
         message="cuDNN attention does not support nested tensor query sequence length <= 128.",
         show=lambda f: f"nested query sequence lengths: {(f.nested_seq or (None,))[0]}",
     ),

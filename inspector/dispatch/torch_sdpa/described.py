@@ -9,21 +9,34 @@ with the axis and the values it accepts instead of being read as something else.
 from __future__ import annotations
 
 import difflib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from inspector.dispatch.context import CallContext
 from inspector.dispatch.torch_sdpa.facts import FACTS, CudaFacts, SdpaCall
 from inspector.dispatch.torch_sdpa.flags import enabled_backends
 from inspector.dispatch.torch_sdpa.gpus import GpuProfile, gpu_profile, parse_enabled, this_gpu
 from inspector.dispatch.torch_sdpa.names import FLASH, MATH
 
+if TYPE_CHECKING:
+    from inspector.dispatch.context import CallContext
+
 # Family-specific axes a described call may set in ``extra``, with their defaults.
 DESCRIBED_AXES: dict[str, Any] = {
-    "batch": 2, "heads": 8, "kv_heads": None, "seq_len": 128, "kv_len": None, "value_head_dim": None,
-    "dropout_p": 0.0, "enable_gqa": False, "requires_grad": None, "mask_dtype": "bool", "mask_shape": "2d",
-    "gpu": None, "cudnn": None, "enabled": None,
+    "batch": 2,
+    "heads": 8,
+    "kv_heads": None,
+    "seq_len": 128,
+    "kv_len": None,
+    "value_head_dim": None,
+    "dropout_p": 0.0,
+    "enable_gqa": False,
+    "requires_grad": None,
+    "mask_dtype": "bool",
+    "mask_shape": "2d",
+    "gpu": None,
+    "cudnn": None,
+    "enabled": None,
 }
 MASK_SHAPES = ("2d", "4d", "broadcast", "3d")
 MASK_DTYPE_NAMES = ("bool", "float16", "bfloat16", "float32", "float64")
@@ -75,8 +88,12 @@ def _numel(shape: tuple[int, ...]) -> int:
 def _mask_shape(kind: Any, batch: int, heads: int, seq_len: int, kv_len: int) -> tuple[int, ...]:
     if isinstance(kind, tuple) and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in kind):
         return kind
-    shapes = {"2d": (seq_len, kv_len), "4d": (batch, heads, seq_len, kv_len), "broadcast": (1, 1, seq_len, kv_len),
-              "3d": (heads, seq_len, kv_len)}
+    shapes = {
+        "2d": (seq_len, kv_len),
+        "4d": (batch, heads, seq_len, kv_len),
+        "broadcast": (1, 1, seq_len, kv_len),
+        "3d": (heads, seq_len, kv_len),
+    }
     if kind not in shapes:
         raise ValueError(f"torch_sdpa axis mask_shape={kind!r}: give one of {', '.join(MASK_SHAPES)}")
     return shapes[kind]
@@ -86,8 +103,9 @@ def gpu_of(values: dict[str, Any]) -> GpuProfile | None:
     """The GPU a described call names (``gpu``, with ``cudnn`` applied), if any."""
     gpu, cudnn = values["gpu"], values["cudnn"]
     if isinstance(cudnn, float):
-        raise ValueError(f"torch_sdpa axis cudnn={cudnn!r}: write the version as text ('9.15.1') or as PyTorch "
-                         "reports it (91501)")
+        raise ValueError(
+            f"torch_sdpa axis cudnn={cudnn!r}: write the version as text ('9.15.1') or as PyTorch reports it (91501)"
+        )
     try:
         if gpu is None:
             return None if cudnn is None else this_gpu().with_options(cudnn=cudnn)
@@ -130,8 +148,9 @@ def facts_from_axes(ctx: CallContext) -> SdpaCall:
     kv_heads = _size("kv_heads", values["kv_heads"] if values["kv_heads"] is not None else heads)
     seq_len = _size("seq_len", values["seq_len"])
     kv_len = _size("kv_len", values["kv_len"] if values["kv_len"] is not None else seq_len)
-    value_head_dim = _size("value_head_dim", values["value_head_dim"] if values["value_head_dim"] is not None
-                           else head_dim)
+    value_head_dim = _size(
+        "value_head_dim", values["value_head_dim"] if values["value_head_dim"] is not None else head_dim
+    )
     batch = _size("batch", values["batch"])
     ndim = _size("ndim", ctx.ndim if ctx.ndim is not None else 4)
     dropout_p = values["dropout_p"]
@@ -145,10 +164,12 @@ def facts_from_axes(ctx: CallContext) -> SdpaCall:
 
     def shape(n_heads: int, length: int, last: int) -> tuple[int, ...]:
         full = (batch, n_heads, length, last)
-        return full[4 - ndim:] if ndim <= 4 else (1,) * (ndim - 4) + full
+        return full[4 - ndim :] if ndim <= 4 else (1,) * (ndim - 4) + full
 
     shapes = (
-        shape(heads, seq_len, head_dim), shape(kv_heads, kv_len, head_dim), shape(kv_heads, kv_len, value_head_dim),
+        shape(heads, seq_len, head_dim),
+        shape(kv_heads, kv_len, head_dim),
+        shape(kv_heads, kv_len, value_head_dim),
     )
     strides = tuple(_contiguous_strides(s) for s in shapes)
     dtype = ctx.dtype if ctx.dtype is not None else torch.float32
@@ -165,20 +186,45 @@ def facts_from_axes(ctx: CallContext) -> SdpaCall:
             profile = this_gpu()
         size = torch.empty((), dtype=dtype).element_size()
         cuda = CudaFacts(
-            profile.sm, profile.cudnn_version, profile.flash_built, profile.mem_efficient_built, profile.cudnn_built,
-            torch.version.hip is not None and profile.measured, torch.are_deterministic_algorithms_enabled(),
+            profile.sm,
+            profile.cudnn_version,
+            profile.flash_built,
+            profile.mem_efficient_built,
+            profile.cudnn_built,
+            torch.version.hip is not None and profile.measured,
+            torch.are_deterministic_algorithms_enabled(),
             torch.is_deterministic_algorithms_warn_only_enabled(),
-            bool(getattr(torch._C, "_get_fa3_sdp_enabled", lambda: False)()), (0, 0, 0),
-            tuple(_numel(s) for s in shapes), size,  # type: ignore[arg-type]
-            profile.cuda_version, profile.cudnn_d256, profile.label(), profile.measured,
+            bool(getattr(torch._C, "_get_fa3_sdp_enabled", lambda: False)()),
+            (0, 0, 0),
+            tuple(_numel(s) for s in shapes),  # type: ignore[arg-type]
+            size,
+            profile.cuda_version,
+            profile.cudnn_d256,
+            profile.label(),
+            profile.measured,
         )
     enabled = enabled_of(values["enabled"], device, profile)
     described = tuple(sorted(((k, v) for k, v in extra.items() if k not in (FACTS, "device")), key=lambda kv: kv[0]))
     return SdpaCall(
-        device, shapes, strides, (dtype, dtype, dtype), False, requires_grad,  # type: ignore[arg-type]
-        float(dropout_p), bool(ctx.causal), enable_gqa, None, mask_shape if ctx.has_mask else None,
-        mask_dtype if ctx.has_mask else None, False, 1 if ctx.has_mask else None, enabled, cuda, True,
-        all(len(s) == 4 for s in shapes), described,
+        device,
+        shapes,
+        strides,  # type: ignore[arg-type]
+        (dtype, dtype, dtype),
+        False,
+        requires_grad,
+        float(dropout_p),
+        bool(ctx.causal),
+        enable_gqa,
+        None,
+        mask_shape if ctx.has_mask else None,
+        mask_dtype if ctx.has_mask else None,
+        False,
+        1 if ctx.has_mask else None,
+        enabled,
+        cuda,
+        True,
+        all(len(s) == 4 for s in shapes),
+        described,
     )
 
 
@@ -189,16 +235,25 @@ def axes_of(ctx: CallContext) -> tuple[Any, ...]:
 
 def facts_axes(facts: SdpaCall) -> tuple[Any, ...]:
     q = facts.shapes[0]
-    return (facts.dtypes[0], facts.device == "cuda", len(q), q[-1] if q else None, facts.mask_shape is not None,
-            facts.is_causal)
+    return (
+        facts.dtypes[0],
+        facts.device == "cuda",
+        len(q),
+        q[-1] if q else None,
+        facts.mask_shape is not None,
+        facts.is_causal,
+    )
 
 
 def complete(ctx: CallContext) -> CallContext:
     """``ctx`` with facts that match its axes: its own when they do, described ones otherwise."""
     facts = ctx.extra.get(FACTS)
     extra = {k: v for k, v in ctx.extra.items() if k not in (FACTS, "device")}
-    if facts is not None and facts_axes(facts) == axes_of(ctx) and \
-            facts.described == tuple(sorted(extra.items(), key=lambda kv: kv[0])):
+    if (
+        facts is not None
+        and facts_axes(facts) == axes_of(ctx)
+        and facts.described == tuple(sorted(extra.items(), key=lambda kv: kv[0]))
+    ):
         return ctx
     facts = facts_from_axes(ctx._replace(extra=extra))
     return ctx._replace(device_cuda=facts.device == "cuda", extra={**extra, "device": facts.device, FACTS: facts})

@@ -32,8 +32,20 @@ from inspector.dispatch.torch_sdpa.names import (
 )
 
 __all__ = [
-    "BACKENDS", "CUDNN", "EFFICIENT", "FACTS", "FAMILY", "FLASH", "MATH", "OVERRIDEABLE", "CudaFacts", "SdpaCall",
-    "context_of", "dispatch_device", "enabled_backends", "facts_from_call",
+    "BACKENDS",
+    "CUDNN",
+    "EFFICIENT",
+    "FACTS",
+    "FAMILY",
+    "FLASH",
+    "MATH",
+    "OVERRIDEABLE",
+    "CudaFacts",
+    "SdpaCall",
+    "context_of",
+    "dispatch_device",
+    "enabled_backends",
+    "facts_from_call",
 ]
 _C = torch._C
 
@@ -120,13 +132,22 @@ def cuda_facts(query: Any, key: Any, value: Any, profile: GpuProfile | None = No
         profile = this_gpu(query.device.index)
     tensors = (query, key, value)
     return CudaFacts(
-        profile.sm, profile.cudnn_version, profile.flash_built, profile.mem_efficient_built, profile.cudnn_built,
+        profile.sm,
+        profile.cudnn_version,
+        profile.flash_built,
+        profile.mem_efficient_built,
+        profile.cudnn_built,
         torch.version.hip is not None and profile.measured,
-        torch.are_deterministic_algorithms_enabled(), torch.is_deterministic_algorithms_warn_only_enabled(),
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
         bool(getattr(_C, "_get_fa3_sdp_enabled", lambda: False)()),
         tuple(0 if t.is_nested else t.storage_offset() * t.element_size() for t in tensors),  # type: ignore[arg-type]
         tuple(t.numel() for t in tensors),
-        query.element_size(), profile.cuda_version, profile.cudnn_d256, profile.label(), profile.measured,
+        query.element_size(),
+        profile.cuda_version,
+        profile.cudnn_d256,
+        profile.label(),
+        profile.measured,
     )
 
 
@@ -134,8 +155,12 @@ def dispatch_device(query: Any, key: Any, value: Any, attn_mask: Any = None) -> 
     """The device whose kernel PyTorch's dispatcher picks for the call: the common device of every
     tensor argument (the mask's included); with mixed devices CUDA's if any is on CUDA, the meta
     kernel's if any is on meta."""
-    if query.is_cpu and key.is_cpu and value.is_cpu and (attn_mask is None or not isinstance(attn_mask, Tensor)
-                                                          or attn_mask.is_cpu):
+    if (
+        query.is_cpu
+        and key.is_cpu
+        and value.is_cpu
+        and (attn_mask is None or not isinstance(attn_mask, Tensor) or attn_mask.is_cpu)
+    ):
         return "cpu"
     tensors = (query, key, value) if not isinstance(attn_mask, Tensor) else (query, key, value, attn_mask)
     types = {str(t.device.type) for t in tensors}
@@ -148,18 +173,29 @@ def dispatch_device(query: Any, key: Any, value: Any, attn_mask: Any = None) -> 
 
 
 def facts_from_call(
-    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
-    scale: float | None = None, enable_gqa: bool = False, *, gpu: Any = None,
+    query: Any,
+    key: Any,
+    value: Any,
+    attn_mask: Any = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    *,
+    gpu: Any = None,
 ) -> SdpaCall:
     """Read the facts of one call (the tensors are not kept). ``gpu`` (a preset name, a compute
     capability or a ``GpuProfile``) describes the call as made on that GPU instead."""
     for position, (name, tensor) in enumerate((("query", query), ("key", key), ("value", value)), 1):
         if not isinstance(tensor, Tensor):
-            raise TypeError(f"scaled_dot_product_attention(): argument '{name}' (position {position}) must be "
-                            f"Tensor, not {type(tensor).__name__}")
+            raise TypeError(
+                f"scaled_dot_product_attention(): argument '{name}' (position {position}) must be "
+                f"Tensor, not {type(tensor).__name__}"
+            )
     if attn_mask is not None and not isinstance(attn_mask, Tensor):
-        raise TypeError(f"scaled_dot_product_attention(): argument 'attn_mask' must be Tensor, not "
-                        f"{type(attn_mask).__name__}")
+        raise TypeError(
+            f"scaled_dot_product_attention(): argument 'attn_mask' must be Tensor, not {type(attn_mask).__name__}"
+        )
     profile = None if gpu is None else gpu_profile(gpu)
     device = dispatch_device(query, key, value, attn_mask) if profile is None else "cuda"
     nested = False
@@ -195,9 +231,26 @@ def facts_from_call(
     if device == "cuda":
         cuda = cuda_facts(query, key, value, profile)
     return SdpaCall(
-        device, (qs, ks, vs), strides, (query.dtype, key.dtype, value.dtype), nested, requires_grad,
-        float(dropout_p), bool(is_causal), bool(enable_gqa), scale, mask_shape, mask_dtype, mask_grad, mask_stride,
-        enabled, cuda, False, not nested and len(qs) == 4 and len(ks) == 4 and len(vs) == 4, (), nested_seq,
+        device,
+        (qs, ks, vs),
+        strides,
+        (query.dtype, key.dtype, value.dtype),
+        nested,
+        requires_grad,
+        float(dropout_p),
+        bool(is_causal),
+        bool(enable_gqa),
+        scale,
+        mask_shape,
+        mask_dtype,
+        mask_grad,
+        mask_stride,
+        enabled,
+        cuda,
+        False,
+        not nested and len(qs) == 4 and len(ks) == 4 and len(vs) == 4,
+        (),
+        nested_seq,
     )
 
 
@@ -227,10 +280,17 @@ def context_of(facts: SdpaCall, raw: tuple[Any, ...] = (), raw_kwargs: Mapping[s
     """The ``CallContext`` whose standard axes summarise ``facts`` (query's dtype, ndim, head dim)."""
     q = facts.shapes[0]
     return CallContext(
-        FAMILY, None, facts.dtypes[0], facts.device == "cuda", len(q), q[-1] if q else None, False,
-        facts.mask_shape is not None, torch.is_grad_enabled(), facts.is_causal,
-        {"device": facts.device, FACTS: facts}, raw,
+        FAMILY,
+        None,
+        facts.dtypes[0],
+        facts.device == "cuda",
+        len(q),
+        q[-1] if q else None,
+        False,
+        facts.mask_shape is not None,
+        torch.is_grad_enabled(),
+        facts.is_causal,
+        {"device": facts.device, FACTS: facts},
+        raw,
         raw_kwargs or {},
     )
-
-

@@ -35,8 +35,13 @@ def register(*, replace: bool = False) -> bool:
     if not replace and not may_register_family(REGISTRY, FAMILY, origin=ORIGIN):
         return False
     register_family(
-        FAMILY, lambda: records(machine_order()), MATH, extractor=context_from_call, completer=complete,
-        steer=TORCH_STEER, description="PyTorch's own scaled_dot_product_attention backends, as PyTorch picks them",
+        FAMILY,
+        lambda: records(machine_order()),
+        MATH,
+        extractor=context_from_call,
+        completer=complete,
+        steer=TORCH_STEER,
+        description="PyTorch's own scaled_dot_product_attention backends, as PyTorch picks them",
         origin=ORIGIN,
     )
     return True
@@ -58,8 +63,16 @@ def ours() -> bool:
 
 
 def context_from_call(
-    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
-    scale: float | None = None, enable_gqa: bool = False, *, gpu: Any = None,
+    query: Any,
+    key: Any,
+    value: Any,
+    attn_mask: Any = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    *,
+    gpu: Any = None,
 ) -> Any:
     """The ``CallContext`` of one ``F.scaled_dot_product_attention`` call (its facts in ``extra``);
     ``gpu`` plans the same call on another GPU (``"h100"``, ``(9, 0)``, a ``GpuProfile``).
@@ -83,8 +96,16 @@ def labelled(trace: Trace, facts: SdpaCall) -> Trace:
 
 
 def trace_call(
-    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
-    scale: float | None = None, enable_gqa: bool = False, *, gpu: Any = None,
+    query: Any,
+    key: Any,
+    value: Any,
+    attn_mask: Any = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    *,
+    gpu: Any = None,
 ) -> Trace:
     """Every backend's verdict for this call, each failing check as required vs actual, in the
     words PyTorch uses; the decision is PyTorch's rules (plus any ``op_backend`` selection of

@@ -94,13 +94,19 @@ def _key(text: str) -> str:
     key = re.sub(r"[\s\-_]", "", text.strip().lower())
     for prefix in _PREFIXES:
         if key.startswith(prefix) and key != prefix:
-            key = key[len(prefix):]
+            key = key[len(prefix) :]
     return key
 
 
 def _capability(major: Any, minor: Any) -> tuple[int, int]:
-    if isinstance(major, bool) or isinstance(minor, bool) or not isinstance(major, int) or \
-            not isinstance(minor, int) or not 1 <= major <= 20 or not 0 <= minor <= 9:
+    if (
+        isinstance(major, bool)
+        or isinstance(minor, bool)
+        or not isinstance(major, int)
+        or not isinstance(minor, int)
+        or not 1 <= major <= 20
+        or not 0 <= minor <= 9
+    ):
         raise ValueError(f"A compute capability is two whole numbers such as (9, 0); got ({major!r}, {minor!r})")
     return major, minor
 
@@ -157,8 +163,16 @@ def this_gpu(index: int | None = None) -> GpuProfile:
     cuda = tuple(int(x) for x in (torch.version.cuda or "0.0").split(".")[:2])
     flash = bool(getattr(torch.backends.cuda, "is_flash_attention_available", lambda: True)())
     return GpuProfile(
-        torch.cuda.get_device_name(device), (int(major), int(minor)), int(cudnn or 0), (cuda[0], cuda[1]),
-        flash, True, bool(cudnn), False, None, True,
+        torch.cuda.get_device_name(device),
+        (int(major), int(minor)),
+        int(cudnn or 0),
+        (cuda[0], cuda[1]),
+        flash,
+        True,
+        bool(cudnn),
+        False,
+        None,
+        True,
     )
 
 
@@ -181,9 +195,7 @@ def parse_cudnn(value: Any) -> int:
             if minor < 100 and patch < 100 and 1 <= major <= 99:
                 # cuDNN 9 reports major*10000 + minor*100 + patch; cuDNN 8 and older major*1000 + minor*100 + patch.
                 return major * 10000 + minor * 100 + patch if major >= 9 else major * 1000 + minor * 100 + patch
-    raise ValueError(
-        f"cudnn={value!r}: write the version as text ('9.15.1') or as PyTorch reports it (91501)"
-    )
+    raise ValueError(f"cudnn={value!r}: write the version as text ('9.15.1') or as PyTorch reports it (91501)")
 
 
 def format_cudnn(version: int) -> str:
@@ -204,6 +216,7 @@ def parse_enabled(value: Any) -> frozenset[str]:
         raise ValueError(f"enabled={value!r}: give backend names, e.g. ('flash_attention', 'math')") from None
     unknown = sorted(chosen - set(BACKENDS))
     if unknown:
-        raise ValueError(f"enabled={value!r}: no backend {unknown[0]!r}; give backend names joined by '+': "
-                         f"{', '.join(BACKENDS)}")
+        raise ValueError(
+            f"enabled={value!r}: no backend {unknown[0]!r}; give backend names joined by '+': {', '.join(BACKENDS)}"
+        )
     return chosen

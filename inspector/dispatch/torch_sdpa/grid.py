@@ -62,7 +62,10 @@ def _cell(base: CallContext, device: Any, dtype: Any, changes: Mapping[str, Any]
 
 
 def what_if_grid(
-    base: CallContext | None = None, *, devices: Mapping[str, Any] | None = None, dtypes: Iterable[Any] = DTYPES,
+    base: CallContext | None = None,
+    *,
+    devices: Mapping[str, Any] | None = None,
+    dtypes: Iterable[Any] = DTYPES,
     calls: Mapping[str, Mapping[str, Any]] | None = None,
 ) -> tuple[WhatIfCell, ...]:
     """Decide every device x dtype x call variation of ``base`` (default: a float32 4-D call, head_dim 64).

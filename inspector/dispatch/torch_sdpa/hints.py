@@ -38,7 +38,7 @@ def _causal_lengths(f: SdpaCall, _check: ClauseCheck) -> str:
 
 def _dtype(f: SdpaCall, check: ClauseCheck) -> str:
     message = str(check.message)
-    wanted = message[message.find("{") + 1:message.find("}")] if "{" in message else ""
+    wanted = message[message.find("{") + 1 : message.find("}")] if "{" in message else ""
     return f"use one dtype for q, k and v among {{{wanted}}}" if wanted else "use a dtype the kernel takes"
 
 
@@ -47,8 +47,9 @@ ADVICE: dict[str, Advice] = {
     "check_tensor_shapes": lambda f, c: "pass 4-D (batch, heads, seq_len, head_dim) tensors",
     "check_nested_tensor": lambda f, c: "pass dense tensors instead of nested ones",
     "check_attn_mask_shape": lambda f, c: (
-        "detach the mask" if f.mask_requires_grad else
-        "use a 2-D (q_len, kv_len) or 4-D (batch|1, heads|1, q_len, kv_len) mask"
+        "detach the mask"
+        if f.mask_requires_grad
+        else "use a 2-D (q_len, kv_len) or 4-D (batch|1, heads|1, q_len, kv_len) mask"
     ),
     "check_for_attn_mask": _attn_mask,
     "check_head_dim_size_cpp": lambda f, c: "give q, k and v the same head dim",
@@ -64,21 +65,29 @@ ADVICE: dict[str, Advice] = {
         _heads(f, c) if "heads" in str(c.message) else "give query, key and value the same batch size"
     ),
     "check_flash_causal_non_square_seqlens": _causal_lengths,
-    "check_runtime_disabled_flash": lambda f, c: "enable flash (leave the sdpa_kernel block, or "
-                                                 "torch.backends.cuda.enable_flash_sdp(True))",
-    "check_runtime_disabled_mem_efficient":
-        lambda f, c: "enable it (torch.backends.cuda.enable_mem_efficient_sdp(True))",
+    "check_runtime_disabled_flash": lambda f, c: (
+        "enable flash (leave the sdpa_kernel block, or torch.backends.cuda.enable_flash_sdp(True))"
+    ),
+    "check_runtime_disabled_mem_efficient": lambda f, c: (
+        "enable it (torch.backends.cuda.enable_mem_efficient_sdp(True))"
+    ),
     "check_runtime_disabled_cudnn": lambda f, c: "enable it (torch.backends.cuda.enable_cudnn_sdp(True))",
     "check_cudnn_deterministic": lambda f, c: "turn off torch.use_deterministic_algorithms (or warn_only=True)",
     "check_cudnn_dropout": lambda f, c: "use a dropout_p that is a multiple of 1/16",
-    "check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120":
-        lambda f, c: "keep head_dim at most 192 when training on this GPU",
+    "check_requires_grad_and_head_dim_gt192_constraints_on_sm86_89_or_120": lambda f, c: (
+        "keep head_dim at most 192 when training on this GPU"
+    ),
 }
 # Checks that no change to the call can pass: said as facts, not as steps.
 FIXED = {
-    "select_sdp_backend_cpp", "select_sdp_backend", "can_use_flash_attention", "can_use_mem_efficient_attention",
-    "check_flash_attention_hardware_support", "check_mem_efficient_hardware_support",
-    "check_cudnn_hardware_support", "can_use_cudnn_attention",
+    "select_sdp_backend_cpp",
+    "select_sdp_backend",
+    "can_use_flash_attention",
+    "can_use_mem_efficient_attention",
+    "check_flash_attention_hardware_support",
+    "check_mem_efficient_hardware_support",
+    "check_cudnn_hardware_support",
+    "can_use_cudnn_attention",
 }
 
 

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from inspector.dispatch.torch_sdpa.facts import SdpaCall
+if TYPE_CHECKING:
+    from inspector.dispatch.torch_sdpa.facts import SdpaCall
 
 
 def tensors_for(facts: SdpaCall, seed: int = 0) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -39,7 +40,10 @@ def tensors_for(facts: SdpaCall, seed: int = 0) -> tuple[tuple[Any, ...], dict[s
         kwargs["scale"] = facts.scale
     if facts.mask_shape is not None:
         dtype = facts.mask_dtype or torch.bool
-        mask = torch.ones(facts.mask_shape, dtype=torch.bool, device=device) if dtype == torch.bool else \
-            torch.zeros(facts.mask_shape, dtype=dtype, device=device)
+        mask = (
+            torch.ones(facts.mask_shape, dtype=torch.bool, device=device)
+            if dtype == torch.bool
+            else torch.zeros(facts.mask_shape, dtype=dtype, device=device)
+        )
         kwargs["attn_mask"] = mask
     return (q, k, v), kwargs

@@ -17,11 +17,20 @@ from inspector._job_records import MAX_SDPA_GROUPS, SDPA, SDPA_VERSION, check_re
 def _group(g: Any, device: str, capability: str) -> dict[str, Any]:
     """One ``WatchGroup`` (a line of the watch's table) as plain data, with where its calls ran."""
     return {
-        "backend": clip(g.backend), "count": int(g.count), "answered_by": clip(g.answered_by), "dtype": clip(g.dtype),
-        "shapes": clip(g.shapes), "causal": g.causal, "dropout_p": finite(g.dropout_p), "mask": clip(g.mask),
-        "grad": g.grad, "enabled": clip(g.enabled), "module": clip(g.module), "device": clip(device),
+        "backend": clip(g.backend),
+        "count": int(g.count),
+        "answered_by": clip(g.answered_by),
+        "dtype": clip(g.dtype),
+        "shapes": clip(g.shapes),
+        "causal": g.causal,
+        "dropout_p": finite(g.dropout_p),
+        "mask": clip(g.mask),
+        "grad": g.grad,
+        "enabled": clip(g.enabled),
+        "module": clip(g.module),
+        "device": clip(device),
         "capability": clip(capability),
-    }  # fmt: skip
+    }
 
 
 def job_record(calls: Any) -> dict[str, Any]:
@@ -30,7 +39,11 @@ def job_record(calls: Any) -> dict[str, Any]:
     groups = calls.groups_on_devices()  # most calls first
     kept, folded = groups[:MAX_SDPA_GROUPS], groups[MAX_SDPA_GROUPS:]
     record = {
-        "kind": SDPA, "version": SDPA_VERSION, "seen": int(calls.seen), "groups": [_group(*g) for g in kept],
-        "folded_groups": len(folded), "folded_calls": sum(int(g.count) for g, _, _ in folded),
-    }  # fmt: skip
+        "kind": SDPA,
+        "version": SDPA_VERSION,
+        "seen": int(calls.seen),
+        "groups": [_group(*g) for g in kept],
+        "folded_groups": len(folded),
+        "folded_calls": sum(int(g.count) for g, _, _ in folded),
+    }
     return check_record(record)

@@ -99,7 +99,7 @@ def summarise(paths: Iterable[str], most: int = 3) -> str:
         if match is None:
             others.append(path)
             continue
-        pattern = path[:match.start()] + ".{}." + path[match.end():]
+        pattern = path[: match.start()] + ".{}." + path[match.end() :]
         patterns.setdefault(pattern, []).append(int(match.group(1)))
     parts = []
     for pattern, numbers in patterns.items():

@@ -7,6 +7,10 @@ FACTS = "sdpa"  # the key of ``CallContext.extra`` holding the ``SdpaCall``
 
 # PyTorch's backends by their ``SDPBackend`` names in lower case.
 FLASH, EFFICIENT, CUDNN, OVERRIDEABLE, MATH = (
-    "flash_attention", "efficient_attention", "cudnn_attention", "overrideable", "math",
+    "flash_attention",
+    "efficient_attention",
+    "cudnn_attention",
+    "overrideable",
+    "math",
 )
 BACKENDS = (FLASH, EFFICIENT, CUDNN, OVERRIDEABLE, MATH)

@@ -31,19 +31,29 @@ NO_KERNEL = ("No available kernel", "No viable backend")
 
 
 def pytorch_choice(
-    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
-    scale: float | None = None, enable_gqa: bool = False,
+    query: Any,
+    key: Any,
+    value: Any,
+    attn_mask: Any = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
 ) -> SDPBackend | None:
     """PyTorch's own answer (``ERROR`` where it refuses), or ``None`` where it cannot be asked."""
-    if query.__class__ is not Tensor or key.__class__ is not Tensor or value.__class__ is not Tensor or (
-        attn_mask is not None and attn_mask.__class__ is not Tensor
+    if (
+        query.__class__ is not Tensor
+        or key.__class__ is not Tensor
+        or value.__class__ is not Tensor
+        or (attn_mask is not None and attn_mask.__class__ is not Tensor)
     ):
         return None
     try:
         if scale is None and not enable_gqa:
             return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal)]
-        return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
-                                 enable_gqa=enable_gqa)]
+        return _BY_VALUE[
+            _choice(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+        ]
     except RuntimeError as exc:
         text = str(exc)
         return _ERROR if NO_KERNEL[0] in text or NO_KERNEL[1] in text else None
@@ -66,8 +76,16 @@ def pytorch_choice_name(*args: Any, **kwargs: Any) -> str | None:
 
 
 def predict(
-    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
-    scale: float | None = None, enable_gqa: bool = False, *, gpu: Any = None,
+    query: Any,
+    key: Any,
+    value: Any,
+    attn_mask: Any = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    *,
+    gpu: Any = None,
 ) -> SDPBackend:
     """The backend PyTorch will run for exactly this call under the flags in force now.
 
@@ -84,21 +102,27 @@ def predict(
     >>> predict(q, q, q, gpu="t4")
     <SDPBackend.EFFICIENT_ATTENTION: 2>
     """
-    if gpu is None and query.__class__ is Tensor and key.__class__ is Tensor and value.__class__ is Tensor and (
-        attn_mask is None or attn_mask.__class__ is Tensor
+    if (
+        gpu is None
+        and query.__class__ is Tensor
+        and key.__class__ is Tensor
+        and value.__class__ is Tensor
+        and (attn_mask is None or attn_mask.__class__ is Tensor)
     ):  # ``pytorch_choice``, inlined: this is the hot path
         try:  # the fewest arguments PyTorch must parse for the call (each one costs it a parse)
             if scale is None:
                 if not dropout_p and not is_causal:
                     if not enable_gqa:
-                        return _BY_VALUE[_choice(query, key, value) if attn_mask is None else
-                                         _choice(query, key, value, attn_mask)]
+                        return _BY_VALUE[
+                            _choice(query, key, value) if attn_mask is None else _choice(query, key, value, attn_mask)
+                        ]
                     if attn_mask is None:
                         return _BY_VALUE[_choice(query, key, value, enable_gqa=enable_gqa)]
                 elif not enable_gqa:
                     return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal)]
-            return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal, scale=scale,
-                                     enable_gqa=enable_gqa)]
+            return _BY_VALUE[
+                _choice(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+            ]
         except RuntimeError as exc:
             text = str(exc)
             if NO_KERNEL[0] in text or NO_KERNEL[1] in text:

@@ -116,10 +116,13 @@ class TorchSteer:
                     f"op_backend(torch_sdpa={mine!r}) entered while another thread or task selects {shown}: "
                     "PyTorch's SDPA flags are process-wide, so both now run with the latest selection. Select "
                     "torch_sdpa in one thread or task at a time.",
-                    RuntimeWarning, stacklevel=4,
+                    RuntimeWarning,
+                    stacklevel=4,
                 )
-            allowed = (backend,) if backend is not None else tuple(
-                getattr(SDPBackend, name.upper()) for name, on in baseline.items() if on
+            allowed = (
+                (backend,)
+                if backend is not None
+                else tuple(getattr(SDPBackend, name.upper()) for name, on in baseline.items() if on)
             )
             kernel = sdpa_kernel(list(allowed))
             kernel.__enter__()

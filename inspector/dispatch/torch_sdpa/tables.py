@@ -50,11 +50,17 @@ SPECS: dict[str, Spec] = {
     CUDNN: _on_device(cpu_rules.cuda_only(CUDNN), cudnn_rules.CUDNN_CUDA),
     OVERRIDEABLE: _on_device(cpu_rules.cuda_only(OVERRIDEABLE), cuda_rules.OVERRIDEABLE_CUDA),
     MATH: checks.rule(
-        "math_sdp_enabled", "('math' in @.enabled or @.device == 'meta')", required="math enabled",
+        "math_sdp_enabled",
+        "('math' in @.enabled or @.device == 'meta')",
+        required="math enabled",
         message="The math backend has been runtime disabled.",
-        show=lambda f: "meta tensors (PyTorch's meta kernel answers math)" if f.device == "meta" else
-        "enabled: " + (", ".join(sorted(f.enabled)) or "none"),
-    ) & cpu_rules.NO_DISPATCH_ERROR,
+        show=lambda f: (
+            "meta tensors (PyTorch's meta kernel answers math)"
+            if f.device == "meta"
+            else "enabled: " + (", ".join(sorted(f.enabled)) or "none")
+        ),
+    )
+    & cpu_rules.NO_DISPATCH_ERROR,
 }
 DESCRIPTIONS = {
     FLASH: "FlashAttention (CUDA), or PyTorch's CPU flash kernel",
@@ -71,8 +77,15 @@ def records(order: tuple[str, ...]) -> tuple[ImplRecord, ...]:
 
     ``overrideable`` is consulted for out-of-tree devices only, never for CPU or CUDA tensors."""
     return tuple(
-        ImplRecord(FAMILY, name, MEMBERS[name], SPECS[name], available=name != OVERRIDEABLE,
-                   priority=order.index(name), description=DESCRIPTIONS[name])
+        ImplRecord(
+            FAMILY,
+            name,
+            MEMBERS[name],
+            SPECS[name],
+            available=name != OVERRIDEABLE,
+            priority=order.index(name),
+            description=DESCRIPTIONS[name],
+        )
         for name in order
     )
 
@@ -84,8 +97,12 @@ def _full(order: tuple[str, ...]) -> tuple[str, ...]:
 def cuda_order(facts: SdpaCall | None = None) -> tuple[str, ...]:
     """PyTorch's CUDA priority order now, as backend names (see NOTE [ Priority orders ])."""
     current = tuple(BY_VALUE[int(v)] for v in torch._C._get_sdp_priority_order() if int(v) in BY_VALUE)
-    if facts is not None and facts.cuda is not None and current == cuda_rules.DEFAULT_ORDER \
-            and cuda_rules.prefers_cudnn(facts):
+    if (
+        facts is not None
+        and facts.cuda is not None
+        and current == cuda_rules.DEFAULT_ORDER
+        and cuda_rules.prefers_cudnn(facts)
+    ):
         current = cuda_rules.CUDNN_FIRST_ORDER
     return _full(current)
 
@@ -120,8 +137,9 @@ def decide_call(ctx: Any) -> Any:
 def choose(facts: SdpaCall) -> SDPBackend:
     """The backend the ported rules choose for ``facts`` (``ERROR`` where none can run)."""
     # The rules read only ``extra``: a bare context is enough here and costs a third of a full one.
-    ctx = CallContext(FAMILY, None, None, False, None, None, False, False, True, False,
-                      {"device": facts.device, FACTS: facts})
+    ctx = CallContext(
+        FAMILY, None, None, False, None, None, False, False, True, False, {"device": facts.device, FACTS: facts}
+    )
     try:
         chosen: SDPBackend = plan_for_facts(facts).chain_as_is(ctx).record.obj
     except NoImplementationError:
@@ -130,8 +148,16 @@ def choose(facts: SdpaCall) -> SDPBackend:
 
 
 def predict_by_rules(
-    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
-    scale: float | None = None, enable_gqa: bool = False, *, gpu: Any = None,
+    query: Any,
+    key: Any,
+    value: Any,
+    attn_mask: Any = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+    *,
+    gpu: Any = None,
 ) -> SDPBackend:
     """The backend PyTorch will run, from the call's full facts and the ported rules."""
     return choose(facts_from_call(query, key, value, attn_mask, dropout_p, is_causal, scale, enable_gqa, gpu=gpu))

@@ -67,12 +67,18 @@ def _tensor_guards() -> Any:
 _TensorGuards = _tensor_guards()
 
 
-def _check(tensors: Sequence[torch.Tensor], shapes: Sequence[Sequence[int]] | None = None,
-           strides: Sequence[Sequence[int]] | None = None) -> Callable[..., bool]:
+def _check(
+    tensors: Sequence[torch.Tensor],
+    shapes: Sequence[Sequence[int]] | None = None,
+    strides: Sequence[Sequence[int]] | None = None,
+) -> Callable[..., bool]:
     """PyTorch's C++ check that tensors have exactly these tensors' facts (static sizes and
     strides: ``shapes`` and ``strides`` where the caller read them already)."""
-    return _TensorGuards(*tensors, dynamic_dims_sizes=[list(s) for s in shapes or [t.shape for t in tensors]],
-                         dynamic_dims_strides=[list(s) for s in strides or [t.stride() for t in tensors]]).check
+    return _TensorGuards(
+        *tensors,
+        dynamic_dims_sizes=[list(s) for s in shapes or [t.shape for t in tensors]],
+        dynamic_dims_strides=[list(s) for s in strides or [t.stride() for t in tensors]],
+    ).check
 
 
 def available() -> bool:
@@ -84,9 +90,15 @@ def available() -> bool:
             try:
                 t = torch.zeros(2, 3, 4)
                 check = _check((t, torch.zeros(2, 3, 4)))
-                others = (torch.zeros(2, 3, 5), torch.zeros(2, 4, 3).transpose(1, 2),
-                          torch.zeros(2, 3, 4, dtype=torch.float64), torch.zeros(2, 3, 4, requires_grad=True),
-                          torch.nn.Parameter(torch.zeros(2, 3, 4)), torch.zeros(2, 12), 1.0)
+                others = (
+                    torch.zeros(2, 3, 5),
+                    torch.zeros(2, 4, 3).transpose(1, 2),
+                    torch.zeros(2, 3, 4, dtype=torch.float64),
+                    torch.zeros(2, 3, 4, requires_grad=True),
+                    torch.nn.Parameter(torch.zeros(2, 3, 4)),
+                    torch.zeros(2, 12),
+                    1.0,
+                )
                 ok = check(t, torch.zeros(2, 3, 4)) is True and not any(check(t, o) for o in others)
             except Exception:  # another build's API: every call takes the dictionary path
                 ok = False
@@ -94,8 +106,16 @@ def available() -> bool:
     return _works[0]
 
 
-def _parts(query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
-           scale: float | None = None, enable_gqa: bool = False) -> tuple[Any, Any, Any, Any]:
+def _parts(
+    query: Any,
+    key: Any,
+    value: Any,
+    attn_mask: Any = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
+) -> tuple[Any, Any, Any, Any]:
     return query, key, value, attn_mask
 
 
@@ -130,8 +150,16 @@ def matcher(found: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any
     tail = found[OFF_CPU:]
     count = len(unique) - has_mask
 
-    def matches(query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0,
-                is_causal: bool = False, scale: float | None = None, enable_gqa: bool = False) -> bool:
+    def matches(
+        query: Any,
+        key: Any,
+        value: Any,
+        attn_mask: Any = None,
+        dropout_p: float = 0.0,
+        is_causal: bool = False,
+        scale: float | None = None,
+        enable_gqa: bool = False,
+    ) -> bool:
         if (key is query) is not same_qk or (value is key) is not same_kv or (attn_mask is not None) is not has_mask:
             return False
         if count == 3:
@@ -142,8 +170,13 @@ def matcher(found: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any
         else:
             tensors_match = check(query, attn_mask) if has_mask else check(query)
         return bool(
-            tensors_match and dropout_p == dropout and is_causal == causal and enable_gqa == gqa
-            and read_flash() == flash and read_math() == math and (not mode or _grad_enabled() == grad)
+            tensors_match
+            and dropout_p == dropout
+            and is_causal == causal
+            and enable_gqa == gqa
+            and read_flash() == flash
+            and read_math() == math
+            and (not mode or _grad_enabled() == grad)
             and (not tail or off_cpu(query, key, value) == tail)
         )
 

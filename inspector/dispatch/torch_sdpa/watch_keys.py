@@ -21,13 +21,15 @@ remembered by itself (a decode step's lengths do not come back; the last signatu
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 
-from inspector.dispatch.torch_sdpa.facts import SdpaCall
 from inspector.dispatch.torch_sdpa.flags import READERS
 from inspector.dispatch.torch_sdpa.names import CUDNN, EFFICIENT, FLASH, MATH, OVERRIDEABLE
+
+if TYPE_CHECKING:
+    from inspector.dispatch.torch_sdpa.facts import SdpaCall
 
 LENGTH_FREE_RELEASES = ((2, 13),)  # (major, minor): CPU choices checked to be the same for one relaxed key
 _grad_enabled = torch.is_grad_enabled
@@ -45,8 +47,14 @@ MASK_SHAPE, MASK_STRIDES = 2, 4
 
 
 def signature(
-    query: Any, key: Any, value: Any, attn_mask: Any = None, dropout_p: float = 0.0, is_causal: bool = False,
-    scale: float | None = None, enable_gqa: bool = False,
+    query: Any,
+    key: Any,
+    value: Any,
+    attn_mask: Any = None,
+    dropout_p: float = 0.0,
+    is_causal: bool = False,
+    scale: float | None = None,
+    enable_gqa: bool = False,
 ) -> tuple[Any, ...]:
     """Everything PyTorch's choice reads for one call, as a hashable key (straight-line: it runs
     on every watched call). Raises for calls it cannot read (nested tensors, bad arguments)."""
@@ -56,19 +64,42 @@ def signature(
         cpu = query.is_cpu and key.is_cpu and value.is_cpu
     else:
         cpu = query.is_cpu and key.is_cpu and value.is_cpu and attn_mask.is_cpu
-        mask = (attn_mask.__class__, _CPU if cpu else attn_mask.device, attn_mask.shape, attn_mask.dtype,
-                attn_mask.stride(), attn_mask.requires_grad)
+        mask = (
+            attn_mask.__class__,
+            _CPU if cpu else attn_mask.device,
+            attn_mask.shape,
+            attn_mask.dtype,
+            attn_mask.stride(),
+            attn_mask.requires_grad,
+        )
     if cpu:
         on_query = on_key = on_value = _CPU
     else:
         on_query, on_key, on_value = query.device, key.device, value.device
     found: tuple[Any, ...] = (
-        query.__class__, key.__class__, value.__class__, on_query, on_key, on_value,
-        query.shape, key.shape, value.shape, query.stride(), key.stride(), value.stride(),
-        query.dtype, key.dtype, value.dtype,
+        query.__class__,
+        key.__class__,
+        value.__class__,
+        on_query,
+        on_key,
+        on_value,
+        query.shape,
+        key.shape,
+        value.shape,
+        query.stride(),
+        key.stride(),
+        value.stride(),
+        query.dtype,
+        key.dtype,
+        value.dtype,
         # PyTorch reads one autograd fact: grad mode on and any input requiring grad
         _grad_enabled() and (query.requires_grad or key.requires_grad or value.requires_grad),
-        mask, dropout_p, is_causal, enable_gqa, _flash(), _math(),
+        mask,
+        dropout_p,
+        is_causal,
+        enable_gqa,
+        _flash(),
+        _math(),
     )
     if not cpu:
         found += off_cpu(query, key, value)
@@ -77,9 +108,17 @@ def signature(
 
 def off_cpu(query: Any, key: Any, value: Any) -> tuple[Any, ...]:
     """What a signature adds off the CPU: the other flags, alignment, determinism and the priority order."""
-    return (_efficient(), _cudnn(), _overrideable(), query.storage_offset(), key.storage_offset(),
-            value.storage_offset(), torch.are_deterministic_algorithms_enabled(),
-            torch.is_deterministic_algorithms_warn_only_enabled(), tuple(_order()))
+    return (
+        _efficient(),
+        _cudnn(),
+        _overrideable(),
+        query.storage_offset(),
+        key.storage_offset(),
+        value.storage_offset(),
+        torch.are_deterministic_algorithms_enabled(),
+        torch.is_deterministic_algorithms_warn_only_enabled(),
+        tuple(_order()),
+    )
 
 
 def _release() -> tuple[int, ...]:
@@ -106,16 +145,43 @@ def relaxed(found: tuple[Any, ...]) -> tuple[Any, ...] | None:
         shape = mask[MASK_SHAPE]
         if mask[0] is not _Tensor or len(shape) < 2:
             return None
-        mask = (mask[1], mask[3], mask[5], len(shape), shape[:-2], mask[MASK_STRIDES][-1],
-                shape[-2] == 1, shape[-2] == q_len, shape[-1] == 1, shape[-1] == kv_len)
+        mask = (
+            mask[1],
+            mask[3],
+            mask[5],
+            len(shape),
+            shape[:-2],
+            mask[MASK_STRIDES][-1],
+            shape[-2] == 1,
+            shape[-2] == q_len,
+            shape[-1] == 1,
+            shape[-1] == kv_len,
+        )
     qs, ks, vs = found[9], found[10], found[11]
     # Straight-line (no helpers, no generators): a decode loop runs this once a step. Slicing a
     # torch.Size makes a new Size (about 0.3 µs), so 4-D shapes (nearly every call) are indexed.
     return (
-        found[3:6], len(q), q[:-2] if len(q) != 4 else (q[0], q[1]), q[-1], len(k),
-        k[:-2] if len(k) != 4 else (k[0], k[1]), k[-1], len(v), v[:-2] if len(v) != 4 else (v[0], v[1]), v[-1],
-        qs[-1] if qs else None, ks[-1] if ks else None, vs[-1] if vs else None, found[12:16], mask,
-        found[17:], q_len == kv_len, q_len == 0, kv_len == 0, q_len == 1, v[-2] == kv_len,
+        found[3:6],
+        len(q),
+        q[:-2] if len(q) != 4 else (q[0], q[1]),
+        q[-1],
+        len(k),
+        k[:-2] if len(k) != 4 else (k[0], k[1]),
+        k[-1],
+        len(v),
+        v[:-2] if len(v) != 4 else (v[0], v[1]),
+        v[-1],
+        qs[-1] if qs else None,
+        ks[-1] if ks else None,
+        vs[-1] if vs else None,
+        found[12:16],
+        mask,
+        found[17:],
+        q_len == kv_len,
+        q_len == 0,
+        kv_len == 0,
+        q_len == 1,
+        v[-2] == kv_len,
     )
 
 
@@ -130,5 +196,6 @@ def facts_for(facts: SdpaCall, found: tuple[Any, ...]) -> SdpaCall:
     if cuda is not None:
         cuda = cuda._replace(numels=tuple(math.prod(s) for s in shapes))
     last_stride = None if mask is None or not mask[MASK_STRIDES] else mask[MASK_STRIDES][-1]
-    return facts._replace(shapes=tuple(shapes), strides=tuple(strides), mask_shape=mask_shape,
-                          mask_last_stride=last_stride, cuda=cuda)
+    return facts._replace(
+        shapes=tuple(shapes), strides=tuple(strides), mask_shape=mask_shape, mask_last_stride=last_stride, cuda=cuda
+    )

@@ -43,8 +43,18 @@ NOTHING_SEEN = (
 class Decision:
     """PyTorch's choice for one call signature, and what is derived from it on demand."""
 
-    __slots__ = ("_next", "_predicted", "_rejected", "_trace", "answered_by", "backend", "facts", "group", "name",
-                 "note")
+    __slots__ = (
+        "_next",
+        "_predicted",
+        "_rejected",
+        "_trace",
+        "answered_by",
+        "backend",
+        "facts",
+        "group",
+        "name",
+        "note",
+    )
 
     def __init__(self, backend: str, answered_by: str, facts: SdpaCall | None, note: str = "", name: str = "") -> None:
         self.backend, self.answered_by, self.facts, self.note, self.name = backend, answered_by, facts, note, name
@@ -112,13 +122,30 @@ def coarse_key(decision: Decision) -> tuple[Any, ...]:
     q, k = f.shapes[0], f.shapes[1]
     q_len = q[-2] if len(q) >= 2 else None
     kv_len = k[-2] if len(k) >= 2 else None
-    mask = None if f.mask_shape is None else (len(f.mask_shape), tuple(f.mask_shape[:-2]), f.mask_dtype,
-                                               f.mask_requires_grad)
+    mask = (
+        None
+        if f.mask_shape is None
+        else (len(f.mask_shape), tuple(f.mask_shape[:-2]), f.mask_dtype, f.mask_requires_grad)
+    )
     layout = None if f.strides is None else tuple(bool(s) and s[-1] == 1 for s in f.strides)
     return (
-        decision.backend, decision.answered_by, f.device, f.dtypes, tuple(_without_length(s) for s in f.shapes),
-        layout, f.nested, mask, f.dropout_p, f.is_causal, f.enable_gqa, f.requires_grad, f.enabled,
-        None if f.cuda is None else f.cuda.gpu, q_len == kv_len, q_len == 0 or kv_len == 0, q_len == 1,
+        decision.backend,
+        decision.answered_by,
+        f.device,
+        f.dtypes,
+        tuple(_without_length(s) for s in f.shapes),
+        layout,
+        f.nested,
+        mask,
+        f.dropout_p,
+        f.is_causal,
+        f.enable_gqa,
+        f.requires_grad,
+        f.enabled,
+        None if f.cuda is None else f.cuda.gpu,
+        q_len == kv_len,
+        q_len == 0 or kv_len == 0,
+        q_len == 1,
     )
 
 
@@ -184,17 +211,33 @@ def snapshot(group: Group) -> WatchGroup:
     d, f = group.decision, group.decision.facts
     modules = summarise(group.modules)
     if f is None:
-        return WatchGroup(d.backend, group.count, modules, "", "", None, None, "", None, "", "", "", d.answered_by,
-                          d.backend, d.note)
+        return WatchGroup(
+            d.backend, group.count, modules, "", "", None, None, "", None, "", "", "", d.answered_by, d.backend, d.note
+        )
     mask = "" if f.mask_shape is None else f"{tuple(f.mask_shape)} {format_value(f.mask_dtype)}"
-    if f.mask_shape is not None and len(f.mask_shape) >= 2 and (group.q_lens[:1] != group.q_lens[1:]
-                                                                or group.kv_lens[:1] != group.kv_lens[1:]):
+    if (
+        f.mask_shape is not None
+        and len(f.mask_shape) >= 2
+        and (group.q_lens[:1] != group.q_lens[1:] or group.kv_lens[:1] != group.kv_lens[1:])
+    ):
         mask = f"{len(f.mask_shape)}-D {format_value(f.mask_dtype)}"
     dtypes = sorted({format_value(t) for t in f.dtypes})
     return WatchGroup(
-        d.backend, group.count, modules, "/".join(dtypes), _shapes_text(f, group.q_lens, group.kv_lens),
-        f.is_causal, f.dropout_p, mask, f.requires_grad, ", ".join(sorted(f.enabled)) or "none", d.next_step,
-        "; ".join(f"{name}: {why}" for name, why in d.rejected), d.answered_by, d.predicted, d.full_note(),
+        d.backend,
+        group.count,
+        modules,
+        "/".join(dtypes),
+        _shapes_text(f, group.q_lens, group.kv_lens),
+        f.is_causal,
+        f.dropout_p,
+        mask,
+        f.requires_grad,
+        ", ".join(sorted(f.enabled)) or "none",
+        d.next_step,
+        "; ".join(f"{name}: {why}" for name, why in d.rejected),
+        d.answered_by,
+        d.predicted,
+        d.full_note(),
     )
 
 

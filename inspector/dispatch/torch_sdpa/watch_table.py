@@ -74,8 +74,23 @@ def _line_texts(groups: tuple[WatchGroup, ...]) -> list[str]:
     return texts
 
 
-COLUMNS = ["backend", "count", "module", "dtype", "shapes", "causal", "dropout_p", "mask", "grad", "enabled",
-           "next_step", "rejected", "answered_by", "predicted", "note"]
+COLUMNS = [
+    "backend",
+    "count",
+    "module",
+    "dtype",
+    "shapes",
+    "causal",
+    "dropout_p",
+    "mask",
+    "grad",
+    "enabled",
+    "next_step",
+    "rejected",
+    "answered_by",
+    "predicted",
+    "note",
+]
 
 
 @dataclass(frozen=True)
@@ -102,8 +117,20 @@ class WatchTable:
     def _repr_html_(self) -> str:
         if not self.groups:
             return f"<p class='inspector-watch-empty'>{html.escape(self.why_nothing)}</p>"
-        shown = ("backend", "count", "module", "dtype", "shapes", "causal", "dropout_p", "mask", "grad", "enabled",
-                 "next_step", "rejected")
+        shown = (
+            "backend",
+            "count",
+            "module",
+            "dtype",
+            "shapes",
+            "causal",
+            "dropout_p",
+            "mask",
+            "grad",
+            "enabled",
+            "next_step",
+            "rejected",
+        )
         head = "".join(f"<th>{html.escape(name.replace('_', ' '))}</th>" for name in shown)
         rows = []
         for g in self.groups:
@@ -114,8 +141,10 @@ class WatchTable:
                 cells.append(f"<td>{html.escape(text)}</td>")
             rows.append("<tr>" + "".join(cells) + "</tr>")
         caption = f"{self.seen:,} SDPA call(s) seen, the first {self.kept:,} kept in full"
-        return (f"<table class='inspector-watch'><caption>{html.escape(caption)}</caption><tr>{head}</tr>"
-                f"{''.join(rows)}</table>")
+        return (
+            f"<table class='inspector-watch'><caption>{html.escape(caption)}</caption><tr>{head}</tr>"
+            f"{''.join(rows)}</table>"
+        )
 
     def rows(self) -> list[dict[str, Any]]:
         return [asdict(g) for g in self.groups]

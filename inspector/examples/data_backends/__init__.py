@@ -19,9 +19,15 @@ from inspector.examples.data_backends.storage import write_example_storage
 ORIGIN_BACKENDS = "inspector.examples.data_backends"
 
 __all__ = [
-    "OPTIONAL", "example_configs", "install", "npz", "storage", "synthetic", "write_example_episodes",
+    "OPTIONAL",
+    "example_configs",
+    "install",
+    "npz",
+    "storage",
+    "synthetic",
+    "write_example_episodes",
     "write_example_storage",
-]  # fmt: skip
+]
 
 # Optional backends: name -> (module, the install command that fixes a failed import).
 OPTIONAL: dict[str, tuple[str, str]] = {"hdf5": ("inspector.examples.data_backends.hdf5", "pip install h5py")}

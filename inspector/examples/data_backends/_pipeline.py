@@ -67,8 +67,7 @@ def make_bundle(train: Dataset, val: Dataset | None, cfg: TrainConfig) -> DataBu
 def episode_files(cfg: TrainConfig, suffix: str, backend: str, writer: str) -> list[Path]:
     """The ``*suffix`` files under ``data.path``, sorted; a missing or empty directory names ``writer``."""
     if cfg.data.path is None:
-        raise ConfigError(f"The {backend} backend reads a directory of {suffix} files: set data.path.",
-                          key="data.path")
+        raise ConfigError(f"The {backend} backend reads a directory of {suffix} files: set data.path.", key="data.path")
     directory = Path(cfg.data.path)
     if not directory.is_dir():
         raise FileNotFoundError(
@@ -82,8 +81,13 @@ def episode_files(cfg: TrainConfig, suffix: str, backend: str, writer: str) -> l
 
 
 def describe_episodes(
-    backend: str, cfg: TrainConfig, files: Sequence[Path], lengths: Sequence[int],
-    arrays: Mapping[str, tuple[tuple[int, ...], str]], train_eps: Sequence[int], val_eps: Sequence[int],
+    backend: str,
+    cfg: TrainConfig,
+    files: Sequence[Path],
+    lengths: Sequence[int],
+    arrays: Mapping[str, tuple[tuple[int, ...], str]],
+    train_eps: Sequence[int],
+    val_eps: Sequence[int],
 ) -> dict[str, Any]:
     """What a directory-of-episodes backend's ``describe`` verb returns (from file headers only)."""
     return {

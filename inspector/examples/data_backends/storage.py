@@ -50,7 +50,8 @@ def _plan(cfg: TrainConfig, ctx: BuildContext) -> tuple[list[Path], list[str], l
         raise ConfigError(
             "The storage backend reads with the shared-memory loader's own worker processes "
             "(data.options.workers); set data.num_workers to 0.",
-            key="data.num_workers", value=cfg.data.num_workers,
+            key="data.num_workers",
+            value=cfg.data.num_workers,
         )
     files = episode_files(cfg, SUFFIX, "storage", "write_example_storage")
     first = _arrays(files[0])
@@ -72,8 +73,17 @@ def _plan(cfg: TrainConfig, ctx: BuildContext) -> tuple[list[Path], list[str], l
 class StorageEpisodes(IterableDataset):
     """Steps of the given episodes, read ahead through a ``FileStorageLoader`` while iterating."""
 
-    def __init__(self, files: Sequence[Path], episodes: Sequence[int], lengths: Sequence[int], *,
-                 workers: int, prefetch: int, shuffle: bool, seed: int) -> None:
+    def __init__(
+        self,
+        files: Sequence[Path],
+        episodes: Sequence[int],
+        lengths: Sequence[int],
+        *,
+        workers: int,
+        prefetch: int,
+        shuffle: bool,
+        seed: int,
+    ) -> None:
         self.files = list(files)
         self.episodes = list(episodes)
         self.lengths = list(lengths)
@@ -121,8 +131,15 @@ def build(cfg: TrainConfig, ctx: BuildContext) -> DataBundle:
     options = read_options(cfg, OPTIONS, "storage")
 
     def episodes(chosen: list[int], shuffle: bool) -> StorageEpisodes:
-        return StorageEpisodes(files, chosen, lengths, workers=options["workers"], prefetch=options["prefetch"],
-                               shuffle=shuffle, seed=cfg.seed)
+        return StorageEpisodes(
+            files,
+            chosen,
+            lengths,
+            workers=options["workers"],
+            prefetch=options["prefetch"],
+            shuffle=shuffle,
+            seed=cfg.seed,
+        )
 
     train = episodes(train_eps, cfg.data.shuffle)
     train_loader = DataLoader(train, batch_size=cfg.data.batch_size)
@@ -160,10 +177,12 @@ def write_example_storage(directory: str | Path, *, episodes: int = 4, steps: in
     written = []
     for e in range(episodes):
         path = target / f"episode_{e:03d}{SUFFIX}"
-        FileStorage(path).save({
-            "observation": rng.standard_normal((steps, 4)).cumsum(0).astype(np.float32),
-            "action": rng.uniform(-1, 1, (steps, 2)).astype(np.float32),
-            "reward": rng.random(steps).astype(np.float32),
-        })
+        FileStorage(path).save(
+            {
+                "observation": rng.standard_normal((steps, 4)).cumsum(0).astype(np.float32),
+                "action": rng.uniform(-1, 1, (steps, 2)).astype(np.float32),
+                "reward": rng.random(steps).astype(np.float32),
+            }
+        )
         written.append(path)
     return written

@@ -166,8 +166,9 @@ def run_name(index: int, run: Mapping[str, Any]) -> str:
 
 def check_label(label: str) -> None:
     if not isinstance(label, str) or not is_plain(label):
-        raise ValueError(f"a run's label is short plain text (at most 200 characters, no markup or quotes), "
-                         f"got {label!r}")  # fmt: skip
+        raise ValueError(
+            f"a run's label is short plain text (at most 200 characters, no markup or quotes), got {label!r}"
+        )
 
 
 def _append(entry: Mapping[str, Any], target: Path) -> None:

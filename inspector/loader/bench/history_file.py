@@ -60,8 +60,13 @@ class SkippedLine:
 class KeptRuns(list[dict[str, Any]]):
     """Past runs, oldest first (a list of checked run records), with what the reader skipped."""
 
-    def __init__(self, runs: Iterable[dict[str, Any]] = (), skipped: Iterable[SkippedLine] = (),
-                 path: Path | None = None, tail_only: bool = False) -> None:  # fmt: skip
+    def __init__(
+        self,
+        runs: Iterable[dict[str, Any]] = (),
+        skipped: Iterable[SkippedLine] = (),
+        path: Path | None = None,
+        tail_only: bool = False,
+    ) -> None:
         super().__init__(runs)
         self.skipped = tuple(skipped)
         self.path = path
@@ -74,10 +79,13 @@ class KeptRuns(list[dict[str, Any]]):
             parts.append(f"the history is over {READ_LIMIT >> 20} MiB: only its newest part was read")
         if self.skipped:
             count = len(self.skipped)
-            shown = "; ".join(str(s) for s in self.skipped[:SHOWN_PROBLEMS]) + ("; ..." if count > SHOWN_PROBLEMS
-                                                                                 else "")  # fmt: skip
-            parts.append(f"{count} line{'s' if count != 1 else ''} of the history could not be read and "
-                         f"{'were' if count != 1 else 'was'} skipped ({shown})")  # fmt: skip
+            shown = "; ".join(str(s) for s in self.skipped[:SHOWN_PROBLEMS]) + (
+                "; ..." if count > SHOWN_PROBLEMS else ""
+            )
+            parts.append(
+                f"{count} line{'s' if count != 1 else ''} of the history could not be read and "
+                f"{'were' if count != 1 else 'was'} skipped ({shown})"
+            )
         return "; ".join(parts)
 
 
@@ -149,8 +157,9 @@ def read_bytes(path: str | os.PathLike[str], limit: int | None = None, *, tail: 
     return data, tail_only
 
 
-def parse_history(data: bytes, part: str | None = None, first_line: int = 1) -> tuple[list[dict[str, Any]],
-                                                                                     list[SkippedLine]]:  # fmt: skip
+def parse_history(
+    data: bytes, part: str | None = None, first_line: int = 1
+) -> tuple[list[dict[str, Any]], list[SkippedLine]]:
     """The checked runs in ``data`` (of ``part``, when given), oldest first, and the lines skipped; pure."""
     runs: list[dict[str, Any]] = []
     labels: dict[str, str] = {}
@@ -168,8 +177,9 @@ def parse_history(data: bytes, part: str | None = None, first_line: int = 1) -> 
                 continue
             run = checked_run(entry, _line_id(raw))
         except (ValueError, RecursionError) as exc:
-            skipped.append(SkippedLine(number, str(exc) if not isinstance(exc, RecursionError)
-                                       else "nested too deeply"))  # fmt: skip
+            skipped.append(
+                SkippedLine(number, str(exc) if not isinstance(exc, RecursionError) else "nested too deeply")
+            )
             continue
         if part is None or run["part"] == part:
             runs.append(run)
@@ -223,8 +233,9 @@ def checked_run(entry: Any, default_id: str = "") -> dict[str, Any]:
         "settings": _field(entry, "settings", _settings, {}),
         "environment": _field(entry, "environment", _environment, {}),
         "rows": [_as_dict(_item(check, row, f"rows[{i}]")) for i, row in enumerate(rows)],
-        "measurements": [_item(checked_measurement, m, f"measurements[{i}]").as_dict()
-                         for i, m in enumerate(measurements)],
+        "measurements": [
+            _item(checked_measurement, m, f"measurements[{i}]").as_dict() for i, m in enumerate(measurements)
+        ],
     }
 
 
@@ -287,5 +298,6 @@ def _plain_record(value: Any) -> dict[str, Any]:
     """A row of a part other than the loader: an object of plain values."""
     if not isinstance(value, dict):
         raise ValueError("is not an object")
-    return {printable(key): plain(item) if not isinstance(item, str) else printable(item)
-            for key, item in value.items()}  # fmt: skip
+    return {
+        printable(key): plain(item) if not isinstance(item, str) else printable(item) for key, item in value.items()
+    }

@@ -23,14 +23,19 @@ def job_record(profile: LoaderProfile) -> dict[str, Any]:
     share = profile.data_wait_share
     waits = profile.wait_seconds if profile.has_step else ()
     record = {
-        "kind": LOADER, "version": VERSION, "label": clip(profile.label or profile.name),
-        "batches": int(profile.batches), "first_batch_s": finite(profile.first_batch_s),
+        "kind": LOADER,
+        "version": VERSION,
+        "label": clip(profile.label or profile.name),
+        "batches": int(profile.batches),
+        "first_batch_s": finite(profile.first_batch_s),
         "batch_s_median": finite(spread.median) if spread else None,
         "batch_s_min": finite(spread.min) if spread else None,
         "batch_s_max": finite(spread.max) if spread else None,
         "wait_s_median": finite(statistics.median(waits)) if waits else None,
         "data_wait_share": finite(share.value) if share else None,
-        "batches_per_s": finite(profile.batches_per_s), "mb_per_s": finite(profile.mb_per_s),
-        "verdict": profile.verdict, "busy_machine": bool(profile.machine.busy),
-    }  # fmt: skip
+        "batches_per_s": finite(profile.batches_per_s),
+        "mb_per_s": finite(profile.mb_per_s),
+        "verdict": profile.verdict,
+        "busy_machine": bool(profile.machine.busy),
+    }
     return check_record(record)

@@ -71,8 +71,9 @@ def pipe_round_trip() -> Iterator[Callable[[], None]]:
     """One round trip to an echoing child through a ``multiprocessing.Pipe`` (the baseline), while the child lives."""
     ours, theirs = Pipe(duplex=True)
     assert isinstance(theirs, Connection)
-    child = subprocess.Popen([sys.executable, "-c", _ECHO, str(theirs.fileno())], pass_fds=(theirs.fileno(),),
-                             stdin=subprocess.DEVNULL)  # fmt: skip
+    child = subprocess.Popen(
+        [sys.executable, "-c", _ECHO, str(theirs.fileno())], pass_fds=(theirs.fileno(),), stdin=subprocess.DEVNULL
+    )
     theirs.close()
     message = ("load", 1, "/a/storage/file.istore", 3)
 
@@ -91,9 +92,10 @@ def pipe_round_trip() -> Iterator[Callable[[], None]]:
 @contextlib.contextmanager
 def loader_round_trip(workers: int, payload_bytes: int) -> Iterator[Callable[[], None]]:
     """``loader.load(storage).result()`` of a small storage file, workers started, while the loader lives."""
-    with tempfile.TemporaryDirectory(prefix="inspector-bench-") as tmp, FileStorageLoader(
-        tmp, ttl=None, worker_num=workers
-    ) as loader:
+    with (
+        tempfile.TemporaryDirectory(prefix="inspector-bench-") as tmp,
+        FileStorageLoader(tmp, ttl=None, worker_num=workers) as loader,
+    ):
         storage = loader.save({"payload": np.zeros(payload_bytes, np.uint8)})
         loader.start()
         yield lambda: loader.load(storage).result(60)
@@ -125,8 +127,9 @@ def small_load_latency(
             ratios.append(statistics.median(ours) / statistics.median(theirs))
             loader += ours
             pipe += theirs
-    return LatencyResult(Spread.of(loader).scaled(1e6), Spread.of(pipe).scaled(1e6), payload_bytes, workers, machine,
-                         tuple(ratios))  # fmt: skip
+    return LatencyResult(
+        Spread.of(loader).scaled(1e6), Spread.of(pipe).scaled(1e6), payload_bytes, workers, machine, tuple(ratios)
+    )
 
 
 def _timed(fn: Callable[[], Any], count: int, warmup: int) -> list[float]:

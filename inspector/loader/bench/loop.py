@@ -121,11 +121,23 @@ class LoopProfiler:
         waits, computes = tuple(self._waits), tuple(self._computes)
         seconds = tuple(w + c for w, c in zip(waits, computes, strict=True))
         h2d_s = None if h2d is None else h2d.pinned_s.median if self.stages else h2d.pageable_s.median
-        split = split_stages(tuple(self._stamps), tuple(self._asked), tuple(self._received), sum(seconds),
-                             self.workers, h2d_s)
-        return LoaderProfile(self.name, self.first_batch_s, seconds, tuple(self._bytes), self.warmup, self.exhausted,
-                             self.machine, h2d, self.label, wait_seconds=waits,
-                             compute_seconds=computes if has_step else (), stages=split)  # fmt: skip
+        split = split_stages(
+            tuple(self._stamps), tuple(self._asked), tuple(self._received), sum(seconds), self.workers, h2d_s
+        )
+        return LoaderProfile(
+            self.name,
+            self.first_batch_s,
+            seconds,
+            tuple(self._bytes),
+            self.warmup,
+            self.exhausted,
+            self.machine,
+            h2d,
+            self.label,
+            wait_seconds=waits,
+            compute_seconds=computes if has_step else (),
+            stages=split,
+        )
 
     def __enter__(self) -> LoopProfiler:
         return self

@@ -16,14 +16,16 @@ from __future__ import annotations
 import sys
 import threading
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from inspector._bench import Progress
 from inspector._messages import Message
 from inspector.loader.bench.host_to_device import HostToDevice, host_to_device  # noqa: F401 (re-exported)
 from inspector.loader.bench.loop import LoopProfiler
 from inspector.loader.bench.profile_record import OURS_LABEL, LoaderProfile, batch_nbytes  # noqa: F401 (re-exported)
 from inspector.loader.bench.rows import BenchCancelled
+
+if TYPE_CHECKING:
+    from inspector._bench import Progress
 
 
 def profile_loader(
@@ -116,8 +118,9 @@ def profile_inspector_loader(
         loader.start()
         count = warmup + batches + 1
         stream = loader.stream(itertools.islice(itertools.cycle(storages), count))
-        return profile_loader(stream, batches=batches, warmup=warmup, device=None, cancel=cancel, progress=progress,
-                              label=OURS_LABEL)  # fmt: skip
+        return profile_loader(
+            stream, batches=batches, warmup=warmup, device=None, cancel=cancel, progress=progress, label=OURS_LABEL
+        )
 
 
 def _to_host(batch: Any) -> Any:

@@ -78,8 +78,14 @@ class LoaderProfile:
             name = self.stages.largest()
             stage = (STAGE_TITLES[name], self.stages.stages[name].median)
         workers = self.stages.workers if self.stages is not None else self.extra.get("workers")
-        return verdict_words(share, sum(self.batch_seconds) / self.batches, sum(self.compute_seconds) / self.batches,
-                             workers, stage, self.machine.cores)  # fmt: skip
+        return verdict_words(
+            share,
+            sum(self.batch_seconds) / self.batches,
+            sum(self.compute_seconds) / self.batches,
+            workers,
+            stage,
+            self.machine.cores,
+        )
 
     @property
     def batches(self) -> int:
@@ -148,8 +154,14 @@ class LoaderProfile:
         nbytes = np.asarray(self.batch_bytes, float)
         with np.errstate(divide="ignore", invalid="ignore"):
             rate = nbytes / 2**20 / seconds
-        frame = pd.DataFrame({"batch": np.arange(1, self.batches + 1), "seconds": seconds,
-                              "bytes": nbytes.astype(np.int64), "mb_per_s": rate})  # fmt: skip
+        frame = pd.DataFrame(
+            {
+                "batch": np.arange(1, self.batches + 1),
+                "seconds": seconds,
+                "bytes": nbytes.astype(np.int64),
+                "mb_per_s": rate,
+            }
+        )
         if self.has_step:
             frame["wait_s"] = np.asarray(self.wait_seconds, float)
             frame["compute_s"] = np.asarray(self.compute_seconds, float)
@@ -159,8 +171,10 @@ class LoaderProfile:
         ended = ", iterable ended early" if self.exhausted else ""
         share = self.data_wait_share
         verdict = f", {self.verdict} ({share.value:.0%} waiting for data)" if share is not None else ""
-        return (f"<LoaderProfile {self.label or self.name}: {self.batches} batches, first {self.first_batch_s:.3g} s, "
-                f"{self.batches_per_s:,.1f} batches/s, {self.mb_per_s:,.1f} MiB/s{verdict}{ended}>")  # fmt: skip
+        return (
+            f"<LoaderProfile {self.label or self.name}: {self.batches} batches, first {self.first_batch_s:.3g} s, "
+            f"{self.batches_per_s:,.1f} batches/s, {self.mb_per_s:,.1f} MiB/s{verdict}{ended}>"
+        )
 
     def _repr_html_(self) -> str:
         from inspector._display import html_table
@@ -170,20 +184,32 @@ class LoaderProfile:
         if self.has_step:
             rows.append(("verdict", self.verdict_text()))
         rows += [
-            ("batches timed", f"{self.batches} (after {self.warmup} warm-up)" + (" — the iterable ended early"
-                                                                                 if self.exhausted else "")),
+            (
+                "batches timed",
+                f"{self.batches} (after {self.warmup} warm-up)"
+                + (" — the iterable ended early" if self.exhausted else ""),
+            ),
             ("first batch", f"{self.first_batch_s:.3g} s (start-up included)"),
             ("batches/s", f"{self.batches_per_s:,.1f}"),
             ("MiB/s", f"{self.mb_per_s:,.1f} ({summary['mb_per_batch']:.3g} MiB per batch)"),
         ]
         spread = self.per_batch
         if spread is not None:
-            rows.append(("ms per batch", f"median {spread.median * 1e3:.3g} [min {spread.min * 1e3:.3g}, "
-                                         f"max {spread.max * 1e3:.3g}]"))  # fmt: skip
+            rows.append(
+                (
+                    "ms per batch",
+                    f"median {spread.median * 1e3:.3g} [min {spread.min * 1e3:.3g}, max {spread.max * 1e3:.3g}]",
+                )
+            )
         if self.h2d is not None:
-            rows.append((f"to {self.h2d.device}", f"pageable {self.h2d.pageable_s.median * 1e3:.3g} ms, pinned "
-                                                  f"{self.h2d.pinned_s.median * 1e3:.3g} ms (pinning "
-                                                  f"{self.h2d.pin_s.median * 1e3:.3g} ms)"))  # fmt: skip
+            rows.append(
+                (
+                    f"to {self.h2d.device}",
+                    f"pageable {self.h2d.pageable_s.median * 1e3:.3g} ms, pinned "
+                    f"{self.h2d.pinned_s.median * 1e3:.3g} ms (pinning "
+                    f"{self.h2d.pin_s.median * 1e3:.3g} ms)",
+                )
+            )
         if self.stages is not None:
             shown = ", ".join(f"{name} {spread.median * 1e3:.3g}" for name, spread in self.stages.stages.items())
             rows.append(("ms per batch by stage", shown))
@@ -204,5 +230,3 @@ def batch_nbytes(batch: Any) -> int:
         elif torch is not None and isinstance(leaf, torch.Tensor):
             total += int(leaf.numel() * leaf.element_size())
     return total
-
-

@@ -101,8 +101,11 @@ def _row_parsers() -> dict[str, Callable[[Any], Any]]:
     from inspector.loader.bench.rows import METHOD_LABELS, BenchRow
 
     by_type: dict[str, Callable[[Any], Any]] = {
-        "float": number, "int": lambda v: number(v, integer=True), "float | None": optional_number, "bool": boolean,
-    }  # fmt: skip
+        "float": number,
+        "int": lambda v: number(v, integer=True),
+        "float | None": optional_number,
+        "bool": boolean,
+    }
     text = {
         "layout": _choice(lambda v: v in LAYOUTS, ", ".join(LAYOUTS)),
         "method": _choice(lambda v: v in METHOD_LABELS, ", ".join(METHOD_LABELS)),
@@ -122,8 +125,11 @@ def required_fields() -> tuple[str, ...]:
     """The ``BenchRow`` fields without a default: a row lacking one is refused."""
     from inspector.loader.bench.rows import BenchRow
 
-    return tuple(f.name for f in dataclasses.fields(BenchRow)
-                 if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING)  # fmt: skip
+    return tuple(
+        f.name
+        for f in dataclasses.fields(BenchRow)
+        if f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING
+    )
 
 
 def _shown(value: Any) -> str:
@@ -168,10 +174,19 @@ def _pair(value: Any) -> tuple[float, float] | None:
 
 
 MEASUREMENT_FIELDS: dict[str, Callable[[Any], Any]] = {
-    "part": printable, "name": printable, "value": lambda v: float(number(v)), "unit": printable,
-    "baseline": printable, "baseline_value": optional_number, "ratio": optional_number, "ratio_label": printable,
-    "target": printable, "ok": boolean, "spread": _pair, "baseline_spread": _pair,
-}  # fmt: skip
+    "part": printable,
+    "name": printable,
+    "value": lambda v: float(number(v)),
+    "unit": printable,
+    "baseline": printable,
+    "baseline_value": optional_number,
+    "ratio": optional_number,
+    "ratio_label": printable,
+    "target": printable,
+    "ok": boolean,
+    "spread": _pair,
+    "baseline_spread": _pair,
+}
 
 
 def checked_measurement(record: Any) -> Any:

@@ -83,13 +83,27 @@ class BenchResults(list[BenchRow]):
     def __repr__(self) -> str:
         ours = [r for r in self if r.method == "ours"]
         best = max((r.mb_s for r in ours), default=0.0)
-        return (f"<BenchResults: {len(self)} cells, {len(ours)} of the inspector's loader"
-                f"{f', best {best:,.0f} MiB/s' if ours else ''}>")
+        return (
+            f"<BenchResults: {len(self)} cells, {len(ours)} of the inspector's loader"
+            f"{f', best {best:,.0f} MiB/s' if ours else ''}>"
+        )
 
     def _repr_html_(self) -> str:
         from inspector._display import html_table
 
-        rows = [(r.layout, r.size_mb, r.workers, METHOD_LABELS.get(r.method, r.method), r.mb_s, r.mb_s_min, r.mb_s_max,
-                 r.repeats, r.corrupt) for r in self]
+        rows = [
+            (
+                r.layout,
+                r.size_mb,
+                r.workers,
+                METHOD_LABELS.get(r.method, r.method),
+                r.mb_s,
+                r.mb_s_min,
+                r.mb_s_max,
+                r.repeats,
+                r.corrupt,
+            )
+            for r in self
+        ]
         head = ("layout", "MiB", "workers", "method", "MiB/s (median)", "min", "max", "repeats", "corrupt")
         return html_table(head, rows, f"{len(self)} benchmark cells")

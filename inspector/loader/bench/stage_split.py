@@ -73,13 +73,18 @@ class StageSplit:
     def as_dict(self) -> dict[str, Any]:
         """Median milliseconds per stage, flat (for tables and JSON)."""
         record: dict[str, Any] = {f"{name}_ms": spread.median * 1e3 for name, spread in self.stages.items()}
-        record.update(measured_ms=self.measured.median * 1e3, workers=self.workers,
-                      worker_busy_share=self.worker_busy_share)  # fmt: skip
+        record.update(
+            measured_ms=self.measured.median * 1e3, workers=self.workers, worker_busy_share=self.worker_busy_share
+        )
         return record
 
 
 def split_stages(
-    stamps: Sequence[Any], asked: Sequence[float], received: Sequence[float], wall_s: float, workers: int,
+    stamps: Sequence[Any],
+    asked: Sequence[float],
+    received: Sequence[float],
+    wall_s: float,
+    workers: int,
     h2d_s: float | None = None,
 ) -> StageSplit | None:
     """The split of the timed batches from each one's ``TimedBatch`` stamps and the main process's clock
@@ -96,8 +101,13 @@ def split_stages(
         total = max(got - asked_at, 0.0) if in_main else max(got - s.started, 0.0)
         transfer = 0.0 if in_main else max(got - s.collated - s.pin_s, 0.0)
         named = s.fetch_s + s.collate_s + s.pin_s + transfer
-        for name, value in (("dataset", s.fetch_s), ("collate", s.collate_s), ("transfer", transfer),
-                            ("pin", s.pin_s), ("other", max(total - named, 0.0))):  # fmt: skip
+        for name, value in (
+            ("dataset", s.fetch_s),
+            ("collate", s.collate_s),
+            ("transfer", transfer),
+            ("pin", s.pin_s),
+            ("other", max(total - named, 0.0)),
+        ):
             per[name].append(value)
         measured.append(total)
     stages = {name: Spread.of(values) for name, values in per.items() if any(values)}

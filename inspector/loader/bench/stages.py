@@ -134,12 +134,17 @@ def instrumented(loader: Any) -> Any:
     else:
         dataset = TimedBatchedDataset(inner) if getattr(inner, "__getitems__", None) else TimedDataset(inner)
     options: dict[str, Any] = dict(
-        num_workers=loader.num_workers, collate_fn=TimedCollate(loader.collate_fn), pin_memory=loader.pin_memory,
-        timeout=loader.timeout, worker_init_fn=loader.worker_init_fn,
-        multiprocessing_context=loader.multiprocessing_context, generator=loader.generator,
+        num_workers=loader.num_workers,
+        collate_fn=TimedCollate(loader.collate_fn),
+        pin_memory=loader.pin_memory,
+        timeout=loader.timeout,
+        worker_init_fn=loader.worker_init_fn,
+        multiprocessing_context=loader.multiprocessing_context,
+        generator=loader.generator,
         prefetch_factor=loader.prefetch_factor if loader.num_workers > 0 else None,
-        persistent_workers=loader.persistent_workers, pin_memory_device=loader.pin_memory_device,
-    )  # fmt: skip
+        persistent_workers=loader.persistent_workers,
+        pin_memory_device=loader.pin_memory_device,
+    )
     if hasattr(loader, "in_order"):
         options["in_order"] = loader.in_order
     if isinstance(inner, IterableDataset):

@@ -61,8 +61,10 @@ class MachineLoad:
         """A line for every table: empty when the machine was quiet."""
         if not self.busy:
             return ""
-        return (f"busy machine: load average {self.load_average:.1f} on {self.cores} cores when the run started; "
-                "figures may read low and spread wide, rerun on a quiet machine to compare")  # fmt: skip
+        return (
+            f"busy machine: load average {self.load_average:.1f} on {self.cores} cores when the run started; "
+            "figures may read low and spread wide, rerun on a quiet machine to compare"
+        )
 
 
 def machine_load() -> MachineLoad:

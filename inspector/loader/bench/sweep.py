@@ -23,15 +23,17 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from inspector._bench import Progress
 from inspector._messages import Message
 from inspector.errors import Cancelled
 from inspector.loader.bench.loop import LoopProfiler
 from inspector.loader.bench.process_tree import PeakSampler, descendants, stop_leftovers
 from inspector.loader.bench.stats import MachineLoad, machine_load
 from inspector.loader.bench.time_left import duration
+
+if TYPE_CHECKING:
+    from inspector._bench import Progress
 
 WITHIN_BEST = 0.05  # a setting this close to the best counts as good as the best
 COST_FIRST = ("num_workers", "prefetch_factor", "persistent_workers", "pin_memory")  # what costs processes/memory
@@ -62,11 +64,20 @@ class SweepSetting:
         return ", ".join(f"{key}={value!r}" for key, value in self.setting.items())
 
     def as_dict(self) -> dict[str, Any]:
-        return {**self.setting, "batches_per_s": self.batches_per_s, "samples_per_s": self.samples_per_s,
-                "first_batch_s": self.first_batch_s, "batches": self.batches, "capped": self.capped,
-                "seconds": self.seconds, "peak_rss_mib": self.peak_rss_bytes / 2**20,
-                "peak_shared_mib": self.peak_shared_bytes / 2**20, "verdict": self.verdict, "error": self.error,
-                "stopped_workers": len(self.stopped_workers)}  # fmt: skip
+        return {
+            **self.setting,
+            "batches_per_s": self.batches_per_s,
+            "samples_per_s": self.samples_per_s,
+            "first_batch_s": self.first_batch_s,
+            "batches": self.batches,
+            "capped": self.capped,
+            "seconds": self.seconds,
+            "peak_rss_mib": self.peak_rss_bytes / 2**20,
+            "peak_shared_mib": self.peak_shared_bytes / 2**20,
+            "verdict": self.verdict,
+            "error": self.error,
+            "stopped_workers": len(self.stopped_workers),
+        }
 
 
 @dataclass(frozen=True)
@@ -99,16 +110,26 @@ class SweepResult:
     def _repr_html_(self) -> str:
         from inspector._display import html_table
 
-        rows = [(s.name(), _fmt(s.samples_per_s if s.samples_per_s is not None else s.batches_per_s),
-                 _fmt(s.first_batch_s), f"{s.peak_rss_bytes / 2**20:,.0f}", f"{s.peak_shared_bytes / 2**20:,.0f}",
-                 "recommended" if s is self.recommended else (s.error or ""))
-                for s in self.settings]  # fmt: skip
+        rows = [
+            (
+                s.name(),
+                _fmt(s.samples_per_s if s.samples_per_s is not None else s.batches_per_s),
+                _fmt(s.first_batch_s),
+                f"{s.peak_rss_bytes / 2**20:,.0f}",
+                f"{s.peak_shared_bytes / 2**20:,.0f}",
+                "recommended" if s is self.recommended else (s.error or ""),
+            )
+            for s in self.settings
+        ]
         head = ("setting", f"{self._unit()}/s", "first batch s", "peak RSS MiB", "peak shared MiB", "")
         return html_table(head, rows, self.reason)
 
     def _unit(self) -> str:
-        return "samples" if self.settings and all(s.samples_per_s is not None for s in self.settings if s.ok) else \
-            "batches"  # fmt: skip
+        return (
+            "samples"
+            if self.settings and all(s.samples_per_s is not None for s in self.settings if s.ok)
+            else "batches"
+        )
 
 
 def _fmt(value: float | None) -> str:
@@ -127,8 +148,9 @@ def settings_of(grid: Mapping[str, Sequence[Any]]) -> list[dict[str, Any]]:
     """Every combination of the grid's values, the first key varying slowest."""
     for key, values in grid.items():
         if isinstance(values, str | bytes) or not isinstance(values, Sequence) or not values:
-            raise ValueError(f"sweep_loader: {key} must be a non-empty list of values, e.g. {key}=[0, 2]; got "
-                             f"{values!r}")  # fmt: skip
+            raise ValueError(
+                f"sweep_loader: {key} must be a non-empty list of values, e.g. {key}=[0, 2]; got {values!r}"
+            )
     return [dict(zip(grid, combo, strict=True)) for combo in itertools.product(*grid.values())]
 
 
@@ -151,13 +173,16 @@ def sweep_loader(
     >>> sweep_loader(make, num_workers=[0, 2, 4], batch_size=[32, 64]).recommended  # doctest: +SKIP
     """
     if not callable(make_loader):
-        raise TypeError(f"make_loader must be a callable that builds a loader from a setting, got "
-                        f"{type(make_loader).__name__}")  # fmt: skip
+        raise TypeError(
+            f"make_loader must be a callable that builds a loader from a setting, got {type(make_loader).__name__}"
+        )
     if not grid:
         raise ValueError("sweep_loader needs a grid, e.g. sweep_loader(make_loader, num_workers=[0, 2, 4])")
     if type(batches) is not int or batches < 1 or type(warmup) is not int or warmup < 0 or not time_cap_s > 0:
-        raise ValueError(f"batches must be a positive int, warmup a non-negative int and time_cap_s positive; got "
-                         f"{batches!r}, {warmup!r}, {time_cap_s!r}")  # fmt: skip
+        raise ValueError(
+            f"batches must be a positive int, warmup a non-negative int and time_cap_s positive; got "
+            f"{batches!r}, {warmup!r}, {time_cap_s!r}"
+        )
     settings = settings_of(grid)
     machine = machine_load()
     measured: list[SweepSetting] = []
@@ -182,8 +207,15 @@ def _name(setting: Mapping[str, Any]) -> str:
     return ", ".join(f"{key}={value!r}" for key, value in setting.items())
 
 
-def _one(make_loader: Callable[..., Any], setting: dict[str, Any], step: Callable[[Any], Any] | None, batches: int,
-         warmup: int, cap: float, cancel: threading.Event | None) -> SweepSetting:  # fmt: skip
+def _one(
+    make_loader: Callable[..., Any],
+    setting: dict[str, Any],
+    step: Callable[[Any], Any] | None,
+    batches: int,
+    warmup: int,
+    cap: float,
+    cancel: threading.Event | None,
+) -> SweepSetting:
     """Measure one setting (NOTE [ A sweep leaves nothing behind ])."""
     before = descendants()
     began = time.perf_counter()
@@ -227,12 +259,27 @@ def _one(make_loader: Callable[..., Any], setting: dict[str, Any], step: Callabl
         stopped = tuple(stop_leftovers(before))
     seconds = time.perf_counter() - began
     if profile is None:
-        return SweepSetting(dict(setting), seconds=seconds, error=error, stopped_workers=stopped,
-                            peak_rss_bytes=sampler.peak_rss, peak_shared_bytes=sampler.peak_shared)  # fmt: skip
+        return SweepSetting(
+            dict(setting),
+            seconds=seconds,
+            error=error,
+            stopped_workers=stopped,
+            peak_rss_bytes=sampler.peak_rss,
+            peak_shared_bytes=sampler.peak_shared,
+        )
     return SweepSetting(
-        dict(setting), profile.batches_per_s, profile.batches_per_s * per_batch if per_batch else None,
-        profile.first_batch_s, profile.batches, profile.batches < batches, seconds, sampler.peak_rss,
-        sampler.peak_shared, error, stopped, profile.verdict,
+        dict(setting),
+        profile.batches_per_s,
+        profile.batches_per_s * per_batch if per_batch else None,
+        profile.first_batch_s,
+        profile.batches,
+        profile.batches < batches,
+        seconds,
+        sampler.peak_rss,
+        sampler.peak_shared,
+        error,
+        stopped,
+        profile.verdict,
     )
 
 
@@ -249,8 +296,9 @@ def _batch_size(setting: Mapping[str, Any], loader: Any) -> int | None:
     return None
 
 
-def _result(keys: tuple[str, ...], measured: list[SweepSetting], machine: MachineLoad,
-            cancelled: bool = False) -> SweepResult:  # fmt: skip
+def _result(
+    keys: tuple[str, ...], measured: list[SweepSetting], machine: MachineLoad, cancelled: bool = False
+) -> SweepResult:
     chosen, reason = recommend(keys, measured)
     return SweepResult(keys, tuple(measured), chosen, reason, machine, cancelled)
 
@@ -285,6 +333,8 @@ def recommend(keys: Sequence[str], measured: Sequence[SweepSetting]) -> tuple[Sw
     if chosen is best:
         why = f"{chosen.name()}: the fastest ({shown}), and no smaller setting comes within {WITHIN_BEST:.0%} of it"
     else:
-        why = (f"{chosen.name()}: {shown}, {rate(chosen) / rate(best):.0%} of the best ({best.name()}: "
-               f"{rate(best):,.0f} {unit}), the smallest setting within {WITHIN_BEST:.0%} of the best")  # fmt: skip
+        why = (
+            f"{chosen.name()}: {shown}, {rate(chosen) / rate(best):.0%} of the best ({best.name()}: "
+            f"{rate(best):,.0f} {unit}), the smallest setting within {WITHIN_BEST:.0%} of the best"
+        )
     return chosen, why

@@ -30,24 +30,64 @@ def throughput_targets(rows: Sequence[Any]) -> list[Measurement]:
             continue
         goal = 0.30 if size >= 256 else 0.20
         share = ours.mb_s / dram
-        found.append(Measurement("loader", f"{layout} {size:g} MiB throughput", ours.mb_s, "MiB/s",
-                                 f"memcpy ({largest:g} MiB, one thread)", dram, share, "of memcpy",
-                                 f">= {goal:.2f}x", share >= goal, _spread(ours)))
+        found.append(
+            Measurement(
+                "loader",
+                f"{layout} {size:g} MiB throughput",
+                ours.mb_s,
+                "MiB/s",
+                f"memcpy ({largest:g} MiB, one thread)",
+                dram,
+                share,
+                "of memcpy",
+                f">= {goal:.2f}x",
+                share >= goal,
+                _spread(ours),
+            )
+        )
         loader = by.get((layout, size, "dataloader"))
         if loader is not None:
             want = 10.0 if layout == "steps" else 1.5
             ratio = ours.mb_s / loader.mb_s
-            found.append(Measurement("loader", f"{layout} {size:g} MiB vs DataLoader", ours.mb_s, "MiB/s",
-                                     "torch DataLoader, same workers", loader.mb_s, ratio, "DataLoader",
-                                     f">= {want:g}x", ratio >= want, _spread(ours), _spread(loader)))
-    for layout, size, method, goal, label in (("steps", 1, "sync", 1.0, "synchronous FileStorage.load"),
-                                              ("steps", 64, "memcpy", 0.5, "warm memcpy, same bytes")):
+            found.append(
+                Measurement(
+                    "loader",
+                    f"{layout} {size:g} MiB vs DataLoader",
+                    ours.mb_s,
+                    "MiB/s",
+                    "torch DataLoader, same workers",
+                    loader.mb_s,
+                    ratio,
+                    "DataLoader",
+                    f">= {want:g}x",
+                    ratio >= want,
+                    _spread(ours),
+                    _spread(loader),
+                )
+            )
+    for layout, size, method, goal, label in (
+        ("steps", 1, "sync", 1.0, "synchronous FileStorage.load"),
+        ("steps", 64, "memcpy", 0.5, "warm memcpy, same bytes"),
+    ):
         ours, peer = by.get((layout, size, "ours")), by.get((layout, size, method))
         if ours is not None and peer is not None:
             ratio = ours.mb_s / peer.mb_s
-            found.append(Measurement("loader", f"{layout} {size:g} MiB vs {method}", ours.mb_s, "MiB/s", label,
-                                     peer.mb_s, ratio, method, f">= {goal:g}x", ratio >= goal, _spread(ours),
-                                     _spread(peer)))
+            found.append(
+                Measurement(
+                    "loader",
+                    f"{layout} {size:g} MiB vs {method}",
+                    ours.mb_s,
+                    "MiB/s",
+                    label,
+                    peer.mb_s,
+                    ratio,
+                    method,
+                    f">= {goal:g}x",
+                    ratio >= goal,
+                    _spread(ours),
+                    _spread(peer),
+                )
+            )
     corrupt = sum(r.corrupt for r in rows if r.method == "ours")
     found.append(Measurement("loader", "corrupt deliveries (ours)", corrupt, "loads", target="0", ok=corrupt == 0))
     return found
@@ -61,18 +101,32 @@ def _spread(row: Any) -> tuple[float, float]:
 def versus_sync_target(result: Any) -> Measurement:
     """Ours against a synchronous load, in alternating rounds of one run (``versus``): at least 1x at 1 MiB."""
     low, high = min(result.round_ratios), max(result.round_ratios)
-    return Measurement("loader", f"{result.layout} {result.size_mb:g} MiB vs sync, interleaved rounds",
-                       result.ours_mb_s.median, "MiB/s", "synchronous FileStorage.load, same rounds",
-                       result.sync_mb_s.median, result.ratio, f"sync (median of {len(result.round_ratios)} rounds: "
-                       f"{low:.2f}-{high:.2f})", ">= 1x", result.ratio >= 1.0,
-                       (result.ours_mb_s.min, result.ours_mb_s.max),
-                       (result.sync_mb_s.min, result.sync_mb_s.max))  # fmt: skip
+    return Measurement(
+        "loader",
+        f"{result.layout} {result.size_mb:g} MiB vs sync, interleaved rounds",
+        result.ours_mb_s.median,
+        "MiB/s",
+        "synchronous FileStorage.load, same rounds",
+        result.sync_mb_s.median,
+        result.ratio,
+        f"sync (median of {len(result.round_ratios)} rounds: {low:.2f}-{high:.2f})",
+        ">= 1x",
+        result.ratio >= 1.0,
+        (result.ours_mb_s.min, result.ours_mb_s.max),
+        (result.sync_mb_s.min, result.sync_mb_s.max),
+    )
 
 
 def startup_target(startup: Any) -> Measurement:
     """Seconds from a new loader to its first delivered payload, against 0.5 s + payload at 2 GB/s."""
-    return Measurement("loader", f"start-up incl. first {startup.size_mb:g} MiB load", startup.seconds, "s",
-                       target=f"<= {startup.target_s:.2f} s", ok=startup.seconds <= startup.target_s)
+    return Measurement(
+        "loader",
+        f"start-up incl. first {startup.size_mb:g} MiB load",
+        startup.seconds,
+        "s",
+        target=f"<= {startup.target_s:.2f} s",
+        ok=startup.seconds <= startup.target_s,
+    )
 
 
 def leaf_target(microseconds: float) -> Measurement:
@@ -81,10 +135,20 @@ def leaf_target(microseconds: float) -> Measurement:
 
 def latency_target(result: Any) -> Measurement:
     """One small load's round trip against a bare pipe round trip measured in the same run (at most 3x)."""
-    return Measurement("loader", f"small load ({result.payload_bytes} B) round trip", result.loader_us.median, "µs",
-                       "multiprocessing pipe round trip", result.pipe_us.median, result.ratio, "pipe round trip",
-                       "<= 3x", result.ratio <= 3.0, (result.loader_us.min, result.loader_us.max),
-                       (result.pipe_us.min, result.pipe_us.max))
+    return Measurement(
+        "loader",
+        f"small load ({result.payload_bytes} B) round trip",
+        result.loader_us.median,
+        "µs",
+        "multiprocessing pipe round trip",
+        result.pipe_us.median,
+        result.ratio,
+        "pipe round trip",
+        "<= 3x",
+        result.ratio <= 3.0,
+        (result.loader_us.min, result.loader_us.max),
+        (result.pipe_us.min, result.pipe_us.max),
+    )
 
 
 def waiting_targets(rows: Sequence[Any], planned: Sequence[Any]) -> dict[str, str]:
@@ -107,7 +171,7 @@ def waiting_targets(rows: Sequence[Any], planned: Sequence[Any]) -> dict[str, st
         return "waits for " + ", ".join(gone) if gone else ""
 
     waiting = {}
-    for (layout, size) in {(r.layout, r.size_mb) for r in rows if r.method == "ours"}:
+    for layout, size in {(r.layout, r.size_mb) for r in rows if r.method == "ours"}:
         dram = [(c.layout, c.size_mb, "memcpy") for c in planned if c.method == "memcpy" and c.size_mb == largest]
         checks = {
             f"{layout} {size:g} MiB throughput": [(layout, size, "ours"), *dram],

@@ -25,9 +25,8 @@ import threading
 import time
 import warnings
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from inspector._bench import Progress
 from inspector._messages import Message
 from inspector.loader.bench.history import keep_run
 from inspector.loader.bench.ours import ours_speeds
@@ -46,6 +45,9 @@ from inspector.loader.bench.stats import Spread, machine_load
 from inspector.loader.bench.time_left import bench_plan, time_left_reporter
 from inspector.loader.pool.cuda import resolve_device
 from inspector.loader.pool.shared_segment import available_memory
+
+if TYPE_CHECKING:
+    from inspector._bench import Progress
 
 RUN_CAP_S = 2.0  # one timed repeat of a slow baseline moves fewer payloads so it takes about this long
 CELL_BUDGET_S = 6.0  # and a cell stops repeating once its repeats have taken this long
@@ -119,8 +121,14 @@ def run(
     target = resolve_device(device)
     methods = list(methods) + (["h2d"] if target is not None and "h2d" not in methods else [])
     plan = bench_plan(layouts, sizes, workers, methods, WORKERLESS)
-    settings = {"sizes_mb": sizes, "workers": list(workers), "device": str(target) if target else "cpu",
-                "repeats": repeats, "layouts": list(layouts), "methods": list(methods)}  # fmt: skip
+    settings = {
+        "sizes_mb": sizes,
+        "workers": list(workers),
+        "device": str(target) if target else "cpu",
+        "repeats": repeats,
+        "layouts": list(layouts),
+        "methods": list(methods),
+    }
     report = time_left_reporter(progress, plan)
     rows: list[BenchRow] = []
     try:

@@ -30,9 +30,10 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Callable, Sequence
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
-from inspector._bench import Progress
+if TYPE_CHECKING:
+    from inspector._bench import Progress
 
 LAYOUT_FACTORS = {("dataloader", "columnar"): 0.65}  # against the same method on ``steps``
 # How a method's cell time grows with payload size (t ~ size**e) until two sizes are measured.
@@ -48,11 +49,21 @@ class Cell(NamedTuple):
     method: str
 
 
-def bench_plan(layouts: Sequence[str], sizes: Sequence[float], workers: Sequence[int], methods: Sequence[str],
-               workerless: Sequence[str] = ()) -> list[Cell]:  # fmt: skip
+def bench_plan(
+    layouts: Sequence[str],
+    sizes: Sequence[float],
+    workers: Sequence[int],
+    methods: Sequence[str],
+    workerless: Sequence[str] = (),
+) -> list[Cell]:
     """The cells of a run in the order they are measured (a method in ``workerless`` once per size)."""
-    return [Cell(layout, size, w, method) for layout in layouts for size in sizes for method in methods
-            for w in (workers[:1] if method in workerless else workers)]  # fmt: skip
+    return [
+        Cell(layout, size, w, method)
+        for layout in layouts
+        for size in sizes
+        for method in methods
+        for w in (workers[:1] if method in workerless else workers)
+    ]
 
 
 def seconds_left(plan: Sequence[Cell], took: Sequence[float]) -> float | None:
@@ -60,7 +71,7 @@ def seconds_left(plan: Sequence[Cell], took: Sequence[float]) -> float | None:
     while a method of the cells left has not been measured (NOTE [ Time left ])."""
     seen: dict[Cell, float] = dict(zip(plan, took, strict=False))
     total = 0.0
-    for cell in plan[len(took):]:
+    for cell in plan[len(took) :]:
         guess = _cell_seconds(cell, seen)
         if guess is None:
             return None
@@ -76,12 +87,14 @@ def _cell_seconds(cell: Cell, seen: dict[Cell, float]) -> float | None:
     by_place = {(c.layout, c.size_mb): t for c, t in same_workers.items()}
     if (cell.layout, cell.size_mb) in by_place:
         return by_place[cell.layout, cell.size_mb]
-    factor = lambda layout: (LAYOUT_FACTORS.get((cell.method, cell.layout), 1.0)
-                             / LAYOUT_FACTORS.get((cell.method, layout), 1.0))  # fmt: skip
+    factor = lambda layout: (
+        LAYOUT_FACTORS.get((cell.method, cell.layout), 1.0) / LAYOUT_FACTORS.get((cell.method, layout), 1.0)
+    )
     here = [(size, t) for (layout, size), t in by_place.items() if layout == cell.layout]
     guesses = [_along(here, cell.size_mb, cell.method)] if here else []
-    guesses += [t * factor(layout) for (layout, size), t in by_place.items()
-                if layout != cell.layout and size == cell.size_mb]  # fmt: skip
+    guesses += [
+        t * factor(layout) for (layout, size), t in by_place.items() if layout != cell.layout and size == cell.size_mb
+    ]
     if not guesses:
         layout = next(iter(by_place))[0]
         there = [(size, t) for (other, size), t in by_place.items() if other == layout]
@@ -129,8 +142,11 @@ def time_left_reporter(progress: Progress | None, plan: Sequence[Cell]) -> Calla
             return
         if 0 < done < total:  # first, so a progress bar that cuts long lines still shows it
             left = seconds_left(plan, took)
-            message = (f"about {duration(left)} left · {message}" if left is not None
-                       else f"estimating the time left · {message}")  # fmt: skip
+            message = (
+                f"about {duration(left)} left · {message}"
+                if left is not None
+                else f"estimating the time left · {message}"
+            )
         progress(done, total, message)
 
     return report

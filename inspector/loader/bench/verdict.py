@@ -75,27 +75,37 @@ def speedup_if_data_free(share: float) -> float:
 
 
 def verdict_words(
-    share: WaitShare, step_s: float, free_s: float, workers: int | None = None, stage: tuple[str, float] | None = None,
+    share: WaitShare,
+    step_s: float,
+    free_s: float,
+    workers: int | None = None,
+    stage: tuple[str, float] | None = None,
     cores: int = 0,
 ) -> str:
     """The verdict in a few sentences, with what to change next: ``stage`` is the largest stage (title, seconds)."""
     verdict = verdict_of(share.value)
     held = f"{share.min:.0%}-{share.max:.0%} across the run" if share.spans > 1 else "one span"
     gain = speedup_if_data_free(share.value)
-    head = (f"{verdict.capitalize()}: {share.value:.0%} of the wall time ({held}) waits for the next batch. "
-            f"With data free, a step would take {_ms(free_s)} instead of {_ms(step_s)}"
-            + (f" ({gain:.3g}x faster)." if gain < 1000 else "."))  # fmt: skip
+    head = (
+        f"{verdict.capitalize()}: {share.value:.0%} of the wall time ({held}) waits for the next batch. "
+        f"With data free, a step would take {_ms(free_s)} instead of {_ms(step_s)}"
+        + (f" ({gain:.3g}x faster)." if gain < 1000 else ".")
+    )
     if verdict == "compute-bound":
         return head + " A faster loader would change little: tune the step itself (or grow the batch)."
     where = f" Most of a batch's time is in {stage[0]} ({_ms(stage[1])} per batch)." if stage else ""
     if workers == 0:
-        nxt = (" Next step: worker processes (num_workers=2 or more) so batches are made while the step runs; "
-               "sweep_loader(make_loader, num_workers=[0, 1, 2, 4]) finds how many pay off.")  # fmt: skip
+        nxt = (
+            " Next step: worker processes (num_workers=2 or more) so batches are made while the step runs; "
+            "sweep_loader(make_loader, num_workers=[0, 1, 2, 4]) finds how many pay off."
+        )
         if 0 < cores <= 2:
             nxt += f" With {cores} cores, workers take them from your step: only the sweep can say which wins."
     elif workers:
-        nxt = (f" Next step: with {workers} workers already, try more (sweep_loader), a lighter __getitem__, "
-               "or save the prepared batches once and load them (profile_inspector_loader shows that speed).")
+        nxt = (
+            f" Next step: with {workers} workers already, try more (sweep_loader), a lighter __getitem__, "
+            "or save the prepared batches once and load them (profile_inspector_loader shows that speed)."
+        )
     else:
         nxt = " Next step: profile the loader on its own (profile_loader) to see where its time goes."
     return head + where + nxt

@@ -43,7 +43,11 @@ class VersusSync:
 
 
 def versus_sync(
-    size_mb: float = 1.0, layout: str = "steps", workers: int = 2, rounds: int = 10, loads: int = 128,
+    size_mb: float = 1.0,
+    layout: str = "steps",
+    workers: int = 2,
+    rounds: int = 10,
+    loads: int = 128,
     directory: str | None = None,
 ) -> VersusSync:
     """Both, ``loads`` payloads a round each after a warm-up, in ``rounds`` rounds.

@@ -17,14 +17,16 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from inspector.loader._errors import CudaUnavailableError
 from inspector.loader.pool.shared_segment import capacity_for
 from inspector.loader.storage.image import FactoryMaker, ImageFactory
-from inspector.loader.storage.plan import Plan
+
+if TYPE_CHECKING:
+    from inspector.loader.storage.plan import Plan
 
 _MAX_FREE_STAGING = 4
 

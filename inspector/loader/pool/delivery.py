@@ -23,11 +23,13 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import InvalidStateError
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.loader.pool.requests import DELIVERY_TOKEN, Request
-from inspector.loader.pool.segments import SegmentPool
 from inspector.loader.storage.image import decode_image
+
+if TYPE_CHECKING:
+    from inspector.loader.pool.segments import SegmentPool
 
 logger = logging.getLogger("inspector.loader")
 
@@ -39,8 +41,12 @@ class Loaded:
 
     def __init__(self, request: Request, size: int, read_start: float, read_end: float, received: float) -> None:
         self.request, self.size, self.read_start, self.read_end, self.received = (
-            request, size, read_start, read_end, received
-        )  # fmt: skip
+            request,
+            size,
+            read_start,
+            read_end,
+            received,
+        )
 
 
 class Failed:
@@ -240,9 +246,26 @@ class Deliverer:
         if isinstance(item, Prebuilt) and marks:
             self._record((*marks, 0.0, ended))
         if isinstance(item, Loaded):  # the raw marks here; LoadTiming records are made from them when asked for
-            self._record((request.id, request.path, request.worker, size, leaves, request.device, outcome is None,
-                          request.submitted, request.dispatched, item.read_start, item.read_end, item.received,
-                          started, built, h2d, ended))  # fmt: skip
+            self._record(
+                (
+                    request.id,
+                    request.path,
+                    request.worker,
+                    size,
+                    leaves,
+                    request.device,
+                    outcome is None,
+                    request.submitted,
+                    request.dispatched,
+                    item.read_start,
+                    item.read_end,
+                    item.received,
+                    started,
+                    built,
+                    h2d,
+                    ended,
+                )
+            )
         return obj, outcome
 
     def _build(self, request: Request, size: int) -> tuple[Any, int, float]:
@@ -282,7 +305,8 @@ def _call(fn: Callable[[Any], Any] | None, arg: Any, what: str, request: Request
     except Exception:
         logger.exception("inspector.loader: %s %r for %s raised; the loader keeps going", what, fn, request.label)
     except BaseException as exc:
-        logger.error("inspector.loader: %s %r for %s raised %s; its future gets it", what, fn, request.label,
-                     type(exc).__name__)  # fmt: skip
+        logger.error(
+            "inspector.loader: %s %r for %s raised %s; its future gets it", what, fn, request.label, type(exc).__name__
+        )
         return exc
     return None

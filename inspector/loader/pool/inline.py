@@ -35,15 +35,17 @@ import collections
 import time
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from inspector.loader._errors import StorageCorruptError
-from inspector.loader.pool.requests import Request
 from inspector.loader.pool.shared_segment import capacity_for
 from inspector.loader.storage.image import decode_image
 from inspector.loader.storage.reader import open_for_load
+
+if TYPE_CHECKING:
+    from inspector.loader.pool.requests import Request
 
 ALWAYS_BYTES = 256 << 10  # at most this, always read here; larger (to ``inline_bytes``) only when the pool is idle
 FREE_BYTES_KEPT = 256 << 20  # free buffers kept for reuse, in bytes, beyond which they are let go
@@ -157,8 +159,22 @@ class InlineReader:
         except StorageCorruptError as exc:
             return self._finish(request, None, exc, ())
         built = time.perf_counter()
-        marks = (request.id, path, None, size, leaves, None, True, request.submitted, started, read_start, read_end,
-                 read_end, read_end, built)  # fmt: skip
+        marks = (
+            request.id,
+            path,
+            None,
+            size,
+            leaves,
+            None,
+            True,
+            request.submitted,
+            started,
+            read_start,
+            read_end,
+            read_end,
+            read_end,
+            built,
+        )
         return self._finish(request, obj, None, marks)
 
     def _finish(self, request: Request, obj: Any, error: BaseException | None, marks: tuple[Any, ...]) -> bool:

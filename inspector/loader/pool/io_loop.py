@@ -24,7 +24,7 @@ import select
 import threading
 import time
 from collections.abc import Callable, Iterable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector._processes import wait_or_kill
 from inspector.loader._errors import (
@@ -34,13 +34,15 @@ from inspector.loader._errors import (
     WorkerDiedError,
     WorkerStartError,
 )
-from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.delivery import Failed, Item, Loaded
 from inspector.loader.pool.messages import DropSegment, FileRead, ReadFailed, WorkerReady
-from inspector.loader.pool.scheduler import Dispatcher
-from inspector.loader.pool.segments import SegmentPool
-from inspector.loader.pool.state import PoolState
 from inspector.loader.pool.worker_handles import WorkerHandle, describe_command
+
+if TYPE_CHECKING:
+    from inspector.loader.pool.config import PoolConfig
+    from inspector.loader.pool.scheduler import Dispatcher
+    from inspector.loader.pool.segments import SegmentPool
+    from inspector.loader.pool.state import PoolState
 
 logger = logging.getLogger("inspector.loader")
 
@@ -249,8 +251,9 @@ class IOLoop:
             return SharedMemoryError(capacity, OSError(reply.errno, reply.message))
         if reply.kind in ("os", "unmapped"):
             return OSError(reply.errno, f"{reply.message}: {path!r}")
-        return RuntimeError(f"Loader worker {worker.index} failed while loading {path!r}: {reply.message}\n"
-                            f"{reply.traceback}")  # fmt: skip
+        return RuntimeError(
+            f"Loader worker {worker.index} failed while loading {path!r}: {reply.message}\n{reply.traceback}"
+        )
 
     def _on_death(self, worker: WorkerHandle) -> None:
         """See NOTE [ Worker deaths ]."""
@@ -300,8 +303,10 @@ class IOLoop:
                 return
         logger.warning(
             "inspector.loader: worker %d (pid %s) exited with %s; starting a replacement",
-            worker.index, worker.pid, exitcode,
-        )  # fmt: skip
+            worker.index,
+            worker.pid,
+            exitcode,
+        )
         replacement = self._spawn(worker.index)
         with state.lock:
             state.restarts[worker.index] += 1
@@ -313,4 +318,3 @@ class IOLoop:
                 if w.key == key and not w.dead:
                     with contextlib.suppress(OSError):
                         w.channel.send(DropSegment(seg_id))
-

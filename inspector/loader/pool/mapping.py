@@ -24,8 +24,7 @@ def _libc() -> Any:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or None, use_errno=True)
         libc.mmap.restype = ctypes.c_void_p
-        libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int,
-                              ctypes.c_long)  # fmt: skip
+        libc.mmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long)
         libc.munmap.restype = ctypes.c_int
         libc.munmap.argtypes = (ctypes.c_void_p, ctypes.c_size_t)
     except (OSError, AttributeError):

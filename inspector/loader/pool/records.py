@@ -38,14 +38,43 @@ class LoadTiming:
     total: float
 
     @classmethod
-    def from_marks(cls, request_id: int, path: str, worker: int | None, nbytes: int, leaves: int, device: Any,
-                   ok: bool, submitted: float, dispatched: float, read_start: float, read_end: float,
-                   received: float, started: float, built: float, h2d: float, ended: float) -> LoadTiming:
+    def from_marks(
+        cls,
+        request_id: int,
+        path: str,
+        worker: int | None,
+        nbytes: int,
+        leaves: int,
+        device: Any,
+        ok: bool,
+        submitted: float,
+        dispatched: float,
+        read_start: float,
+        read_end: float,
+        received: float,
+        started: float,
+        built: float,
+        h2d: float,
+        ended: float,
+    ) -> LoadTiming:
         """The record of one load from the clock readings the pool takes as it goes (``perf_counter`` seconds)."""
-        return cls(request_id, path, worker, nbytes, leaves, "cpu" if device is None else str(device), ok,
-                   max(dispatched - submitted, 0.0), read_end - read_start, max(received - read_end, 0.0),
-                   max(started - received, 0.0), built - started - h2d, h2d, ended - built,
-                   ended - submitted)  # fmt: skip
+        return cls(
+            request_id,
+            path,
+            worker,
+            nbytes,
+            leaves,
+            "cpu" if device is None else str(device),
+            ok,
+            max(dispatched - submitted, 0.0),
+            read_end - read_start,
+            max(received - read_end, 0.0),
+            max(started - received, 0.0),
+            built - started - h2d,
+            h2d,
+            ended - built,
+            ended - submitted,
+        )
 
     def stage_seconds(self) -> dict[str, float]:
         return {stage: getattr(self, stage) for stage in STAGES}
@@ -90,14 +119,18 @@ class LoaderStatus:
     def __repr__(self) -> str:
         alive = sum(w.alive for w in self.workers)
         state = "running" if self.running else "stopped"
-        return (f"<LoaderStatus {self.name!r}: {state}, {alive}/{self.worker_num} workers alive, "
-                f"{self.pending} pending, {self.loads_done} loads done, {self.loads_failed} failed, "
-                f"{self.segments} segments>")
+        return (
+            f"<LoaderStatus {self.name!r}: {state}, {alive}/{self.worker_num} workers alive, "
+            f"{self.pending} pending, {self.loads_done} loads done, {self.loads_failed} failed, "
+            f"{self.segments} segments>"
+        )
 
     def _repr_html_(self) -> str:
         from inspector._display import html_table
 
-        rows = [(w.index, w.pid, w.alive, w.ready, w.busy, w.in_flight, w.loads_done, w.segments_mapped, w.restarts)
-                for w in self.workers]
+        rows = [
+            (w.index, w.pid, w.alive, w.ready, w.busy, w.in_flight, w.loads_done, w.segments_mapped, w.restarts)
+            for w in self.workers
+        ]
         head = ("worker", "pid", "alive", "ready", "busy", "in flight", "loads", "segments", "restarts")
         return html_table(head, rows, repr(self)[1:-1])

@@ -186,8 +186,9 @@ class LoadFuture(Future):
         already (a small load is answered before ``load`` returns), and whatever it raises is logged (NOTE
         [ Callbacks that wait ])."""
         pool = self._pool() if self._pool is not None else None
-        super().add_done_callback(functools.partial(pool.run_done_callback, fn) if pool is not None else
-                                  functools.partial(call_guarded, fn))  # fmt: skip
+        super().add_done_callback(
+            functools.partial(pool.run_done_callback, fn) if pool is not None else functools.partial(call_guarded, fn)
+        )
 
     def fail_after_fork(self, error: BaseException) -> None:
         """In a child made by ``os.fork()``: fail this future at once, taking no lock a parent thread may have held."""
@@ -204,8 +205,11 @@ class LoadFuture(Future):
     def __del__(self) -> None:
         try:
             if self._exception is not None and not self._observed and self._state == FINISHED:  # no lock: dropped
-                logger.warning("inspector.loader: loading %s failed and nobody retrieved the error: %s",
-                               self._label, self._exception)  # fmt: skip
+                logger.warning(
+                    "inspector.loader: loading %s failed and nobody retrieved the error: %s",
+                    self._label,
+                    self._exception,
+                )
         except Exception:  # never raise from a finalizer (e.g. at interpreter exit)
             pass
 
@@ -217,16 +221,38 @@ def call_guarded(fn: Callable[[Future[Any]], object], future: Future[Any]) -> No
     except Exception:
         logger.exception("inspector.loader: a done-callback %r raised; the loader keeps going", fn)
     except BaseException as exc:  # SystemExit, KeyboardInterrupt: the future is already answered
-        logger.error("inspector.loader: a done-callback %r raised %s; ignored, the future was already "
-                     "complete", fn, type(exc).__name__)  # fmt: skip
+        logger.error(
+            "inspector.loader: a done-callback %r raised %s; ignored, the future was already complete",
+            fn,
+            type(exc).__name__,
+        )
 
 
 class Request:
     """One ``load`` call on its way through the pool (internal and mutable; a plain class: one per load)."""
 
-    __slots__ = ("callback", "device", "dispatched", "finished", "future", "id", "needs_delivery", "on_error", "path",
-                 "plan", "prebuilt", "queued", "reserved", "running", "segment", "storage", "submitted", "waited",
-                 "worker", "worker_key")  # fmt: skip
+    __slots__ = (
+        "callback",
+        "device",
+        "dispatched",
+        "finished",
+        "future",
+        "id",
+        "needs_delivery",
+        "on_error",
+        "path",
+        "plan",
+        "prebuilt",
+        "queued",
+        "reserved",
+        "running",
+        "segment",
+        "storage",
+        "submitted",
+        "waited",
+        "worker",
+        "worker_key",
+    )
 
     def __init__(
         self,

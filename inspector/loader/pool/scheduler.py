@@ -26,17 +26,20 @@ import errno
 import threading
 import time
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from inspector.loader.pool.channel import GONE
-from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.delivery import Failed, InProcess, Item, Prebuilt
 from inspector.loader.pool.messages import ReadFile
-from inspector.loader.pool.requests import Request
-from inspector.loader.pool.segments import SegmentPool
-from inspector.loader.pool.shared_segment import Segment
-from inspector.loader.pool.state import PoolState
-from inspector.loader.pool.worker_handles import WorkerHandle
 from inspector.loader.storage.reader import StorageFile, open_for_load
+
+if TYPE_CHECKING:
+    from inspector.loader.pool.config import PoolConfig
+    from inspector.loader.pool.requests import Request
+    from inspector.loader.pool.segments import SegmentPool
+    from inspector.loader.pool.shared_segment import Segment
+    from inspector.loader.pool.state import PoolState
+    from inspector.loader.pool.worker_handles import WorkerHandle
 
 SEGMENT_GRACE_BYTES = 16 << 20  # below this a new segment costs less than waiting for one
 SEGMENT_GRACE_S = 0.02  # the longest wait (256 MiB); a new segment's page faults cost about a second per GiB
@@ -117,8 +120,10 @@ class Dispatcher:
         for w in state.workers:  # one pass: the count in flight, and the least loaded open worker
             held = len(w.in_flight)
             outstanding += held
-            if not w.dead and held < config.depth and (
-                best is None or (held, w.index) < (len(best.in_flight), best.index)
+            if (
+                not w.dead
+                and held < config.depth
+                and (best is None or (held, w.index) < (len(best.in_flight), best.index))
             ):
                 best = w
         if outstanding >= config.max_outstanding or (
@@ -176,8 +181,10 @@ class Dispatcher:
         """A large load that finds no free segment while the consumer holds payloads of that size: wait a moment (up
         to ``SEGMENT_GRACE_S``, a fraction of what a new one costs) rather than pay a new segment's page faults, for
         one may be let go now (a consumer keeping batch k while k+1 loads drops k right after asking for k+1)."""
-        return nbytes >= SEGMENT_GRACE_BYTES and self._segments.leased_like(nbytes) and (
-            self._segments.take_free(nbytes, worker, peek=True) is None
+        return (
+            nbytes >= SEGMENT_GRACE_BYTES
+            and self._segments.leased_like(nbytes)
+            and (self._segments.take_free(nbytes, worker, peek=True) is None)
         )
 
     def _hand_over(self, worker: WorkerHandle, request: Request, file: StorageFile, segment: Segment) -> None:
@@ -191,8 +198,9 @@ class Dispatcher:
         with self._state.lock:
             request.reserved = segment.capacity
             self._state.reserved += request.reserved
-        message = ReadFile(request.id, file.size, segment.id, segment.capacity if hand_over else 0,
-                           hand_over and not segment.reserved)  # fmt: skip
+        message = ReadFile(
+            request.id, file.size, segment.id, segment.capacity if hand_over else 0, hand_over and not segment.reserved
+        )
         try:
             worker.channel.send(message, (file.fileno(), segment.fd) if hand_over else (file.fileno(),))
         except OSError as exc:

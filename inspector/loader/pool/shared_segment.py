@@ -57,8 +57,9 @@ class ForkEpoch:
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=ForkEpoch.before, after_in_parent=ForkEpoch.after_in_parent,
-                        after_in_child=ForkEpoch.after_in_child)  # fmt: skip
+    os.register_at_fork(
+        before=ForkEpoch.before, after_in_parent=ForkEpoch.after_in_parent, after_in_child=ForkEpoch.after_in_child
+    )
 
 
 class Segment:

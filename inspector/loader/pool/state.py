@@ -5,9 +5,11 @@ from __future__ import annotations
 import threading
 from collections import deque
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from inspector.loader.pool.requests import Request
-from inspector.loader.pool.worker_handles import WorkerHandle
+if TYPE_CHECKING:
+    from inspector.loader.pool.requests import Request
+    from inspector.loader.pool.worker_handles import WorkerHandle
 
 
 @dataclass(eq=False)

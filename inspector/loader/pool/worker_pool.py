@@ -38,10 +38,9 @@ import time
 import weakref
 from collections.abc import Callable, Iterator
 from concurrent.futures import Future
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from inspector.loader._errors import LoaderCrashedError, LoaderShutdownError, LoadForkedError, WorkerSpawnError
-from inspector.loader.pool.config import PoolConfig
 from inspector.loader.pool.cuda import StagingPool
 from inspector.loader.pool.delivery import Deliverer, Failed, Item, Prebuilt
 from inspector.loader.pool.inline import InlineReader
@@ -52,6 +51,9 @@ from inspector.loader.pool.scheduler import Dispatcher
 from inspector.loader.pool.segments import SegmentPool
 from inspector.loader.pool.state import PoolState
 from inspector.loader.pool.worker_handles import STOP_GRACE_S, WorkerHandle, start_worker, stop_workers
+
+if TYPE_CHECKING:
+    from inspector.loader.pool.config import PoolConfig
 
 logger = logging.getLogger("inspector.loader")
 
@@ -75,14 +77,31 @@ class WorkerPool:
         self._staging = StagingPool()
         self._dispatcher = Dispatcher(config, self._state, self._segments, self._route, self._wake)
         try:
-            self._loop = IOLoop(config, self._state, self._segments, self._dispatcher, self._route, self._spawn,
-                                self._teardown, self._stop_delivery)  # fmt: skip
+            self._loop = IOLoop(
+                config,
+                self._state,
+                self._segments,
+                self._dispatcher,
+                self._route,
+                self._spawn,
+                self._teardown,
+                self._stop_delivery,
+            )
         except OSError as exc:  # no descriptor left for the wake-up pipe: nothing has started yet
             raise WorkerSpawnError(0, exc) from exc
-        self._inline = InlineReader(config.inline_bytes, config.why_missing, config.record, self._count_inline,
-                                    self._busy)  # fmt: skip
-        self._deliverer = Deliverer(self._segments, self._finished, config.record, self._staging, self.token,
-                                    config.name, self._forget, self._read_here)  # fmt: skip
+        self._inline = InlineReader(
+            config.inline_bytes, config.why_missing, config.record, self._count_inline, self._busy
+        )
+        self._deliverer = Deliverer(
+            self._segments,
+            self._finished,
+            config.record,
+            self._staging,
+            self.token,
+            config.name,
+            self._forget,
+            self._read_here,
+        )
         try:
             self._deliverer.start()
             for i in range(config.worker_num):  # one at a time, so a failure can stop those already started

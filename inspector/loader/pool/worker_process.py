@@ -76,8 +76,9 @@ def handle_read(maps: dict[int, memoryview], request: ReadFile, received: Receiv
         _close_all(fds)
         code = errno.EMFILE if received.fds_lost else errno.EBADF
         kind = "unmapped" if request.capacity > 0 else "os"
-        return ReadFailed(request.request_id, kind, f"a descriptor did not reach the worker ({os.strerror(code)})",
-                          code, "", 0.0, 0.0), -1  # fmt: skip
+        return ReadFailed(
+            request.request_id, kind, f"a descriptor did not reach the worker ({os.strerror(code)})", code, "", 0.0, 0.0
+        ), -1
     file_fd = fds[0]
     if request.capacity > 0:
         try:
@@ -85,21 +86,36 @@ def handle_read(maps: dict[int, memoryview], request: ReadFile, received: Receiv
                 os.posix_fallocate(fds[1], 0, request.capacity)  # out of memory is an error here, not a SIGBUS
         except OSError as exc:
             os.close(fds[1])
-            return ReadFailed(request.request_id, "nomem", f"cannot reserve the segment's pages: {exc.strerror}",
-                              exc.errno or 0, "", 0.0, 0.0), file_fd  # fmt: skip
+            return ReadFailed(
+                request.request_id,
+                "nomem",
+                f"cannot reserve the segment's pages: {exc.strerror}",
+                exc.errno or 0,
+                "",
+                0.0,
+                0.0,
+            ), file_fd
         try:
             # pages that exist (another worker filled them) are mapped in one go; new ones fault in as they are read
             populate = not request.reserve
             maps[request.segment_id] = memoryview(map_shared(fds[1], request.capacity, populate=populate)).cast("B")
         except OSError as exc:
-            return ReadFailed(request.request_id, "unmapped", f"cannot map the shared-memory segment: {exc.strerror}",
-                              exc.errno or 0, "", 0.0, 0.0), file_fd  # fmt: skip
+            return ReadFailed(
+                request.request_id,
+                "unmapped",
+                f"cannot map the shared-memory segment: {exc.strerror}",
+                exc.errno or 0,
+                "",
+                0.0,
+                0.0,
+            ), file_fd
         finally:
             os.close(fds[1])
     segment = maps.get(request.segment_id)
     if segment is None:  # the main process forgets the mapping and hands the segment over again
-        return ReadFailed(request.request_id, "unmapped", "cannot map the shared-memory segment: unknown segment",
-                          0, "", 0.0, 0.0), file_fd  # fmt: skip
+        return ReadFailed(
+            request.request_id, "unmapped", "cannot map the shared-memory segment: unknown segment", 0, "", 0.0, 0.0
+        ), file_fd
     return read_into_segment(file_fd, segment, request.request_id, request.size), file_fd
 
 
@@ -114,15 +130,21 @@ def read_into_segment(fd: int, view: memoryview, request_id: int, size: int) -> 
         while got < size:
             n = os.preadv(fd, [view[got:size]], got)
             if n == 0:
-                return ReadFailed(request_id, "truncated", f"truncated while being read: {got} of {size} bytes", 0,
-                                  "", started, time.perf_counter())  # fmt: skip
+                return ReadFailed(
+                    request_id,
+                    "truncated",
+                    f"truncated while being read: {got} of {size} bytes",
+                    0,
+                    "",
+                    started,
+                    time.perf_counter(),
+                )
             got += n
     except OSError as exc:
         return ReadFailed(request_id, "os", exc.strerror or str(exc), exc.errno or 0, "", started, time.perf_counter())
     except Exception as exc:  # reported with where it happened, never swallowed
         text = traceback.format_exc()[-MAX_TRACEBACK:]
-        return ReadFailed(request_id, "internal", f"{type(exc).__name__}: {exc}", 0, text, started,
-                          time.perf_counter())  # fmt: skip
+        return ReadFailed(request_id, "internal", f"{type(exc).__name__}: {exc}", 0, text, started, time.perf_counter())
     return FileRead(request_id, got, started, time.perf_counter())
 
 

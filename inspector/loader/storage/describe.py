@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Any
-
-import numpy as np
+from typing import TYPE_CHECKING, Any
 
 from inspector.loader._errors import StorageNotFoundError
 from inspector.loader.storage.handles import Storage
 from inspector.loader.storage.key_paths import KeyPath, format_key_path
 from inspector.loader.storage.reader import StorageFile
+
+if TYPE_CHECKING:
+    import numpy as np
 
 
 @dataclass(frozen=True)
@@ -61,8 +62,7 @@ def describe_storage(storage: Storage | str | os.PathLike[str]) -> StorageInfo:
     except FileNotFoundError:
         raise StorageNotFoundError(path) from None
     tree = plan.build(None, _Placeholders())
-    return StorageInfo(path, size, prelude.header_len, prelude.data_start, prelude.data_len, _leaves(tree),
-                       plan.tokens)  # fmt: skip
+    return StorageInfo(path, size, prelude.header_len, prelude.data_start, prelude.data_len, _leaves(tree), plan.tokens)
 
 
 @dataclass(frozen=True, eq=False)
@@ -95,8 +95,9 @@ def _leaves(tree: Any) -> tuple[LeafInfo, ...]:
         node, keys, in_key = stack.pop()
         if isinstance(node, _Leaf):
             where = format_key_path(keys) + (" (a dict key)" if in_key else "")
-            found.append(LeafInfo(keys, where, node.kind, node.dtype, node.shape, node.offset, node.nbytes,
-                                  node.requires_grad))  # fmt: skip
+            found.append(
+                LeafInfo(keys, where, node.kind, node.dtype, node.shape, node.offset, node.nbytes, node.requires_grad)
+            )
         elif type(node) is dict:
             items = list(node.items())
             for key, value in reversed(items):
@@ -105,4 +106,3 @@ def _leaves(tree: Any) -> tuple[LeafInfo, ...]:
         elif type(node) in (list, tuple):
             stack.extend((node[i], (*keys, i), in_key) for i in range(len(node) - 1, -1, -1))
     return tuple(found)
-

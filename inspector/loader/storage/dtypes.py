@@ -25,8 +25,22 @@ def _max_ndim() -> int:
 
 MAX_NDIM = _max_ndim()
 MAX_SPAN = (1 << 63) - 1  # numpy refuses an array whose non-zero dimensions times its itemsize exceed this
-_TWINS = ("bool", "uint8", "int8", "int16", "int32", "int64", "uint16", "uint32", "uint64",
-          "float16", "float32", "float64", "complex64", "complex128")  # fmt: skip
+_TWINS = (
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "uint16",
+    "uint32",
+    "uint64",
+    "float16",
+    "float32",
+    "float64",
+    "complex64",
+    "complex128",
+)
 
 
 @functools.cache

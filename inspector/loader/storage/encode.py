@@ -34,9 +34,20 @@ from inspector.loader._errors import UnsupportedPayloadError
 from inspector.loader.storage.layout import align
 
 SUPPORTED = (
-    "dict", "list", "tuple", "numpy.ndarray", "numpy scalar", "torch.Tensor",
-    "int", "float", "complex", "bool", "str", "bytes", "None",
-)  # fmt: skip
+    "dict",
+    "list",
+    "tuple",
+    "numpy.ndarray",
+    "numpy scalar",
+    "torch.Tensor",
+    "int",
+    "float",
+    "complex",
+    "bool",
+    "str",
+    "bytes",
+    "None",
+)
 _BIG = 1 << 63
 _CLOSE = object()
 _DOUBLE = struct.Struct("<d")

@@ -38,8 +38,7 @@ _CONST, _LEAF, _CONTAINER = 0, 1, 2  # a reference while compiling is 3 * index 
 class Plan:
     """A checked header (see NOTE [ Header plans ]); ``build`` makes the object over a file image."""
 
-    __slots__ = ("consts", "containers", "data_len", "data_start", "leaves", "root", "tensor_span", "tokens",
-                 "views")  # fmt: skip
+    __slots__ = ("consts", "containers", "data_len", "data_start", "leaves", "root", "tensor_span", "tokens", "views")
 
     def __init__(
         self,
@@ -121,8 +120,11 @@ def compile_plan(doc: dict[str, Any], data_len: int, data_start: int, path: str)
                 dtype_token, shape_token = token[1], token[2]
                 if type(dtype_token) is not str:  # checked before the lookup: a list is not even hashable
                     raise StorageCorruptError(path, f"bad dtype {dtype_token!r} (a dtype is named by a string)")
-                if (type(shape_token) is not list or len(shape_token) > MAX_NDIM
-                        or not all(type(d) is int and d >= 0 for d in shape_token)):  # fmt: skip
+                if (
+                    type(shape_token) is not list
+                    or len(shape_token) > MAX_NDIM
+                    or not all(type(d) is int and d >= 0 for d in shape_token)
+                ):
                     raise StorageCorruptError(path, f"bad shape {shape_token!r}")
                 key = (tag, dtype_token, tuple(shape_token))
                 layout = layouts.get(key)
@@ -171,8 +173,9 @@ def compile_plan(doc: dict[str, Any], data_len: int, data_start: int, path: str)
     if stack or not done:
         raise StorageCorruptError(path, "the token list ends before the tree is complete")
     if extent != data_len:
-        raise StorageCorruptError(path, f"the header declares {data_len} bytes of array data, but its arrays end "
-                                        f"at byte {extent}")  # fmt: skip
+        raise StorageCorruptError(
+            path, f"the header declares {data_len} bytes of array data, but its arrays end at byte {extent}"
+        )
     span = doc.get("tensor_span")
     _check_tensor_span(span, leaves, data_len, path)
     bases = (0, len(consts), len(consts) + len(leaves))  # slots: constants, then leaves, then containers
@@ -184,8 +187,16 @@ def compile_plan(doc: dict[str, Any], data_len: int, data_start: int, path: str)
         return tuple(consts[ref // 3] for ref in keys) if kind == _NAMED else slots(keys)
 
     compiled = tuple((kind, slots(items), compiled_keys(kind, keys)) for kind, items, keys in containers)
-    return Plan(data_start, data_len, tuple(leaves), consts, compiled, slots([root])[0],
-                tuple(span) if span is not None else None, len(doc["tokens"]))  # fmt: skip
+    return Plan(
+        data_start,
+        data_len,
+        tuple(leaves),
+        consts,
+        compiled,
+        slots([root])[0],
+        tuple(span) if span is not None else None,
+        len(doc["tokens"]),
+    )
 
 
 def _close(tag: str, items: list[int], containers: list[Any], unhashable: set[int], path: str) -> int:

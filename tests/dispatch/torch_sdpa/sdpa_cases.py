@@ -12,12 +12,16 @@ from torch.nn.attention import SDPBackend
 
 DTYPES = (torch.float32, torch.float64, torch.bfloat16, torch.float16)
 ALL_BACKENDS = (
-    SDPBackend.MATH, SDPBackend.FLASH_ATTENTION, SDPBackend.EFFICIENT_ATTENTION, SDPBackend.CUDNN_ATTENTION,
+    SDPBackend.MATH,
+    SDPBackend.FLASH_ATTENTION,
+    SDPBackend.EFFICIENT_ATTENTION,
+    SDPBackend.CUDNN_ATTENTION,
     SDPBackend.OVERRIDEABLE,
 )
 # None: no restriction; otherwise every non-empty subset, as sdpa_kernel lists.
 RESTRICTIONS: tuple[tuple[SDPBackend, ...] | None, ...] = (
-    None, *(combo for n in range(1, len(ALL_BACKENDS) + 1) for combo in itertools.combinations(ALL_BACKENDS, n)),
+    None,
+    *(combo for n in range(1, len(ALL_BACKENDS) + 1) for combo in itertools.combinations(ALL_BACKENDS, n)),
 )
 
 
@@ -40,7 +44,7 @@ def _tensor(shape: tuple[int, ...], dtype: Any, device: str, rng: random.Random,
     if layout == "transposed" and len(shape) >= 2 and shape[-1] > 1 and shape[-2] > 1:
         t = torch.empty((*shape[:-2], shape[-1], shape[-2]), dtype=dtype, device=device).transpose(-1, -2)
     elif layout == "packed" and len(shape) >= 1:
-        t = torch.empty((*shape[:-1], 3 * shape[-1]), dtype=dtype, device=device)[..., shape[-1]:2 * shape[-1]]
+        t = torch.empty((*shape[:-1], 3 * shape[-1]), dtype=dtype, device=device)[..., shape[-1] : 2 * shape[-1]]
     elif layout == "offset" and len(shape) >= 1:
         t = torch.empty((*shape[:-1], shape[-1] + 1), dtype=dtype, device=device)[..., 1:]
     elif layout == "bhsd_from_bshd" and len(shape) == 4:
@@ -96,10 +100,22 @@ def _one(index: int, rng: random.Random, device: str) -> Case:
     grad_inputs = rng.random() < 0.35
     q = _tensor(shape(batch, heads, q_len, head_dim), dtype, device, rng, rng.choice(layouts), grad_inputs)
     k_dtype = dtype if rng.random() < 0.95 else rng.choice(DTYPES)
-    k = _tensor(shape(k_batch, kv_heads, kv_len, key_dim), k_dtype, device, rng, rng.choice(layouts),
-                grad_inputs and rng.random() < 0.5)
-    v = _tensor(shape(k_batch, v_heads, kv_len, value_dim), dtype, device, rng, rng.choice(layouts),
-                grad_inputs and rng.random() < 0.5)
+    k = _tensor(
+        shape(k_batch, kv_heads, kv_len, key_dim),
+        k_dtype,
+        device,
+        rng,
+        rng.choice(layouts),
+        grad_inputs and rng.random() < 0.5,
+    )
+    v = _tensor(
+        shape(k_batch, v_heads, kv_len, value_dim),
+        dtype,
+        device,
+        rng,
+        rng.choice(layouts),
+        grad_inputs and rng.random() < 0.5,
+    )
 
     mask = None
     mask_kind = rng.choice(("none", "none", "none", "bool", "float", "bool4d", "float4d", "broadcast", "bad", "3d"))

@@ -73,9 +73,16 @@ def test_time_per_backend_is_bounded_and_bad_arguments_are_refused() -> None:
 
 
 def test_described_calls_get_real_tensors_here_but_not_on_a_gpu_this_machine_lacks() -> None:
-    ctx = complete(CallContext("torch_sdpa", dtype=torch.float32, ndim=4, head_dim=16, has_mask=True,
-                               extra={"seq_len": 8, "kv_len": 12, "mask_dtype": "float32", "enable_gqa": True,
-                                      "heads": 4, "kv_heads": 2}))
+    ctx = complete(
+        CallContext(
+            "torch_sdpa",
+            dtype=torch.float32,
+            ndim=4,
+            head_dim=16,
+            has_mask=True,
+            extra={"seq_len": 8, "kv_len": 12, "mask_dtype": "float32", "enable_gqa": True, "heads": 4, "kv_heads": 2},
+        )
+    )
     (q, k, v), kwargs = tensors_for(ctx.extra["sdpa"])
     assert (q.shape, k.shape, kwargs["attn_mask"].shape) == ((2, 4, 8, 16), (2, 2, 12, 16), (8, 12))
     assert kwargs["enable_gqa"] and q.requires_grad and kwargs["attn_mask"].dtype == torch.float32
@@ -127,15 +134,16 @@ def _timed(backend: str, median: float, low: float) -> BackendRun:
 
 
 def test_times_within_the_noise_of_the_runs_are_called_about_the_same() -> None:
-    close = SdpaComparison("call", "flash_attention", (_timed("flash_attention", 1.0, 0.98),
-                                                       _timed("math", 0.95, 0.93)), False, 0.1)
+    close = SdpaComparison(
+        "call", "flash_attention", (_timed("flash_attention", 1.0, 0.98), _timed("math", 0.95, 0.93)), False, 0.1
+    )
     assert close.pick_is_fastest is False and close.about_the_same == "math"
     assert "math is about the same" in close.summary() and "nothing to gain" in close.summary()
-    noisy = SdpaComparison("call", "math", (_timed("flash_attention", 1.0, 0.5), _timed("math", 1.4, 1.3)), False,
-                           0.1)
+    noisy = SdpaComparison("call", "math", (_timed("flash_attention", 1.0, 0.5), _timed("math", 1.4, 1.3)), False, 0.1)
     assert noisy.about_the_same == "flash_attention"  # 0.4 ms apart, but the runs spread by 0.6 ms
-    apart = SdpaComparison("call", "math", (_timed("flash_attention", 1.0, 0.99), _timed("math", 2.0, 1.98)), False,
-                           0.1)
+    apart = SdpaComparison(
+        "call", "math", (_timed("flash_attention", 1.0, 0.99), _timed("math", 2.0, 1.98)), False, 0.1
+    )
     assert apart.about_the_same is None and "but flash_attention is faster" in apart.summary()
 
 

@@ -96,14 +96,20 @@ def _pytorch_reason(case: Case) -> str | None:
     """The first reason PyTorch gives for refusing flash (it warns them when nothing else may run)."""
     import warnings
 
-    with warnings.catch_warnings(record=True) as caught, sdpa_kernel([SDPBackend.FLASH_ATTENTION]), \
-            torch.set_grad_enabled(case.grad_mode):
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        sdpa_kernel([SDPBackend.FLASH_ATTENTION]),
+        torch.set_grad_enabled(case.grad_mode),
+    ):
         warnings.simplefilter("always")
         if pytorch_choice(case) != SDPBackend.ERROR:
             return None
     texts = [str(w.message).split(" (Triggered internally")[0] for w in caught]
-    after = texts[texts.index("Flash attention kernel not used because:") + 1:] if \
-        "Flash attention kernel not used because:" in texts else []
+    after = (
+        texts[texts.index("Flash attention kernel not used because:") + 1 :]
+        if "Flash attention kernel not used because:" in texts
+        else []
+    )
     return after[0] if after else None
 
 
@@ -158,7 +164,8 @@ def test_a_profile_of_this_gpu_answers_as_pytorch_does_on_it() -> None:
     real = torch_sdpa.this_gpu()
     assert real.measured and torch_sdpa.gpu_profile("this") == real
     described = torch_sdpa.gpu_profile(real.sm, cudnn=real.cudnn_version)._replace(
-        cuda_version=real.cuda_version, flash_built=real.flash_built, cudnn_built=real.cudnn_built)
+        cuda_version=real.cuda_version, flash_built=real.flash_built, cudnn_built=real.cudnn_built
+    )
     wrong = []
     for case in generate(500, device="cuda", seed=5):
         with _flags_of(case):

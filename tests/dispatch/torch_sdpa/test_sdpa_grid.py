@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import pytest
 import torch
 
 from inspector.dispatch import CallContext, op_backend, torch_sdpa
 from inspector.dispatch.torch_sdpa.grid import agreed, variants
-from inspector.dispatch.what_if import WhatIfCell
+
+if TYPE_CHECKING:
+    from inspector.dispatch.what_if import WhatIfCell
 
 pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
@@ -52,6 +56,9 @@ def test_a_grid_where_every_cell_agrees_is_one_line_on_the_page() -> None:
         state = DispatchState("torch_sdpa", base, {}, (trace_or_failure("torch_sdpa", base),), {"torch_sdpa": cells})
         blocks = page(state).section("what_if:torch_sdpa").blocks
         assert [b.kind for b in blocks][-1] == expected
-    one = page(DispatchState("torch_sdpa", base, {}, (trace_or_failure("torch_sdpa", base),),
-                             {"torch_sdpa": same})).section("what_if:torch_sdpa").blocks[0]
+    one = (
+        page(DispatchState("torch_sdpa", base, {}, (trace_or_failure("torch_sdpa", base),), {"torch_sdpa": same}))
+        .section("what_if:torch_sdpa")
+        .blocks[0]
+    )
     assert one.value == f"Every one of the {len(same)} combinations (device × dtype × call) runs math."

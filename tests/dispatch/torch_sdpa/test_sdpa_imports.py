@@ -29,8 +29,9 @@ def test_no_import_circle_between_torch_sdpa_modules() -> None:
     graph = {p.stem: _imports(p) - {p.stem} for p in ROOT.glob("*.py") if p.stem != "__init__"}
 
     def reaches(start: str, goal: str, seen: set[str]) -> bool:
-        return any(nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt}))
-                   for nxt in graph.get(start, ()))
+        return any(
+            nxt == goal or (nxt not in seen and reaches(nxt, goal, seen | {nxt})) for nxt in graph.get(start, ())
+        )
 
     circles = sorted(f"{a} <-> {b}" for a in graph for b in graph[a] if reaches(b, a, {b}))
     assert circles == []

@@ -14,8 +14,13 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 def test_importing_registers_pytorchs_backends_in_pytorchs_default_order() -> None:
     assert "torch_sdpa" in families()
     # PyTorch's default CUDA order; a CPU call runs flash, then math, all the same (see the next test)
-    assert [r.name for r in rows("torch_sdpa")] == ["flash_attention", "efficient_attention", "math",
-                                                     "cudnn_attention", "overrideable"]
+    assert [r.name for r in rows("torch_sdpa")] == [
+        "flash_attention",
+        "efficient_attention",
+        "math",
+        "cudnn_attention",
+        "overrideable",
+    ]
     q = torch.randn(2, 8, 16, 64)
     assert [r.name for r in torch_sdpa.trace_call(q, q, q).rows][:2] == ["flash_attention", "math"]
     assert {r.name for r in rows("torch_sdpa")} == set(torch_sdpa.BACKENDS)
@@ -70,8 +75,10 @@ def test_explain_gives_reasons_for_skipped_rows_and_lower_priority_matches() -> 
     text = torch_sdpa.trace_call(q, q, q).explain()
     assert "  math: matches, lower priority than flash_attention" in text
     assert "  efficient_attention: reject (PyTorch's CPU dispatch has no efficient_attention kernel" in text
-    assert "  overrideable: SKIP unavailable (not on this machine; would also reject: PyTorch's CPU " \
-           "dispatch has no overrideable kernel" in text
+    assert (
+        "  overrideable: SKIP unavailable (not on this machine; would also reject: PyTorch's CPU "
+        "dispatch has no overrideable kernel" in text
+    )
     assert text.endswith("=> flash_attention (origin=chain)")
 
 

@@ -24,8 +24,7 @@ pytestmark = pytest.mark.filterwarnings("ignore::UserWarning")
 
 def _layer(dropout: float) -> torch.nn.TransformerEncoderLayer:
     torch.manual_seed(0)
-    return torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=dropout,
-                                            batch_first=True)
+    return torch.nn.TransformerEncoderLayer(d_model=64, nhead=4, dim_feedforward=128, dropout=dropout, batch_first=True)
 
 
 def _small_llama() -> LlamaStyle:
@@ -89,8 +88,9 @@ def test_the_table_has_the_options_and_flags_as_columns_and_a_next_step() -> Non
     [group] = calls.table().groups
     assert (group.backend, group.dropout_p, group.causal, group.grad) == ("math", 0.25, False, True)
     assert group.mask == "(8, 8) float32" and group.enabled == "flash_attention, math"
-    assert group.next_step == "to get flash_attention here: set dropout_p=0 (the module's eval(), or attention " \
-                              "dropout 0)"
+    assert (
+        group.next_step == "to get flash_attention here: set dropout_p=0 (the module's eval(), or attention dropout 0)"
+    )
 
 
 def test_a_next_step_for_grouped_query_heads_names_enable_gqa() -> None:
@@ -145,7 +145,8 @@ def test_the_stack_is_walked_for_a_models_first_calls_only() -> None:
             model(ids[:, :1], caches)
     assert len(calls) == calls.seen == 2 * (lookups // 2 + 5)
     assert [c.module for c in calls[:lookups]] == ["model.layers.0.self_attn", "model.layers.1.self_attn"] * (
-        lookups // 2)
+        lookups // 2
+    )
     assert {c.module for c in calls[lookups:]} == {""}  # kept, counted and decided, but not walked for
     assert all(g.module == "model.layers.0.self_attn, model.layers.1.self_attn" for g in calls.table().groups)
 
@@ -350,28 +351,46 @@ def _length_grid_cases() -> list[tuple[str, Any]]:
         ("causal", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)), {"is_causal": True})),
         ("gqa", lambda q, k: ((t(1, 4, q, 16), t(1, 2, k, 16), t(1, 2, k, 16)), {"enable_gqa": True})),
         ("dropout", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)), {"dropout_p": 0.5})),
-        ("float64", lambda q, k: ((t(1, 4, q, 16, dtype=torch.float64),) * 3 if q == k else
-                                  (t(1, 4, q, 16, dtype=torch.float64), t(1, 4, k, 16, dtype=torch.float64),
-                                   t(1, 4, k, 16, dtype=torch.float64)), {})),
+        (
+            "float64",
+            lambda q, k: (
+                (t(1, 4, q, 16, dtype=torch.float64),) * 3
+                if q == k
+                else (
+                    t(1, 4, q, 16, dtype=torch.float64),
+                    t(1, 4, k, 16, dtype=torch.float64),
+                    t(1, 4, k, 16, dtype=torch.float64),
+                ),
+                {},
+            ),
+        ),
         ("transposed q", lambda q, k: ((t(1, q, 4, 16).transpose(1, 2), t(1, 4, k, 16), t(1, 4, k, 16)), {})),
         ("3-D", lambda q, k: ((t(4, q, 16), t(4, k, 16), t(4, k, 16)), {})),
-        ("mask q x kv", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)),
-                                      {"attn_mask": bool_mask(q, k)})),
-        ("mask 1 x kv", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)),
-                                      {"attn_mask": bool_mask(1, k)})),
-        ("mask q x 1", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)),
-                                     {"attn_mask": t(q, 1)})),
-        ("mask 4-D", lambda q, k: ((t(2, 4, q, 16), t(2, 4, k, 16), t(2, 4, k, 16)),
-                                   {"attn_mask": bool_mask(2, 1, q, k)})),
-        ("mask fixed 8 x 8", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)),
-                                           {"attn_mask": bool_mask(8, 8)})),
+        (
+            "mask q x kv",
+            lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)), {"attn_mask": bool_mask(q, k)}),
+        ),
+        (
+            "mask 1 x kv",
+            lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)), {"attn_mask": bool_mask(1, k)}),
+        ),
+        ("mask q x 1", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)), {"attn_mask": t(q, 1)})),
+        (
+            "mask 4-D",
+            lambda q, k: ((t(2, 4, q, 16), t(2, 4, k, 16), t(2, 4, k, 16)), {"attn_mask": bool_mask(2, 1, q, k)}),
+        ),
+        (
+            "mask fixed 8 x 8",
+            lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k, 16)), {"attn_mask": bool_mask(8, 8)}),
+        ),
         ("value longer", lambda q, k: ((t(1, 4, q, 16), t(1, 4, k, 16), t(1, 4, k + 1, 16)), {})),
     ]
 
 
 @pytest.mark.parametrize("flash_only", [False, True])
 def test_on_the_cpu_every_length_of_a_relaxed_key_gets_pytorchs_own_answer(
-    monkeypatch: pytest.MonkeyPatch, flash_only: bool,
+    monkeypatch: pytest.MonkeyPatch,
+    flash_only: bool,
 ) -> None:
     # NOTE [ Growing sequences ]: on a tested release the CPU answer is reused across lengths;
     # this grid holds each call's answer to PyTorch's own (torch._fused_sdp_choice, through predict).

@@ -126,7 +126,10 @@ def test_calls_the_matcher_takes_are_counted_as_any_other(monkeypatch: pytest.Mo
     assert matched is not None  # the last streak got a matcher
     assert seen.backends() == {"flash_attention": 3 * calls, "math": calls}
     assert sorted((g.backend, g.grad, g.count) for g in seen.table().groups) == [
-        ("flash_attention", False, 2 * calls), ("flash_attention", True, calls), ("math", False, calls)]
+        ("flash_attention", False, 2 * calls),
+        ("flash_attention", True, calls),
+        ("math", False, calls),
+    ]
     assert seen.seen == 4 * calls and len(seen) == 5
     monkeypatch.setattr(watch_guards, "_works", [False])  # as on a release without the check
     plain, unmatched = _watched_table(calls)

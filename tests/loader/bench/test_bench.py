@@ -60,8 +60,15 @@ def test_a_set_cancel_event_stops_the_run_and_cleans_up(tmp_path: Path) -> None:
         cancel.set()
 
     with pytest.raises(BenchCancelled):
-        run(sizes_mb=(0.25, 1), workers=(1,), methods=("memcpy", "sync"), repeats=1, on_row=stop_after_first,
-            cancel=cancel, directory=str(tmp_path))  # fmt: skip
+        run(
+            sizes_mb=(0.25, 1),
+            workers=(1,),
+            methods=("memcpy", "sync"),
+            repeats=1,
+            on_row=stop_after_first,
+            cancel=cancel,
+            directory=str(tmp_path),
+        )
     assert len(seen) == 1 and os.listdir(tmp_path) == []
 
 

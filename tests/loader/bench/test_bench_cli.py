@@ -17,8 +17,9 @@ from inspector.loader.bench import read_history
 
 
 def bench(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "inspector", "bench", *args], capture_output=True, text=True,
-                          timeout=RUN_WAIT_S, env=env)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "inspector", "bench", *args], capture_output=True, text=True, timeout=RUN_WAIT_S, env=env
+    )
 
 
 @pytest.mark.parametrize(
@@ -54,8 +55,9 @@ def test_a_cuda_device_without_a_gpu_says_so_in_one_line() -> None:
 @pytest.mark.slow
 def test_a_small_run_prints_its_targets_and_is_kept_for_compare(tmp_path: Path) -> None:
     env = {**os.environ, "INSPECTOR_CACHE_DIR": str(tmp_path / "cache")}
-    first = bench("loader", "--sizes", "1", "--layouts", "steps", "--repeats", "1", "--out", str(tmp_path / "r.csv"),
-                  env=env)  # fmt: skip
+    first = bench(
+        "loader", "--sizes", "1", "--layouts", "steps", "--repeats", "1", "--out", str(tmp_path / "r.csv"), env=env
+    )
     assert first.returncode in (0, 1), first.stderr[-2000:]
     out = first.stdout
     assert "steps 1 MiB vs sync" in out and "small load (1024 B) round trip" in out and "pipe round trip" in out
@@ -94,8 +96,19 @@ def interrupt_when(command: list[str], env: dict[str, str], ready: str) -> tuple
 def test_ctrl_c_keeps_the_rows_measured_so_far_as_a_cancelled_run(tmp_path: Path, how: str) -> None:
     env = {**os.environ, "INSPECTOR_CACHE_DIR": str(tmp_path / "cache")}
     if how == "cli":
-        command = [sys.executable, "-m", "inspector", "bench", "loader", "--sizes", "1,2,3", "--layouts", "steps",
-                   "--repeats", "1"]  # fmt: skip
+        command = [
+            sys.executable,
+            "-m",
+            "inspector",
+            "bench",
+            "loader",
+            "--sizes",
+            "1,2,3",
+            "--layouts",
+            "steps",
+            "--repeats",
+            "1",
+        ]
         ready = "] 2/15 "
     else:
         command = [sys.executable, str(Path(__file__).parents[3] / "benchmarks" / "loader.py"), "--quick"]
@@ -113,8 +126,20 @@ def test_a_history_that_cannot_be_written_loses_no_result_and_never_hangs(tmp_pa
     cache.mkdir()
     os.mkfifo(cache / "bench-history.jsonl")  # opening it to append would wait for a reader forever
     out, plot = tmp_path / "results.csv", tmp_path / "results.png"
-    result = bench("loader", "--sizes", "0.25", "--layouts", "steps", "--repeats", "1", "--out", str(out), "--plot",
-                   str(plot), env={**os.environ, "INSPECTOR_CACHE_DIR": str(cache)})  # fmt: skip
+    result = bench(
+        "loader",
+        "--sizes",
+        "0.25",
+        "--layouts",
+        "steps",
+        "--repeats",
+        "1",
+        "--out",
+        str(out),
+        "--plot",
+        str(plot),
+        env={**os.environ, "INSPECTOR_CACHE_DIR": str(cache)},
+    )
     assert result.returncode in (0, 1), result.stderr[-2000:]
     assert out.read_text().startswith("layout,") and plot.read_bytes().startswith(b"\x89PNG")
     assert "small load (1024 B) round trip" in result.stdout

@@ -37,8 +37,13 @@ ROW = BenchRow("steps", 1, 2, "cpu", "ours", 100.0, 90.0, 110.0, 3, 8, 4, 0)
 
 def compare(cache: Path, *extra: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "INSPECTOR_CACHE_DIR": str(cache)}
-    return subprocess.run([sys.executable, "-m", "inspector", "bench", "loader", "--compare", *extra],
-                          capture_output=True, text=True, timeout=PROCESS_WAIT_S, env=env)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "inspector", "bench", "loader", "--compare", *extra],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_WAIT_S,
+        env=env,
+    )
 
 
 def hostile_lines() -> list[bytes]:
@@ -68,9 +73,14 @@ def test_every_valid_run_survives_any_bad_line_and_the_skips_are_counted(tmp_pat
     assert len(runs.skipped) == len(hostile_lines())
     assert [s.line for s in runs.skipped] == [*range(2, 2 + len(hostile_lines()) - 1), 10]
     reasons = " | ".join(s.reason for s in runs.skipped)
-    for fragment in ("not UTF-8 text", "nested too deeply", "environment is not an object",
-                     "mb_s 'fast' is not a number", "cancelled is not true or false",
-                     "NaN is not a number JSON allows"):
+    for fragment in (
+        "not UTF-8 text",
+        "nested too deeply",
+        "environment is not an object",
+        "mb_s 'fast' is not a number",
+        "cancelled is not true or false",
+        "NaN is not a number JSON allows",
+    ):
         assert fragment in reasons
     assert runs.note().startswith("8 lines of the history could not be read and were skipped (line 2: not UTF-8")
     # the report reads the same file with the same reader: the same runs, and it says what it skipped
@@ -195,9 +205,13 @@ def test_the_suite_and_its_subprocesses_never_write_the_users_history() -> None:
     user = Path(os.path.expanduser("~")) / ".cache" / "inspector"
     ours = history_path()
     temporary = Path(tempfile.gettempdir()).resolve()
-    child = subprocess.run([sys.executable, "-c", "from inspector.loader.bench import history_path; "
-                            "print(history_path())"], capture_output=True, text=True, timeout=PROCESS_WAIT_S,
-                           check=True)  # fmt: skip
+    child = subprocess.run(
+        [sys.executable, "-c", "from inspector.loader.bench import history_path; print(history_path())"],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_WAIT_S,
+        check=True,
+    )
     for path in (ours, Path(child.stdout.strip())):
         assert user not in path.resolve().parents and temporary in path.resolve().parents
 
@@ -222,10 +236,23 @@ def test_compare_shows_every_run_with_its_label_baselines_and_targets_and_overla
     from inspector._bench import Measurement
 
     monkeypatch.setenv("INSPECTOR_CACHE_DIR", str(tmp_path))
-    rows = [ROW, BenchRow("steps", 1, 2, "cpu", "dataloader", 10.0, 9.0, 11.0, 3, 8, 4, 0),
-            BenchRow("steps", 1, 1, "cpu", "memcpy", 9000.0, 8000.0, 9500.0, 3, 1, 4, 0)]  # fmt: skip
-    target = Measurement("loader", "steps 1 MiB vs DataLoader", 100.0, "MiB/s", "torch DataLoader", 10.0, 10.0,
-                         "DataLoader", ">= 10x", True)  # fmt: skip
+    rows = [
+        ROW,
+        BenchRow("steps", 1, 2, "cpu", "dataloader", 10.0, 9.0, 11.0, 3, 8, 4, 0),
+        BenchRow("steps", 1, 1, "cpu", "memcpy", 9000.0, 8000.0, 9500.0, 3, 1, 4, 0),
+    ]
+    target = Measurement(
+        "loader",
+        "steps 1 MiB vs DataLoader",
+        100.0,
+        "MiB/s",
+        "torch DataLoader",
+        10.0,
+        10.0,
+        "DataLoader",
+        ">= 10x",
+        True,
+    )
     record_run("loader", rows, [target], label="before")
     record_run("loader", rows, [target], label="after")
     plot = tmp_path / "compare.png"
@@ -239,15 +266,26 @@ def test_compare_shows_every_run_with_its_label_baselines_and_targets_and_overla
 
 def test_a_label_that_is_not_plain_text_is_refused_before_anything_runs(tmp_path: Path) -> None:
     env = {**os.environ, "INSPECTOR_CACHE_DIR": str(tmp_path)}
-    result = subprocess.run([sys.executable, "-m", "inspector", "bench", "loader", "--label", "<b>x</b>"],
-                            capture_output=True, text=True, timeout=PROCESS_WAIT_S, env=env)  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, "-m", "inspector", "bench", "loader", "--label", "<b>x</b>"],
+        capture_output=True,
+        text=True,
+        timeout=PROCESS_WAIT_S,
+        env=env,
+    )
     assert result.returncode == 2 and "--label" in result.stderr and "plain text" in result.stderr
     assert result.stdout == "" and not (tmp_path / "bench-history.jsonl").exists()
 
 
 def test_a_finished_run_is_kept_with_its_targets_their_baselines_and_its_label(tmp_path: Path) -> None:
-    run(sizes_mb=(0.25,), workers=(1,), methods=("ours", "sync", "memcpy"), repeats=1, label="my change",
-        directory=str(tmp_path))  # fmt: skip
+    run(
+        sizes_mb=(0.25,),
+        workers=(1,),
+        methods=("ours", "sync", "memcpy"),
+        repeats=1,
+        label="my change",
+        directory=str(tmp_path),
+    )
     (kept,) = read_history("loader", last=1)
     assert kept["label"] == "my change" and {r["method"] for r in kept["rows"]} == {"ours", "sync", "memcpy"}
     names = {m["name"]: m for m in kept["measurements"]}

@@ -32,8 +32,9 @@ _ORPHANING = textwrap.dedent("""
 def test_a_queue_worker_whose_benchmark_died_without_stopping_it_exits_on_its_own(tmp_path: Path) -> None:
     path = str(tmp_path / "p.istore")
     FileStorage(path).save({"a": np.arange(3)})
-    done = subprocess.run([sys.executable, "-c", _ORPHANING, path], capture_output=True, text=True,
-                          timeout=PROCESS_WAIT_S)  # fmt: skip
+    done = subprocess.run(
+        [sys.executable, "-c", _ORPHANING, path], capture_output=True, text=True, timeout=PROCESS_WAIT_S
+    )
     assert done.returncode == 0, done.stderr
     pid = int(done.stdout.split()[-1])
     try:

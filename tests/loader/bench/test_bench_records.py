@@ -94,8 +94,15 @@ def test_a_cancelled_run_keeps_what_it_measured(tmp_path: Path) -> None:
         cancel.set()
 
     with pytest.raises(BenchCancelled) as info:
-        run(sizes_mb=(0.25, 1), workers=(1,), methods=("memcpy", "sync"), repeats=1, on_row=stop_after_first,
-            cancel=cancel, directory=str(tmp_path))  # fmt: skip
+        run(
+            sizes_mb=(0.25, 1),
+            workers=(1,),
+            methods=("memcpy", "sync"),
+            repeats=1,
+            on_row=stop_after_first,
+            cancel=cancel,
+            directory=str(tmp_path),
+        )
     assert isinstance(info.value, Cancelled) and info.value.rows == seen and len(seen) == 1
     kept = read_history("loader", last=1)[0]
     assert kept["cancelled"] is True and [r["method"] for r in kept["rows"]] == ["memcpy"]
@@ -107,9 +114,22 @@ def test_every_timed_target_line_shows_the_range_behind_its_median() -> None:
     latency = LatencyResult(loader_us, pipe_us, 1024, 2, MachineLoad(0.5, 2))
     line = latency_target(latency).line()
     assert "52 µs (min 40.5, max 2,390)" in line and "18 µs (min 16.5, max 77)" in line
-    row = {"layout": "steps", "size_mb": 1, "workers": 2, "device": "cpu", "repeats": 3, "loads": 8, "leaves": 20,
-           "corrupt": 0, "capped": False, "load_average": 0.1, "cores": 2}  # fmt: skip
-    rows = [BenchRow(method=m, mb_s=v, mb_s_min=v - 10, mb_s_max=v + 10, **row) for m, v in (("ours", 6000.0),
-            ("sync", 5000.0), ("memcpy", 9000.0))]  # fmt: skip
+    row = {
+        "layout": "steps",
+        "size_mb": 1,
+        "workers": 2,
+        "device": "cpu",
+        "repeats": 3,
+        "loads": 8,
+        "leaves": 20,
+        "corrupt": 0,
+        "capped": False,
+        "load_average": 0.1,
+        "cores": 2,
+    }
+    rows = [
+        BenchRow(method=m, mb_s=v, mb_s_min=v - 10, mb_s_max=v + 10, **row)
+        for m, v in (("ours", 6000.0), ("sync", 5000.0), ("memcpy", 9000.0))
+    ]
     lines = [m.line() for m in throughput_targets(rows)]
     assert any("vs sync" in ln and "(min 5,990, max 6,010)" in ln and "(min 4,990, max 5,010)" in ln for ln in lines)

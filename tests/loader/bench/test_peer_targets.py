@@ -8,9 +8,10 @@ import subprocess
 import sys
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import pytest
+if TYPE_CHECKING:
+    import pytest
 
 SCRIPT = Path(__file__).parents[3] / "benchmarks" / "loader_peers.py"
 
@@ -26,8 +27,10 @@ def peers_module() -> ModuleType:
 def results(cells: dict[tuple[str, str], dict[int, float]], bad: int = 0) -> dict[str, Any]:
     layouts: dict[str, Any] = {}
     for (layout, method), by_size in cells.items():
-        rows = [{"size_mib": size, "mbps": mbps, "verify_fail": bad if method.startswith("inspector") else 0}
-                for size, mbps in by_size.items()]  # fmt: skip
+        rows = [
+            {"size_mib": size, "mbps": mbps, "verify_fail": bad if method.startswith("inspector") else 0}
+            for size, mbps in by_size.items()
+        ]
         layouts.setdefault(layout, {})[method] = {"ok": True, "results": rows, "loadavg1_before_after": [0.5, 0.6]}
     layouts["steps"]["broken"] = {"ok": False, "error": "import failed"}
     return {"layouts": layouts, "total_wall_s": 1.0}
@@ -74,8 +77,9 @@ def test_without_a_peers_venv_it_says_how_to_build_one(tmp_path: Path, monkeypat
     script = tmp_path / "loader_peers.py"
     script.write_text("")
     env = {"INSPECTOR_PEERS_SCRIPT": str(script), "INSPECTOR_PEERS_VENV": str(tmp_path / "no-venv")}
-    result = subprocess.run([sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, **env})  # fmt: skip
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT)], capture_output=True, text=True, timeout=60, env={**os.environ, **env}
+    )
     assert result.returncode == 0, result.stderr
     assert "peer comparison skipped: no peers virtualenv" in result.stdout
     assert f"bash {tmp_path / 'peers-venv.sh'} {tmp_path / 'no-venv'}" in result.stdout

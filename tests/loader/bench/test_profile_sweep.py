@@ -62,11 +62,14 @@ def make(num_workers: int, batch_size: int = 4) -> DataLoader:
 
 def test_a_sweep_times_every_setting_and_recommends_the_smallest_near_the_best(nothing_left: None) -> None:
     seen: list[tuple[int, int, str]] = []
-    result = sweep_loader(make, num_workers=[0, 1, 2], batch_size=[4, 8], batches=8, warmup=1,
-                          progress=lambda *a: seen.append(a))  # fmt: skip
+    result = sweep_loader(
+        make, num_workers=[0, 1, 2], batch_size=[4, 8], batches=8, warmup=1, progress=lambda *a: seen.append(a)
+    )
     assert isinstance(result, SweepResult) and len(result.settings) == 6
-    assert [s.setting for s in result.settings][:2] == [{"num_workers": 0, "batch_size": 4},
-                                                        {"num_workers": 0, "batch_size": 8}]  # fmt: skip
+    assert [s.setting for s in result.settings][:2] == [
+        {"num_workers": 0, "batch_size": 4},
+        {"num_workers": 0, "batch_size": 8},
+    ]
     for s in result.settings:
         assert s.ok and s.batches == 8 and s.batches_per_s > 0 and s.first_batch_s > 0
         assert s.samples_per_s == pytest.approx(s.batches_per_s * s.setting["batch_size"])
@@ -76,8 +79,11 @@ def test_a_sweep_times_every_setting_and_recommends_the_smallest_near_the_best(n
     best = max(s.samples_per_s for s in result.settings)
     chosen = result.recommended
     assert chosen is not None and chosen.samples_per_s >= 0.95 * best
-    smaller = [s for s in result.settings if s.samples_per_s >= 0.95 * best and
-               s.setting["num_workers"] < chosen.setting["num_workers"]]  # fmt: skip
+    smaller = [
+        s
+        for s in result.settings
+        if s.samples_per_s >= 0.95 * best and s.setting["num_workers"] < chosen.setting["num_workers"]
+    ]
     assert smaller == [] and "samples/s" in result.reason and chosen.name() in result.reason
     frame = result.to_frame()
     assert list(frame.columns[:2]) == ["num_workers", "batch_size"] and frame["recommended"].sum() == 1
@@ -154,8 +160,9 @@ def test_the_recommendation_is_the_smallest_setting_within_five_percent() -> Non
     def ran(workers: int, rate: float, pin: bool = False) -> SweepSetting:
         return SweepSetting({"num_workers": workers, "pin_memory": pin}, rate / 32, rate, 0.1, 10)
 
-    chosen, why = recommend(("num_workers", "pin_memory"),
-                            [ran(0, 500.0), ran(2, 960.0), ran(4, 1000.0), ran(2, 990.0, True)])  # fmt: skip
+    chosen, why = recommend(
+        ("num_workers", "pin_memory"), [ran(0, 500.0), ran(2, 960.0), ran(4, 1000.0), ran(2, 990.0, True)]
+    )
     assert chosen is not None and chosen.setting == {"num_workers": 2, "pin_memory": False}
     assert why.startswith("num_workers=2, pin_memory=False: 960 samples/s, 96% of the best (num_workers=4")
     chosen, why = recommend(("num_workers",), [ran(0, 500.0), ran(4, 1000.0)])
@@ -164,8 +171,10 @@ def test_the_recommendation_is_the_smallest_setting_within_five_percent() -> Non
     assert chosen is None and why.startswith("no setting ran (boom)")
 
 
-@pytest.mark.parametrize(("grid", "message"), [({}, "needs a grid"), ({"num_workers": []}, "non-empty list"),
-                                               ({"num_workers": 2}, "non-empty list")])  # fmt: skip
+@pytest.mark.parametrize(
+    ("grid", "message"),
+    [({}, "needs a grid"), ({"num_workers": []}, "non-empty list"), ({"num_workers": 2}, "non-empty list")],
+)
 def test_a_bad_grid_is_refused_before_anything_runs(grid: dict, message: str) -> None:
     with pytest.raises(ValueError, match=message):
         sweep_loader(make, **grid)

@@ -99,7 +99,8 @@ def test_a_dataset_slower_than_the_step_is_loader_bound(workers: int, nothing_le
     assert profile.summary()["verdict"] == "loader-bound"
     frame = profile.to_frame()
     assert {"wait_s", "compute_s"} <= set(frame.columns) and (frame["wait_s"] + frame["compute_s"]).sum() == (
-        pytest.approx(profile.seconds))
+        pytest.approx(profile.seconds)
+    )
 
 
 @pytest.mark.parametrize("workers", [0, 2])
@@ -115,8 +116,11 @@ def test_a_step_slower_than_the_dataset_is_compute_bound(workers: int, nothing_l
 @pytest.mark.parametrize("workers", [0, 2])
 @pytest.mark.parametrize("kind", ["getitem", "getitems", "iterable"])
 def test_the_stage_split_adds_up_to_the_measured_time(workers: int, kind: str, nothing_left: None) -> None:
-    dataset = {"getitem": Sleepy(ITEM_S / 4), "getitems": SleepyBatches(ITEM_S / 4),
-               "iterable": SleepyStream(ITEM_S / 4)}[kind]  # fmt: skip
+    dataset = {
+        "getitem": Sleepy(ITEM_S / 4),
+        "getitems": SleepyBatches(ITEM_S / 4),
+        "iterable": SleepyStream(ITEM_S / 4),
+    }[kind]
 
     def collate(items: list[torch.Tensor]) -> torch.Tensor:
         time.sleep(0.005)
@@ -144,7 +148,7 @@ def test_the_loop_profiler_watches_your_own_loop_and_gives_the_same_batches(noth
         quick_step(batch)
         if len(seen) == 12:
             break  # leaving the loop early closes it: the last step is timed up to here
-    assert torch.equal(torch.cat(seen), torch.cat(list(loader))[: 24])  # unchanged, in order
+    assert torch.equal(torch.cat(seen), torch.cat(list(loader))[:24])  # unchanged, in order
     profile = profiler.result()
     assert profiler.steps == profile.batches == 12 - 2 and profile.verdict == "loader-bound"
     assert profile.stages is not None and profile.stages.workers == 2
@@ -194,21 +198,32 @@ def test_bad_profiler_arguments_are_refused(kwargs: dict, message: str) -> None:
 shares = st.lists(st.floats(0, 1, allow_nan=False), min_size=1, max_size=60)
 
 
-@given(st.lists(st.tuples(st.floats(0, 10, allow_nan=False), st.floats(0, 10, allow_nan=False)), min_size=1,
-                max_size=80))  # fmt: skip
+@given(
+    st.lists(st.tuples(st.floats(0, 10, allow_nan=False), st.floats(0, 10, allow_nan=False)), min_size=1, max_size=80)
+)
 def test_the_wait_share_lies_in_its_spread_and_picks_one_verdict(steps: list[tuple[float, float]]) -> None:
     waits, computes = [w for w, _ in steps], [c for _, c in steps]
     share = wait_share(waits, computes)
     assert 0 <= share.min <= share.value <= share.max <= 1 or sum(waits) + sum(computes) == 0
     assert 1 <= share.spans <= 5
     verdict = verdict_of(share.value)
-    assert verdict == ("loader-bound" if share.value >= LOADER_BOUND else
-                       "compute-bound" if share.value <= COMPUTE_BOUND else "balanced")  # fmt: skip
+    assert verdict == (
+        "loader-bound"
+        if share.value >= LOADER_BOUND
+        else "compute-bound"
+        if share.value <= COMPUTE_BOUND
+        else "balanced"
+    )
 
 
 def test_the_verdict_thresholds_are_a_third_and_a_sixth() -> None:
     assert [verdict_of(x) for x in (0.0, 1 / 6, 0.2, 1 / 3, 0.9)] == [
-        "compute-bound", "compute-bound", "balanced", "loader-bound", "loader-bound"]  # fmt: skip
+        "compute-bound",
+        "compute-bound",
+        "balanced",
+        "loader-bound",
+        "loader-bound",
+    ]
     with pytest.raises(ValueError):
         wait_share([1.0], [])
     assert os.getpid()  # the module imports cleanly under every start method

@@ -64,7 +64,6 @@ def wait_until_busy(loader: FileStorageLoader, load: Future[Any], timeout: float
     return None
 
 
-
 def refill(held: list[int]) -> None:
     """Take every descriptor that was freed since the table was filled."""
     while True:
@@ -82,7 +81,6 @@ def finishes(fn: Callable[[], Any], timeout: float = WAIT_S) -> bool:
     return not thread.is_alive()
 
 
-
 def crash_the_io_thread(loader: FileStorageLoader, storage: Any) -> list[Any]:
     """Three loads queued at a stopped worker, then kill it while no descriptor is left for its replacement.
 
@@ -95,7 +93,6 @@ def crash_the_io_thread(loader: FileStorageLoader, storage: Any) -> list[Any]:
     futures = [loader.load(storage) for _ in range(3)]
     wait_until(lambda: loader.status().in_flight == 3)
     return futures
-
 
 
 # ---- a worker that dies or cannot start ------------------------------------------------------
@@ -137,7 +134,8 @@ def test_a_worker_killed_mid_load_fails_that_request_naming_the_worker_and_is_re
 @pytest.mark.slow
 def test_workers_that_cannot_start_stop_being_replaced_and_say_why(tmp_path: Path) -> None:
     script = tmp_path / "broken_interpreter.py"  # workers run an interpreter that exits at once
-    script.write_text(textwrap.dedent(f"""
+    script.write_text(
+        textwrap.dedent(f"""
         import multiprocessing, sys
         sys.path[:0] = {sys.path!r}
         multiprocessing.set_executable("/bin/false")
@@ -148,13 +146,13 @@ def test_workers_that_cannot_start_stop_being_replaced_and_say_why(tmp_path: Pat
         print(str(error).splitlines()[2])
         print(str(error).splitlines()[-1])
         loader.shutdown()
-    """))
+    """)
+    )
     result = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=120)
     lines = result.stdout.splitlines()
     assert lines[0] == "WorkerStartError 3 1", result.stderr[-2000:]
     assert lines[1].startswith("command = /bin/false -P -c ")
     assert "read the worker's stderr" in lines[2]
-
 
 
 def test_a_worker_that_cannot_start_stops_the_ones_already_started_quietly(
@@ -189,7 +187,6 @@ def test_a_worker_whose_parent_has_already_closed_the_socket_exits_quietly() -> 
         assert serve(worker, os.getppid()) is None
     finally:
         worker.close()
-
 
 
 # ---- the I/O thread crashes ------------------------------------------------------------------
@@ -244,7 +241,6 @@ def test_shutdown_after_an_io_thread_crash_returns_and_answers_every_future(
     assert all(f.done() for f in futures) and not loader.running
     assert loader.load(loader.save([2])).result(WAIT_S) == [2]  # restarts as after any shutdown
     assert finishes(loader.shutdown)
-
 
 
 # ---- descriptors and memory run out ----------------------------------------------------------

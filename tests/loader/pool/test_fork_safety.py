@@ -111,8 +111,7 @@ print(json.dumps(report), flush=True)
 @pytest.mark.slow
 def test_a_load_pending_at_fork_fails_at_once_in_the_child_and_completes_in_the_parent(tmp_path: Path) -> None:
     info = run_script(tmp_path, PENDING)
-    assert info == {"outcome": "forked", "at_once": True, "done_calls": ["LoadForkedError"], "fresh": 6,
-                    "parent": 6}  # fmt: skip
+    assert info == {"outcome": "forked", "at_once": True, "done_calls": ["LoadForkedError"], "fresh": 6, "parent": 6}
 
 
 ALIAS = """

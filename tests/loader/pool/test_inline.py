@@ -70,8 +70,9 @@ def test_a_truncated_small_file_fails_its_load_and_reaches_on_error(tmp_path: Pa
         os.truncate(storage.path, os.path.getsize(storage.path) - 100)
         with pytest.raises(StorageCorruptError, match=r"truncated|expected"):
             loader.load(storage).result(WAIT_S)
-        future = loader.load(storage, lambda _obj: None,
-                             on_error=lambda exc: errors.append((threading.current_thread().name, exc)))  # fmt: skip
+        future = loader.load(
+            storage, lambda _obj: None, on_error=lambda exc: errors.append((threading.current_thread().name, exc))
+        )
         assert isinstance(future.exception(WAIT_S), StorageCorruptError)
         ((thread, error),) = errors
         assert thread == f"{loader.name}-delivery" and isinstance(error, StorageCorruptError)
@@ -89,8 +90,10 @@ def test_a_corrupt_small_file_fails_with_a_clear_error(tmp_path: Path) -> None:
 
 
 def test_a_missing_file_fails_on_the_inline_path_as_on_the_worker_path(tmp_path: Path) -> None:
-    with FileStorageLoader(tmp_path, ttl=None, worker_num=1) as loader, \
-            FileStorageLoader(tmp_path / "w", ttl=None, worker_num=1, inline_bytes=0) as workers:  # fmt: skip
+    with (
+        FileStorageLoader(tmp_path, ttl=None, worker_num=1) as loader,
+        FileStorageLoader(tmp_path / "w", ttl=None, worker_num=1, inline_bytes=0) as workers,
+    ):
         storage = loader.save([1])
         os.unlink(storage.path)
         inline_error, worker_error = loader.load(storage).exception(WAIT_S), workers.load(storage).exception(WAIT_S)

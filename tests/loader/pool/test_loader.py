@@ -334,8 +334,10 @@ def test_a_slow_consumer_bounds_the_segments_in_use(worker_loader: FileStorageLo
     gate = threading.Event()
     futures = [loader.load(storage, lambda _obj: gate.wait(10)) for _ in range(40)]
     queued = 40 - 2 * (DEPTH + 1)
-    wait_until(lambda: loader.status().pending + loader.status().in_flight >= queued,
-               what="the loads to queue up behind the blocked callbacks")  # fmt: skip
+    wait_until(
+        lambda: loader.status().pending + loader.status().in_flight >= queued,
+        what="the loads to queue up behind the blocked callbacks",
+    )
     status = loader.status()
     gate.set()
     assert status.pending > 0  # the rest wait in the queue, holding no memory

@@ -64,8 +64,9 @@ def test_callers_waiting_on_one_worker_from_several_threads_all_get_their_loads(
         got: dict[int, Any] = {}
         with paused(worker.pid):  # every request is at the one worker before anyone waits
             futures = [loader.load(s) for s in storages]
-            threads = [threading.Thread(target=lambda i=i: got.update({i: futures[i].result(WAIT_S)}))
-                       for i in range(DEPTH)]  # fmt: skip
+            threads = [
+                threading.Thread(target=lambda i=i: got.update({i: futures[i].result(WAIT_S)})) for i in range(DEPTH)
+            ]
             for thread in threads:
                 thread.start()
         for thread in threads:
@@ -88,9 +89,35 @@ def test_a_caller_waiting_while_its_worker_is_killed_gets_worker_died_error() ->
 
 # C functions that may block: a signal that arrives while one waits runs its handler inside it, and what the handler
 # raises comes out of the call before it took effect. Any other C call runs its handlers only once it has returned.
-BLOCKING = frozenset({"acquire", "sleep", "join", "wait", "get", "put", "read", "readinto", "write", "pread", "preadv",
-                      "recv", "recv_into", "recvmsg", "recvmsg_into", "send", "sendall", "sendmsg", "poll", "select",
-                      "open", "waitpid", "wait4", "connect", "accept"})  # fmt: skip
+BLOCKING = frozenset(
+    {
+        "acquire",
+        "sleep",
+        "join",
+        "wait",
+        "get",
+        "put",
+        "read",
+        "readinto",
+        "write",
+        "pread",
+        "preadv",
+        "recv",
+        "recv_into",
+        "recvmsg",
+        "recvmsg_into",
+        "send",
+        "sendall",
+        "sendmsg",
+        "poll",
+        "select",
+        "open",
+        "waitpid",
+        "wait4",
+        "connect",
+        "accept",
+    }
+)
 
 
 class InterruptAt:
@@ -106,8 +133,10 @@ class InterruptAt:
         if event == "call" or event == "c_return" or (event == "c_call" and getattr(arg, "__name__", "") in BLOCKING):
             self.seen += 1
             if self.seen == self.nth:
-                self.where = f"{event} {getattr(arg, '__name__', '')} in {frame.f_code.co_name} " \
-                             f"({os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno})"  # fmt: skip
+                self.where = (
+                    f"{event} {getattr(arg, '__name__', '')} in {frame.f_code.co_name} "
+                    f"({os.path.basename(frame.f_code.co_filename)}:{frame.f_lineno})"
+                )
                 sys.setprofile(None)
                 raise KeyboardInterrupt
 

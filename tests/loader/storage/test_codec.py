@@ -28,11 +28,33 @@ def test_random_nested_payloads_round_trip_bit_for_bit_with_the_same_types(obj: 
     assert_same(obj, roundtrip(obj, tmp_path))
 
 
-@pytest.mark.parametrize("dtype", sorted(
-    {"float16", "float32", "float64", "bfloat16", "bool", "complex64", "complex128", "complex32", "int8",
-     "uint8", "int16", "int32", "int64", "uint16", "uint32", "uint64", "float8_e4m3fn", "float8_e5m2",
-     "float8_e4m3fnuz", "float8_e5m2fnuz"}
-))  # fmt: skip
+@pytest.mark.parametrize(
+    "dtype",
+    sorted(
+        {
+            "float16",
+            "float32",
+            "float64",
+            "bfloat16",
+            "bool",
+            "complex64",
+            "complex128",
+            "complex32",
+            "int8",
+            "uint8",
+            "int16",
+            "int32",
+            "int64",
+            "uint16",
+            "uint32",
+            "uint64",
+            "float8_e4m3fn",
+            "float8_e5m2",
+            "float8_e4m3fnuz",
+            "float8_e5m2fnuz",
+        }
+    ),
+)
 def test_every_plain_torch_dtype_round_trips(dtype: str, tmp_path: Path) -> None:
     raw = torch.randint(0, 255, (64,), dtype=torch.uint8, generator=torch.Generator().manual_seed(0))
     typed = raw.view(getattr(torch, dtype)).reshape(2, -1)
@@ -75,8 +97,9 @@ def test_numpy_details_survive(tmp_path: Path) -> None:
         "view": np.arange(10)[::3],
     }
     back = roundtrip(obj, tmp_path)
-    assert_same({k: np.ascontiguousarray(v) if k != "zero_d" and isinstance(v, np.ndarray) else v
-                 for k, v in obj.items()}, back)  # fmt: skip
+    assert_same(
+        {k: np.ascontiguousarray(v) if k != "zero_d" and isinstance(v, np.ndarray) else v for k, v in obj.items()}, back
+    )
     assert type(back["scalar"]) is np.float16 and type(back["bool_scalar"]) is np.bool_
 
 

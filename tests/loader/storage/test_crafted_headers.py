@@ -90,8 +90,10 @@ def test_a_field_of_the_wrong_type_or_size_is_refused_by_every_reader(
 def test_a_crafted_header_fails_its_load_through_the_future_and_the_loader_still_shuts_down(tmp_path: Path) -> None:
     with FileStorageLoader(worker_num=1, ttl=None) as loader:
         good = loader.save({"a": np.arange(4)})
-        futures = [loader.load(FileStorage(forge(tmp_path / f"{i}.istore", header, 8))) for i, (header, _) in
-                   enumerate(HOSTILE)]  # fmt: skip
+        futures = [
+            loader.load(FileStorage(forge(tmp_path / f"{i}.istore", header, 8)))
+            for i, (header, _) in enumerate(HOSTILE)
+        ]
         for future, (_header, fragment) in zip(futures, HOSTILE, strict=True):
             error = future.exception(WAIT_S)
             assert isinstance(error, StorageCorruptError) and fragment in str(error)
@@ -101,12 +103,17 @@ def test_a_crafted_header_fails_its_load_through_the_future_and_the_loader_still
 
 
 any_json = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.integers(min_value=1 << 60) | st.integers(max_value=-1)
-    | st.floats() | st.text(max_size=6)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.integers(min_value=1 << 60)
+    | st.integers(max_value=-1)
+    | st.floats()
+    | st.text(max_size=6)
     | st.sampled_from(["<f8", "|u1", "|b1", "float32", "bfloat16", "A", "T", "l", "d", "S", "f", "I"]),
     lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=3), inner, max_size=3),
     max_leaves=12,
-)  # fmt: skip
+)
 
 
 def replace_somewhere(doc: Any, draw: Any) -> Any:
@@ -136,8 +143,11 @@ def test_any_field_replaced_by_any_json_value_loads_or_is_refused_as_corrupt(
         doc = replace_somewhere(doc, data.draw)
     path = forge(tmp_path / "fuzzed.istore", doc, data_len)
     outcomes = []
-    for read in (lambda: FileStorage(path).load(), lambda: describe_storage(path),
-                 lambda: loader.load(FileStorage(path)).result(WAIT_S)):  # fmt: skip
+    for read in (
+        lambda: FileStorage(path).load(),
+        lambda: describe_storage(path),
+        lambda: loader.load(FileStorage(path)).result(WAIT_S),
+    ):
         try:
             read()
             outcomes.append("loaded")

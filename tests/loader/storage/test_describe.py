@@ -16,8 +16,17 @@ from inspector.loader.storage.encode import encode
 
 def test_describe_names_every_leaf_with_its_place_type_and_bytes(tmp_path: Path) -> None:
     storage = FileStorage(tmp_path / "a.istore")
-    storage.save([{"obs": np.zeros((4, 84, 84), np.float32), "act": torch.ones(2, dtype=torch.bfloat16),
-                   (1, "x"): np.zeros(3)}, 5, {"k": [np.ones(2)]}])  # fmt: skip
+    storage.save(
+        [
+            {
+                "obs": np.zeros((4, 84, 84), np.float32),
+                "act": torch.ones(2, dtype=torch.bfloat16),
+                (1, "x"): np.zeros(3),
+            },
+            5,
+            {"k": [np.ones(2)]},
+        ]
+    )
     info = describe_storage(storage)
     assert [(leaf.key_path, leaf.where, leaf.kind, leaf.dtype, leaf.shape, leaf.nbytes) for leaf in info.leaves] == [
         ((0, "obs"), "obj[0]['obs']", "numpy", "<f4", (4, 84, 84), 112896),

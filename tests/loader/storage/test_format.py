@@ -143,11 +143,15 @@ def test_any_single_byte_change_loads_or_raises_storage_corrupt_error(
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=4)
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False)
+    | st.text(max_size=4)
     | st.sampled_from(["l", "t", "d", "A", "T", "S", "f", "c", "b", "I", "<f4", "|b1", "float32", "bfloat16"]),
     lambda inner: st.lists(inner, max_size=5),
     max_leaves=20,
-)  # fmt: skip
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
