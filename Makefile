@@ -14,7 +14,7 @@ help:
 	@echo "make lab    - set up .venv and open JupyterLab on notebooks/00_tour.ipynb"
 	@echo "make test   - set up .venv (+ test extras, Chromium) and run the whole suite"
 	@echo "make bench  - run benchmarks/ and print ratios against their baselines"
-	@echo "make lint   - ruff + mypy on inspector/"
+	@echo "make lint   - ruff check + ruff format --check + mypy"
 	@echo "make screenshots - regenerate README's images (docs/images) from the browser tests"
 
 $(PY):
