@@ -17,7 +17,8 @@ Figures carry the user's strings (loader labels, sweep settings, family and back
 text), and matplotlib reads ``$...$`` in any text as mathtext: ``cost $5`` loses its dollar and
 ``$\foo{$`` raises while drawing, which broke every page showing that figure. Our figures are
 ``LiteralFigure``: whatever draws them (``figure_to_png``, Jupyter's display, ``savefig``), every
-text is drawn as written, tick labels made during the draw included.
+text is drawn as written, tick labels made during the draw included; a log axis's own tick labels,
+which matplotlib writes as mathtext, are written in plain text instead (``10⁵``, ``2×10⁻³``).
 """
 
 from __future__ import annotations
@@ -27,6 +28,7 @@ import html
 import io
 import itertools
 import json
+import re
 import struct
 import textwrap
 import zlib
@@ -37,6 +39,7 @@ import matplotlib
 from matplotlib.figure import Figure
 from matplotlib.layout_engine import ConstrainedLayoutEngine
 from matplotlib.text import Text
+from matplotlib.ticker import LogFormatterMathtext, LogFormatterSciNotation
 
 # Transparent background and a mid-grey foreground read on JupyterLab's light and dark themes.
 NEUTRAL_INK = "#7f7f7f"
@@ -55,8 +58,44 @@ class LiteralFigure(Figure):
 
     def draw(self, renderer: Any) -> None:
         with matplotlib.rc_context({"text.parse_math": False}):  # for texts the draw itself makes (ticks)
+            plain_log_ticks(self)
             literal(self)
             super().draw(renderer)
+
+
+_SUPERSCRIPTS = str.maketrans("0123456789-+.", "⁰¹²³⁴⁵⁶⁷⁸⁹⁻⁺·")
+
+
+def plain_math(text: str) -> str:
+    """A log axis's mathtext tick label (``$\\mathdefault{2\\times10^{-3}}$``) as plain text (``2×10⁻³``)."""
+    if len(text) < 2 or not (text.startswith("$") and text.endswith("$")):
+        return text
+    inner = re.sub(r"\\mathdefault\{(.*)\}", r"\1", text[1:-1])
+    inner = inner.replace(r"\times", "×").replace(r"\cdot", "·").replace(r"\minus", "-").replace("−", "-")
+    inner = re.sub(r"\^\{([^}]*)\}|\^(\S)", lambda m: (m.group(1) or m.group(2)).translate(_SUPERSCRIPTS), inner)
+    return inner.replace("{", "").replace("}", "").replace("\\", "")
+
+
+class PlainLogFormatter(LogFormatterSciNotation):
+    """Log-axis tick labels in plain text (``10⁵``), which a literal figure draws as meant."""
+
+    def __call__(self, x: float, pos: int | None = None) -> str:
+        return plain_math(super().__call__(x, pos))
+
+
+def plain_log_ticks(fig: Figure) -> None:
+    """Give every log axis of ``fig`` plain-text tick labels (its default ones are mathtext)."""
+    for ax in fig.axes:
+        for axis in (ax.xaxis, ax.yaxis):
+            for get, put in (
+                (axis.get_major_formatter, axis.set_major_formatter),
+                (axis.get_minor_formatter, axis.set_minor_formatter),
+            ):
+                found = get()
+                if isinstance(found, LogFormatterMathtext) and not isinstance(found, PlainLogFormatter):
+                    plain = PlainLogFormatter.__new__(PlainLogFormatter)
+                    plain.__dict__.update(vars(found))  # the same base, thresholds and sublabels
+                    put(plain)
 
 
 def literal(artist: Any) -> Any:

@@ -5,10 +5,11 @@ from __future__ import annotations
 import io
 
 import matplotlib.text
+import pytest
 import torch.utils.data
 
 from inspector.loader.bench import profile_loader, sweep_loader
-from inspector.views._figures import figure_to_png, key_above, new_figure
+from inspector.views._figures import figure_to_png, key_above, new_figure, plain_math
 from inspector.views.loader_profile import loop_figure, profile_figure, sweep_figure
 
 MATH = r"cost $\foo{$"  # raises while drawing, were it mathtext
@@ -46,3 +47,31 @@ def test_a_sweep_whose_setting_carries_a_dollar_draws_its_figure() -> None:
 
     result = sweep_loader(make_loader, batches=2, warmup=0, time_cap_s=5.0, batch_size=[4], tag=[MATH])
     assert drawn_literally(sweep_figure(result))
+
+
+def test_a_log_axis_labels_its_ticks_in_plain_text_not_raw_mathtext() -> None:
+    fig = new_figure()
+    ax = fig.subplots()
+    ax.plot([0.2, 300], [1e-3, 2e5])
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    figure_to_png(fig)
+    labels = [t.get_text() for t in [*ax.get_xticklabels(), *ax.get_yticklabels()] if t.get_text()]
+    assert "10⁵" in labels and "10⁻³" in labels and "10⁰" in labels
+    assert not [label for label in labels if "$" in label or "mathdefault" in label]
+
+
+@pytest.mark.parametrize(
+    ("mathtext", "plain"),
+    [
+        (r"$\mathdefault{10^{5}}$", "10⁵"),
+        (r"$\mathdefault{10^{-12}}$", "10⁻¹²"),
+        (r"$\mathdefault{2\times10^{-3}}$", "2×10⁻³"),
+        (r"$\mathdefault{1}$", "1"),
+        ("cost $5", "cost $5"),
+        ("$", "$"),
+        ("", ""),
+    ],
+)
+def test_plain_math_rewrites_only_a_whole_mathtext_label(mathtext: str, plain: str) -> None:
+    assert plain_math(mathtext) == plain
