@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 REPO = Path(__file__).resolve().parents[2]
 SCREENSHOTS = REPO / "docs" / "images"
@@ -39,6 +42,26 @@ def open_notebook(page, lab: Any, name: str, copy_as: str | None = None):  # typ
 def run_all_cells(page) -> None:  # type: ignore[no-untyped-def]
     page.get_by_role("menuitem", name="Run", exact=True).click()
     page.get_by_role("menuitem", name="Run All Cells", exact=True).click()
+
+
+def wait_for_widget(page: Any, selector: str) -> None:
+    """Wait for the first ``selector`` after a Run All. A Run All whose menu click was dropped (nothing ran:
+    no cell has an execution count) is clicked once more; a widget that never comes fails with what the
+    notebook's cells show, so the failure says why."""
+    widget = page.locator(selector).first
+    try:
+        widget.wait_for(timeout=60_000)
+        return
+    except PlaywrightTimeoutError:
+        prompts = page.locator(".jp-InputPrompt").all_inner_texts()
+        if not any(re.search(r"\[(\d+|\*)\]", prompt) for prompt in prompts):
+            run_all_cells(page)
+    try:
+        widget.wait_for(timeout=150_000)  # within the suite's 300 s per test, lab start included
+    except PlaywrightTimeoutError as exc:
+        prompts = " ".join(page.locator(".jp-InputPrompt").all_inner_texts())
+        outputs = "\n".join(page.locator(".jp-OutputArea-output").all_inner_texts())[-3000:]
+        raise AssertionError(f"no {selector} after Run All; prompts: {prompts}\noutputs:\n{outputs}") from exc
 
 
 def wait_for_idle_kernel(page) -> None:  # type: ignore[no-untyped-def]
@@ -219,7 +242,7 @@ def open_tour_tab(page: Any, lab: Any, title: str) -> None:
     """Run the whole tour in a fresh copy, wait for its Inspector, then open the tab called ``title``."""
     open_notebook(page, lab, "00_tour.ipynb")
     run_all_cells(page)
-    page.locator(".jp-OutputArea .widget-tab").first.wait_for()
+    wait_for_widget(page, ".jp-OutputArea .widget-tab")
     wait_for_idle_kernel(page)
     page.locator(".widget-tab .lm-TabBar-tab", has_text=title).first.click()
 

@@ -142,12 +142,15 @@ class InterruptAt:
 
 
 def beyond_repair(frame: FrameType | None) -> bool:
-    """Points no code of ours can guard: a finalizer (Python swallows what it raises, "Exception ignored in"), and
-    CPython's ``Thread.start`` (it waits on an ``Event`` whose ``Condition`` an interrupt can leave held, and then
-    the new thread never runs)."""
+    """Points no code of ours can guard: a finalizer or a garbage-collector callback (Python swallows what they
+    raise, "Exception ignored in": hypothesis installs one), and CPython's ``Thread.start`` (it waits on an
+    ``Event`` whose ``Condition`` an interrupt can leave held, and then the new thread never runs)."""
+    gc_callbacks = {getattr(callback, "__code__", None) for callback in gc.callbacks}
     while frame is not None:
         code = frame.f_code
         if code.co_name == "__del__" or code.co_filename.endswith(("weakref.py", "_weakrefset.py")):
+            return True
+        if code in gc_callbacks:
             return True
         if code.co_name == "start" and code.co_filename.endswith("threading.py"):
             return True
