@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any
 
 import torch
 
-from inspector.dispatch.torch_sdpa.facts import FACTS, CudaFacts, SdpaCall
+from inspector.dispatch.torch_sdpa.facts import FACTS, SdpaCall, cuda_facts_on
 from inspector.dispatch.torch_sdpa.flags import enabled_backends
 from inspector.dispatch.torch_sdpa.gpus import GpuProfile, gpu_profile, parse_enabled, this_gpu
 from inspector.dispatch.torch_sdpa.names import FLASH, MATH
@@ -185,24 +185,7 @@ def facts_from_axes(ctx: CallContext) -> SdpaCall:
                 )
             profile = this_gpu()
         size = torch.empty((), dtype=dtype).element_size()
-        cuda = CudaFacts(
-            profile.sm,
-            profile.cudnn_version,
-            profile.flash_built,
-            profile.mem_efficient_built,
-            profile.cudnn_built,
-            torch.version.hip is not None and profile.measured,
-            torch.are_deterministic_algorithms_enabled(),
-            torch.is_deterministic_algorithms_warn_only_enabled(),
-            bool(getattr(torch._C, "_get_fa3_sdp_enabled", lambda: False)()),
-            (0, 0, 0),
-            tuple(_numel(s) for s in shapes),  # type: ignore[arg-type]
-            size,
-            profile.cuda_version,
-            profile.cudnn_d256,
-            profile.label(),
-            profile.measured,
-        )
+        cuda = cuda_facts_on(profile, (0, 0, 0), tuple(_numel(s) for s in shapes), size)
     enabled = enabled_of(values["enabled"], device, profile)
     described = tuple(sorted(((k, v) for k, v in extra.items() if k not in (FACTS, "device")), key=lambda kv: kv[0]))
     return SdpaCall(

@@ -131,6 +131,17 @@ def cuda_facts(query: Any, key: Any, value: Any, profile: GpuProfile | None = No
     if profile is None:
         profile = this_gpu(query.device.index)
     tensors = (query, key, value)
+    return cuda_facts_on(
+        profile,
+        tuple(0 if t.is_nested else t.storage_offset() * t.element_size() for t in tensors),
+        tuple(t.numel() for t in tensors),
+        query.element_size(),
+    )
+
+
+def cuda_facts_on(profile: GpuProfile, offsets: tuple[int, ...], numels: tuple[int, ...], size: int) -> CudaFacts:
+    """``CudaFacts`` for q, k and v with these byte offsets, element counts and element size on ``profile``,
+    under this process's determinism and FA3 settings (tensors measured here, or a described call)."""
     return CudaFacts(
         profile.sm,
         profile.cudnn_version,
@@ -141,9 +152,9 @@ def cuda_facts(query: Any, key: Any, value: Any, profile: GpuProfile | None = No
         torch.are_deterministic_algorithms_enabled(),
         torch.is_deterministic_algorithms_warn_only_enabled(),
         bool(getattr(_C, "_get_fa3_sdp_enabled", lambda: False)()),
-        tuple(0 if t.is_nested else t.storage_offset() * t.element_size() for t in tensors),  # type: ignore[arg-type]
-        tuple(t.numel() for t in tensors),
-        query.element_size(),
+        offsets,  # type: ignore[arg-type]
+        numels,  # type: ignore[arg-type]
+        size,
         profile.cuda_version,
         profile.cudnn_d256,
         profile.label(),
