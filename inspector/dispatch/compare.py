@@ -104,38 +104,11 @@ def run_rows(
             if record is reference:
                 runs.append(RowRun(record.name, "reference", record.faithful, 0.0, 0.0, atol, rtol, True, ref_ms, ""))
                 continue
-            if not plan.is_available(record):
-                runs.append(
-                    RowRun(
-                        record.name,
-                        "skipped",
-                        record.faithful,
-                        None,
-                        None,
-                        atol,
-                        rtol,
-                        None,
-                        None,
-                        "unavailable on this machine",
-                    )
-                )
-                continue
-            failing = record.spec.failures(ctx)
-            if failing:
-                runs.append(
-                    RowRun(
-                        record.name,
-                        "skipped",
-                        record.faithful,
-                        None,
-                        None,
-                        atol,
-                        rtol,
-                        None,
-                        None,
-                        "; ".join(str(c) for c in failing),
-                    )
-                )
+            available = plan.is_available(record)
+            failing = record.spec.failures(ctx) if available else ()
+            if not available or failing:
+                why = "; ".join(str(c) for c in failing) if available else "unavailable on this machine"
+                runs.append(RowRun(record.name, "skipped", record.faithful, None, None, atol, rtol, None, None, why))
                 continue
             try:
                 got, ms = _timed(record.obj, args, kwargs, repeats, ctx.device_cuda)
