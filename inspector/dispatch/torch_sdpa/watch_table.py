@@ -117,20 +117,7 @@ class WatchTable:
     def _repr_html_(self) -> str:
         if not self.groups:
             return f"<p class='inspector-watch-empty'>{html.escape(self.why_nothing)}</p>"
-        shown = (
-            "backend",
-            "count",
-            "module",
-            "dtype",
-            "shapes",
-            "causal",
-            "dropout_p",
-            "mask",
-            "grad",
-            "enabled",
-            "next_step",
-            "rejected",
-        )
+        shown = COLUMNS[: COLUMNS.index("answered_by")]  # what a reader asks; the rest is for exports
         head = "".join(f"<th>{html.escape(name.replace('_', ' '))}</th>" for name in shown)
         rows = []
         for g in self.groups:
