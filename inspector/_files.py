@@ -1,4 +1,5 @@
-"""The one atomic-write helper: a private temporary file beside the target, then a rename."""
+"""The one atomic-write helper (a private temporary file beside the target, then a rename), and how a file that
+is not a regular one is named in messages."""
 
 from __future__ import annotations
 
@@ -45,3 +46,17 @@ def atomic_write_text(path: str | os.PathLike[str], text: str, *, mode: int = 0o
     """``atomic_write`` for a whole UTF-8 text."""
     data = text.encode("utf-8")
     return atomic_write(path, lambda file: file.write(data), mode=mode)
+
+
+_KINDS = (
+    (stat.S_ISFIFO, "a FIFO"),
+    (stat.S_ISDIR, "a directory"),
+    (stat.S_ISSOCK, "a socket"),
+    (stat.S_ISCHR, "a character device"),
+    (stat.S_ISBLK, "a block device"),
+)
+
+
+def file_kind(mode: int) -> str:
+    """What a file of ``st_mode`` ``mode`` is, for a message refusing it ("a FIFO"; else "not a regular file")."""
+    return next((name for test, name in _KINDS if test(mode)), "not a regular file")

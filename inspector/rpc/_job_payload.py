@@ -16,6 +16,7 @@ import stat
 from collections.abc import Sequence
 from typing import Any
 
+from inspector._files import file_kind
 from inspector._job_records import KINDS, SDPA, RecordProblem, check_record
 
 FORMAT = "inspector.job"
@@ -128,13 +129,7 @@ def read_bounded(path: str | os.PathLike[str], limit: int) -> bytes:
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = (
-                "a FIFO"
-                if stat.S_ISFIFO(info.st_mode)
-                else "a directory"
-                if stat.S_ISDIR(info.st_mode)
-                else ("not a regular file")
-            )
+            kind = file_kind(info.st_mode)
             raise RecordProblem("file", f"is {kind}, not a job view written by JobView.save")
         with os.fdopen(os.dup(fd), "rb") as handle:
             data = handle.read(limit + 1)

@@ -18,6 +18,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from inspector._files import file_kind
 from inspector.rpc._errors import short
 from inspector.rpc._worker_plan import PlanError
 
@@ -36,13 +37,7 @@ def read_plan_text(path: str | os.PathLike[str], limit: int = MAX_PLAN_BYTES) ->
     try:
         info = os.fstat(fd)
         if not stat.S_ISREG(info.st_mode):
-            kind = (
-                "a FIFO"
-                if stat.S_ISFIFO(info.st_mode)
-                else "a directory"
-                if stat.S_ISDIR(info.st_mode)
-                else ("not a regular file")
-            )
+            kind = file_kind(info.st_mode)
             raise PlanError(where, f"{kind}, not a plan file", "a JSON file written by TopologyPlan.to_json")
         if info.st_size > limit:
             raise PlanError(where, f"{info.st_size:,} bytes, over the {limit:,}-byte limit for a plan file")

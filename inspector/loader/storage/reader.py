@@ -19,6 +19,7 @@ import stat
 from collections.abc import Callable
 from types import TracebackType
 
+from inspector._files import file_kind
 from inspector.loader._errors import StorageCorruptError, StorageNotFoundError
 from inspector.loader.storage.layout import PRELUDE_SIZE, Prelude, parse_prelude
 from inspector.loader.storage.plan import Plan, plan_for
@@ -69,7 +70,7 @@ class StorageFile:
     def _regular_size(self) -> int:
         info = os.fstat(self._fd)
         if not stat.S_ISREG(info.st_mode):
-            raise StorageCorruptError(self.path, f"not a regular file ({_kind(info.st_mode)})")
+            raise StorageCorruptError(self.path, f"not a regular file ({file_kind(info.st_mode)})")
         return info.st_size
 
     def fileno(self) -> int:
@@ -126,19 +127,6 @@ def _read_nowait(fd: int, view: memoryview) -> int:
             raise
         raise BlockingIOError(exc.errno, exc.strerror) from None
     return got
-
-
-def _kind(mode: int) -> str:
-    for test, name in (
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-    ):
-        if test(mode):
-            return name
-    return "not a regular file"
 
 
 def open_for_load(
