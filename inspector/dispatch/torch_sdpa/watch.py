@@ -30,7 +30,7 @@ from inspector.dispatch.torch_sdpa.facts import facts_from_call
 from inspector.dispatch.torch_sdpa.modules import ModulePaths
 from inspector.dispatch.torch_sdpa.prediction import pytorch_choice, pytorch_choice_name
 from inspector.dispatch.torch_sdpa.tables import choose
-from inspector.dispatch.torch_sdpa.watch_guards import Matcher, matcher
+from inspector.dispatch.torch_sdpa.watch_guards import Matcher, growing_matcher, matcher
 from inspector.dispatch.torch_sdpa.watch_keys import CPU_LENGTH_FREE, OFF_CPU, SHAPE_K, SHAPE_Q, relaxed, signature
 from inspector.dispatch.torch_sdpa.watch_records import (
     MAX_GROUPS,
@@ -111,7 +111,8 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         self._slots: dict[tuple[Any, ...], Decision] = {}
         self._last: tuple[tuple[Any, ...], Any] = ((), None)  # the last signature and its decision
         self._streak = 0  # calls in a row with the last signature
-        self._match: tuple[Matcher, Any, tuple[Any, ...]] | None = None  # matcher, its decision, its signature
+        # matcher, its decision, its signature (``None`` for a growing matcher: NOTE [ A growing cache's check ])
+        self._match: tuple[Matcher, Any, tuple[Any, ...] | None] | None = None
         self._relaxed_seen: dict[tuple[Any, ...], dict[str, Decision]] = {}  # relaxed key -> backend -> decision
         self._paths = ModulePaths()
         self._lookups = MODULE_LOOKUPS  # stack walks left for kept calls (NOTE [ Finding the calling module ])
@@ -183,6 +184,8 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
                 self._lookups -= 1
                 module = self._paths.caller(sys._getframe(1))
                 decision.group.note_module(module)
+            if key is None:  # a growing matcher's call: its own lengths
+                key = signature(*args, **kwargs)
             calls.calls.append(WatchedCall(index, decision, module, key))
         try:
             if _profiler_on():
@@ -224,13 +227,18 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         family = None if loose is None else self._relaxed_seen.get(loose)
         if family is not None:  # ``relaxed`` keys only plain tensors, which PyTorch's check takes
             decision: Decision | None
-            if CPU_LENGTH_FREE and len(family) == 1 and len(key) == OFF_CPU:  # a CPU call: no question
+            free = CPU_LENGTH_FREE and len(family) == 1 and len(key) == OFF_CPU
+            if free:  # a CPU call: no question
                 decision = next(iter(family.values()))
             else:
                 choice = pytorch_choice_name(*args, **kwargs)
                 decision = None if choice is None else family.get(choice)
             if decision is not None:
                 decision.group.widen(key[SHAPE_Q], key[SHAPE_K])  # type: ignore[union-attr]
+                if free:  # the next lengths: NOTE [ A growing cache's check ]
+                    grows = growing_matcher(key, args, kwargs, decision.group.kv_lens)  # type: ignore[union-attr]
+                    if grows is not None:
+                        self._match = (grows, decision, None)
                 return decision
         decision = self._grouped(_decide(args, kwargs))
         if loose is not None and decision.answered_by == "pytorch":
