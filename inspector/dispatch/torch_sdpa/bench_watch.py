@@ -12,7 +12,8 @@
 
 Bare and watched batches take turns inside one ``watch()`` block (the bare ones with the wrapped
 function put back), so a busy machine slows both alike; a round's figure is the median of its
-batches, and each figure is the median of the rounds, with their range.
+batches (for decode steps, of its adjacent bare/watched pairs' ratios), and each figure is the
+median of the rounds, with their range.
 """
 
 from __future__ import annotations
@@ -29,14 +30,15 @@ import torch.nn.functional as F
 from inspector._bench import Measurement, Progress
 from inspector.dispatch.torch_sdpa import interception
 from inspector.dispatch.torch_sdpa.bench_model import LlamaStyle
-from inspector.dispatch.torch_sdpa.watch import watch
+from inspector.dispatch.torch_sdpa.watch import WatchedCalls, watch
 
 PER_CALL_TARGET_US = 5.0
 MODEL_TARGET = 1.05
 MEMORY_TARGET_MIB = 4.0
 MEMORY_CALLS = 1_000_000
 PREFILL = 64
-DECODE_STEPS = 8  # per batch: 20 batches a round, so a round grows the cache to PREFILL + 160 tokens
+DECODE_STEPS = 2  # per batch: DECODE_TURNS batches a round, so a round grows the cache to PREFILL + 160 tokens
+DECODE_TURNS = 80
 PAIRS = 10  # bare and watched batches a round (``_rounds``)
 
 
@@ -166,14 +168,14 @@ def model(rounds: int = 9, own_us: float | None = None) -> list[Measurement]:
     figures = []
     for name, fn, number in (
         ("forward (2 x 64 tokens)", forward, 1),
-        (f"one-token decode steps, KV cache growing from {PREFILL} tokens", None, DECODE_STEPS),
+        (f"one-token decode steps, KV cache growing from {PREFILL} tokens, past the calls kept", None, DECODE_STEPS),
         ("training step (forward, loss, backward, SGD)", train_step, 1),
     ):
         if fn is None:
-            bare, watched = _decode_rounds(net, ids, number, rounds)
+            bare, ratios = _decode_rounds(net, ids, number, rounds)
         else:
             bare, watched = _rounds(fn, number, rounds, 3)
-        ratios = [w / b for b, w in zip(bare, watched, strict=True)]
+            ratios = [w / b for b, w in zip(bare, watched, strict=True)]
         ratio, spread = _median_spread(ratios)
         base = statistics.median(bare) * 1e3
         label = "the bare run (median of rounds)"
@@ -199,26 +201,31 @@ def model(rounds: int = 9, own_us: float | None = None) -> list[Measurement]:
 
 
 def _decode_rounds(net: LlamaStyle, ids: torch.Tensor, number: int, rounds: int) -> tuple[list[float], list[float]]:
-    """Seconds per decode step bare and watched, as ``_rounds``, over a cache that grows every step.
+    """Seconds per bare decode step, and the watched/bare ratio, ``rounds`` times, over caches that grow every step.
 
-    Each round is one generation in a fresh ``watch()``: a ``PREFILL``-token prompt, then batches
-    of ``number`` one-token steps, each appending to the KV cache as Hugging Face's
-    ``DynamicCache`` does (``torch.cat``: a new key/value length, so a new call signature, every
-    step). Bare and watched batches take turns in the order bare, watched, watched, bare, so
-    neither gets the longer cache on average; a round's figure is the median of its batches.
+    One ``watch()`` block stays open, as in ``_rounds``, and is first taken past the calls it keeps
+    in full (``_past_kept_calls``: the steady state of a long ``generate()``, as the per-call figure
+    measures). Each round is then one generation: a ``PREFILL``-token prompt, then batches of
+    ``number`` one-token steps, each appending to the KV cache as Hugging Face's ``DynamicCache``
+    does (``torch.cat``: a new key/value length, so a new call signature, every step). Bare and
+    watched batches take turns in the order bare, watched, watched, bare; each adjacent pair,
+    run moments apart, gives a ratio, and a round's ratio is the median of its pairs', so a spell
+    in which another process slows the machine moves only the pairs it falls in.
     """
-    bare, watched = [], []
+    bare, ratios = [], []
     token = ids[:1, :1]
-    for _ in range(rounds):
-        caches = net.new_caches()
-        with torch.no_grad():
-            net(ids[:1, :PREFILL], caches)
-        batches: tuple[list[float], list[float]] = ([], [])
-        with watch():
-            wrapper = F.scaled_dot_product_attention
-            inner = interception.wrapped()
-            try:
-                for turn in range(2 * PAIRS):
+    with watch() as seen:
+        _past_kept_calls(net, ids, seen)
+        wrapper = F.scaled_dot_product_attention
+        inner = interception.wrapped()
+        try:
+            for _ in range(rounds):
+                caches = net.new_caches()
+                F.scaled_dot_product_attention = inner  # type: ignore[assignment]
+                with torch.no_grad():
+                    net(ids[:1, :PREFILL], caches)
+                batches: tuple[list[float], list[float]] = ([], [])
+                for turn in range(DECODE_TURNS):
                     which = (0, 1, 1, 0)[turn % 4]
                     F.scaled_dot_product_attention = wrapper if which else inner  # type: ignore[assignment]
                     start = time.perf_counter()
@@ -226,11 +233,23 @@ def _decode_rounds(net: LlamaStyle, ids: torch.Tensor, number: int, rounds: int)
                         for _ in range(number):
                             net(token, caches)
                     batches[which].append(time.perf_counter() - start)
-            finally:
-                F.scaled_dot_product_attention = wrapper
-        bare.append(statistics.median(batches[0]) / number)
-        watched.append(statistics.median(batches[1]) / number)
-    return bare, watched
+                bare.append(statistics.median(batches[0]) / number)
+                ratios.append(statistics.median(w / b for b, w in zip(batches[0], batches[1], strict=True)))
+        finally:
+            F.scaled_dot_product_attention = wrapper
+    return bare, ratios
+
+
+def _past_kept_calls(net: LlamaStyle, ids: torch.Tensor, seen: WatchedCalls) -> None:
+    """Watched decode steps until the block has seen more calls than it keeps in full (a fresh
+    cache whenever one fills)."""
+    token, caches = ids[:1, :1], net.new_caches()
+    with torch.no_grad():
+        while seen.seen <= seen.keep:
+            if not caches[0] or caches[0][0].shape[2] >= net.config.max_len - 1:
+                caches = net.new_caches()
+                net(ids[:1, :PREFILL], caches)
+            net(token, caches)
 
 
 def _resident_mib() -> float:
