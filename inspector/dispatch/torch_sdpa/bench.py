@@ -3,12 +3,13 @@
 ``predict`` from real tensors is timed against ``torch._fused_sdp_choice`` (PyTorch's C++ choice
 for the same call; target: at most 1.5x) on the calls models make: self-attention, a boolean
 mask, inputs transposed from (batch, seq, heads, dim), grouped-query heads and 3-D inputs. The
-two are timed in alternating rounds, so a busy machine slows both alike; each figure is the best
-round (µs per call). Beside them: the bare cost of reading from Python the metadata PyTorch's
-check reads in C++ (each tensor's class, device, shape, dtype and contiguity), which is why
-``predict`` asks PyTorch for real tensors (NOTE [ Asking PyTorch first ]); the ported rules from
-tensors (what ``predict(..., gpu=...)`` and the differential tests run); ``trace_call`` (every
-clause of every backend, the data behind the panel); and ``watch()`` (``bench_watch``).
+two are timed in short alternating windows (2,000 calls, ten of each per round), so a busy machine
+slows both alike; each figure is the best window (µs per call). Beside them: the bare cost of
+reading from Python the metadata PyTorch's check reads in C++ (each tensor's class, device, shape,
+dtype and contiguity), which is why ``predict`` asks PyTorch for real tensors (NOTE [ Asking
+PyTorch first ]); the ported rules from tensors (what ``predict(..., gpu=...)`` and the
+differential tests run); ``trace_call`` (every clause of every backend, the data behind the
+panel); and ``watch()`` (``bench_watch``).
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ from inspector.dispatch.torch_sdpa.prediction import predict
 from inspector.dispatch.torch_sdpa.tables import predict_by_rules
 
 TARGET_RATIO = 1.5
+WINDOWS = 10  # timing windows per round and statement (``_alternating``)
 CALLS = (  # (what the call is, its arguments in the namespace below)
     ("4-D self-attention", "q, k, v"),
     ("boolean mask", "q, k, v, mask"),
@@ -84,12 +86,14 @@ def _metadata(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple[object
 
 
 def _alternating(statements: tuple[str, str], namespace: dict[str, object], number: int, rounds: int) -> list[float]:
-    """Best µs per call of each statement, timed in alternating rounds."""
+    """Best µs per call of each statement, timed in alternating windows of ``number`` calls,
+    ``WINDOWS`` of each per round: short windows that take turns, so each statement's best is
+    one in which the machine was quiet, and both had as many chances at one."""
+    timers = [timeit.Timer(statement, globals=namespace) for statement in statements]
     best = [float("inf")] * len(statements)
-    for _ in range(rounds):
-        for index, statement in enumerate(statements):
-            seconds = timeit.timeit(statement, globals=namespace, number=number)
-            best[index] = min(best[index], seconds / number * 1e6)
+    for _ in range(rounds * WINDOWS):
+        for index, timer in enumerate(timers):
+            best[index] = min(best[index], timer.timeit(number) / number * 1e6)
     return best
 
 
@@ -102,7 +106,7 @@ def measure(rounds: int = 9, progress: Progress | None = None, *, watch: bool = 
     for done, (what, arguments) in enumerate(CALLS):
         if progress is not None:
             progress(done, total, f"torch_sdpa: predict, {what}")
-        ours, pytorch = _alternating((f"predict({arguments})", f"choice({arguments})"), namespace, 20_000, rounds)
+        ours, pytorch = _alternating((f"predict({arguments})", f"choice({arguments})"), namespace, 2_000, rounds)
         ratio = ours / pytorch
         measurements.append(
             Measurement(
@@ -120,7 +124,7 @@ def measure(rounds: int = 9, progress: Progress | None = None, *, watch: bool = 
         )
     if progress is not None:
         progress(len(CALLS), total, "torch_sdpa: reading the metadata alone")
-    reads, pytorch = _alternating(("metadata(q, k, v)", "choice(q, k, v)"), namespace, 20_000, rounds)
+    reads, pytorch = _alternating(("metadata(q, k, v)", "choice(q, k, v)"), namespace, 2_000, rounds)
     measurements.append(
         Measurement(
             "dispatch",
@@ -135,7 +139,7 @@ def measure(rounds: int = 9, progress: Progress | None = None, *, watch: bool = 
     )
     if progress is not None:
         progress(len(CALLS) + 1, total, "torch_sdpa: the ported rules from tensors")
-    rules, pytorch = _alternating(("rules(q, k, v)", "choice(q, k, v)"), namespace, 5_000, rounds)
+    rules, pytorch = _alternating(("rules(q, k, v)", "choice(q, k, v)"), namespace, 500, rounds)
     measurements.append(
         Measurement(
             "dispatch",

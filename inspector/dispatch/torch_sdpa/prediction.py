@@ -11,6 +11,13 @@ tensors and answers from the ported rules (``tables.predict_by_rules``) where Py
 be asked: another GPU (``gpu=``), tensor subclasses (whose ``__torch_dispatch__`` PyTorch's
 check would run), and calls PyTorch's check itself raises on. The differential tests hold the
 rules to PyTorch's choice on generated calls, so the two answers are the same wherever both exist.
+
+NOTE [ A call CPython can specialise ]
+What ``predict`` adds to PyTorch's check is one Python call, so the shape of that call matters:
+CPython 3.11 specialises (and inlines) calls only to functions without keyword-only parameters,
+``*args`` or ``**kwargs``; a keyword-only ``gpu`` cost every call about 40 ns, a tenth of
+PyTorch's own check here. So ``gpu`` is an ordinary last parameter, passed by keyword in every
+example, and the fast path indexes a tuple rather than a dictionary.
 """
 
 from __future__ import annotations
@@ -26,6 +33,8 @@ from inspector.dispatch.torch_sdpa.tables import predict_by_rules
 _choice = torch._fused_sdp_choice
 _BY_VALUE = {int(member.value): member for member in SDPBackend.__members__.values()}
 _ERROR = SDPBackend.ERROR
+# By PyTorch's value (ERROR, -1, last): a tuple index is cheaper than a dictionary lookup on the hot path.
+_BACKENDS = (*(_BY_VALUE[value] for value in range(len(_BY_VALUE) - 1)), _ERROR)
 # How PyTorch says that no allowed backend can run the call (CPU and CUDA dispatch).
 NO_KERNEL = ("No available kernel", "No viable backend")
 
@@ -84,8 +93,7 @@ def predict(
     is_causal: bool = False,
     scale: float | None = None,
     enable_gqa: bool = False,
-    *,
-    gpu: Any = None,
+    gpu: Any = None,  # meant as a keyword; not keyword-only (NOTE [ A call CPython can specialise ])
 ) -> SDPBackend:
     """The backend PyTorch will run for exactly this call under the flags in force now.
 
@@ -102,27 +110,19 @@ def predict(
     >>> predict(q, q, q, gpu="t4")
     <SDPBackend.EFFICIENT_ATTENTION: 2>
     """
-    if (
-        gpu is None
-        and query.__class__ is Tensor
-        and key.__class__ is Tensor
-        and value.__class__ is Tensor
-        and (attn_mask is None or attn_mask.__class__ is Tensor)
-    ):  # ``pytorch_choice``, inlined: this is the hot path
-        try:  # the fewest arguments PyTorch must parse for the call (each one costs it a parse)
-            if scale is None:
-                if not dropout_p and not is_causal:
-                    if not enable_gqa:
-                        return _BY_VALUE[
-                            _choice(query, key, value) if attn_mask is None else _choice(query, key, value, attn_mask)
-                        ]
-                    if attn_mask is None:
-                        return _BY_VALUE[_choice(query, key, value, enable_gqa=enable_gqa)]
-                elif not enable_gqa:
-                    return _BY_VALUE[_choice(query, key, value, attn_mask, dropout_p, is_causal)]
-            return _BY_VALUE[
-                _choice(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
-            ]
+    if gpu is None and query.__class__ is Tensor and key.__class__ is Tensor and value.__class__ is Tensor:
+        try:  # ``pytorch_choice``, inlined (the hot path), passing the fewest arguments PyTorch must parse
+            if scale is None and not dropout_p and not is_causal:  # the common calls: one test each
+                if attn_mask is None:
+                    return _BACKENDS[
+                        _choice(query, key, value, enable_gqa=enable_gqa) if enable_gqa else _choice(query, key, value)
+                    ]
+                if attn_mask.__class__ is Tensor and not enable_gqa:
+                    return _BACKENDS[_choice(query, key, value, attn_mask)]
+            if attn_mask is None or attn_mask.__class__ is Tensor:
+                return _BACKENDS[
+                    _choice(query, key, value, attn_mask, dropout_p, is_causal, scale=scale, enable_gqa=enable_gqa)
+                ]
         except RuntimeError as exc:
             text = str(exc)
             if NO_KERNEL[0] in text or NO_KERNEL[1] in text:

@@ -10,6 +10,7 @@ dropout, scale, GQA, non-contiguous layouts, requires_grad with autograd on and 
 from __future__ import annotations
 
 import contextlib
+import inspect
 from collections import Counter
 from typing import Any
 
@@ -73,6 +74,23 @@ def test_predict_asks_pytorch_for_plain_tensors_and_the_rules_otherwise(monkeypa
     before = len(asked)
     assert torch_sdpa.predict(q, q, q, gpu="a100") == SDPBackend.EFFICIENT_ATTENTION  # float32 on an A100
     assert len(asked) == before + 1
+
+
+def test_predict_takes_the_rules_for_a_mask_of_a_tensor_subclass(monkeypatch: pytest.MonkeyPatch) -> None:
+    asked: list[int] = []
+    monkeypatch.setattr(prediction, "predict_by_rules", lambda *a, **k: asked.append(1) or SDPBackend.MATH)
+    q, mask = torch.randn(1, 2, 8, 16), torch.nn.Parameter(torch.ones(8, 8), requires_grad=False)
+    for kwargs in ({}, {"enable_gqa": True}, {"is_causal": False, "scale": 0.5}):
+        assert torch_sdpa.predict(q, q, q, mask, **kwargs) == SDPBackend.MATH  # type: ignore[arg-type]
+    assert len(asked) == 3  # PyTorch's check would run the subclass's __torch_function__
+    assert torch_sdpa.predict(q, q, q, mask.detach()) == SDPBackend.FLASH_ATTENTION and len(asked) == 3
+
+
+def test_predict_is_a_call_cpython_can_specialise() -> None:
+    # NOTE [ A call CPython can specialise ]: no keyword-only parameters, *args or **kwargs
+    code = torch_sdpa.predict.__code__
+    assert code.co_kwonlyargcount == 0 and not code.co_flags & (inspect.CO_VARARGS | inspect.CO_VARKEYWORDS)
+    assert list(inspect.signature(torch_sdpa.predict).parameters)[-1] == "gpu"
 
 
 def test_trace_decision_equals_predict_on_generated_calls() -> None:
