@@ -10,10 +10,11 @@ backend it runs (``torch._fused_sdp_choice``; the ported rules where PyTorch can
 every later one is a dictionary lookup and a count (NOTE [ Bounded watching ]), or, once a
 signature repeats, one C++ check and a count (NOTE [ The first-level check ]); a signature that
 differs from a seen one only in its sequence lengths costs one more question to PyTorch (NOTE
-[ Growing sequences ]). A call PyTorch refuses (it raises) is counted as refused, with its error. The call itself
-runs unchanged; while a profiler records, inside a ``torch.profiler.record_function(
-"torch_sdpa:<backend>")`` range, so the choice shows in its trace. Only calls made by the thread
-that entered the block are recorded.
+[ Growing sequences ]), and on the CPU a decode loop's later calls are checked and counted in one
+frame (NOTE [ A growing cache's check ]). A call PyTorch refuses (it raises) is counted as
+refused, with its error. The call itself runs unchanged; while a profiler records, inside a
+``torch.profiler.record_function("torch_sdpa:<backend>")`` range, so the choice shows in its
+trace. Only calls made by the thread that entered the block are recorded.
 """
 
 from __future__ import annotations
@@ -30,7 +31,8 @@ from inspector.dispatch.torch_sdpa.facts import facts_from_call
 from inspector.dispatch.torch_sdpa.modules import ModulePaths
 from inspector.dispatch.torch_sdpa.prediction import pytorch_choice, pytorch_choice_name
 from inspector.dispatch.torch_sdpa.tables import choose
-from inspector.dispatch.torch_sdpa.watch_guards import Matcher, growing_matcher, matcher
+from inspector.dispatch.torch_sdpa.watch_decode import decode_handler
+from inspector.dispatch.torch_sdpa.watch_guards import Matcher, matcher
 from inspector.dispatch.torch_sdpa.watch_keys import CPU_LENGTH_FREE, OFF_CPU, SHAPE_K, SHAPE_Q, relaxed, signature
 from inspector.dispatch.torch_sdpa.watch_records import (
     MAX_GROUPS,
@@ -111,15 +113,16 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
         self._slots: dict[tuple[Any, ...], Decision] = {}
         self._last: tuple[tuple[Any, ...], Any] = ((), None)  # the last signature and its decision
         self._streak = 0  # calls in a row with the last signature
-        # matcher, its decision, its signature (``None`` for a growing matcher: NOTE [ A growing cache's check ])
-        self._match: tuple[Matcher, Any, tuple[Any, ...] | None] | None = None
+        self._match: tuple[Matcher, Any, tuple[Any, ...]] | None = None  # matcher, its decision, its signature
+        self._handler: interception.Handler = self._around  # or a decode loop's (NOTE [ A growing cache's check ])
         self._relaxed_seen: dict[tuple[Any, ...], dict[str, Decision]] = {}  # relaxed key -> backend -> decision
         self._paths = ModulePaths()
         self._lookups = MODULE_LOOKUPS  # stack walks left for kept calls (NOTE [ Finding the calling module ])
 
     def __enter__(self) -> WatchedCalls:
         self._thread = _get_ident()
-        interception.add(self._around, self._native)
+        self._handler = self._around
+        interception.add(self._handler, self._native)
         if self.prebound:
             interception.track_depth(True)
             self._mode = _PreboundCalls(self._around)
@@ -127,7 +130,7 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
                 self._mode.__enter__()
             except BaseException:
                 interception.track_depth(False)
-                interception.remove(self._around, self._native)
+                interception.remove(self._handler, self._native)
                 raise
         return self.calls
 
@@ -138,7 +141,8 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
                 self._mode = None
                 interception.track_depth(False)
         finally:
-            interception.remove(self._around, self._native)
+            interception.remove(self._handler, self._native)
+            self._handler = self._around
             self._slots.clear()
             self._relaxed_seen.clear()
             self._last = ((), None)
@@ -184,8 +188,6 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
                 self._lookups -= 1
                 module = self._paths.caller(sys._getframe(1))
                 decision.group.note_module(module)
-            if key is None:  # a growing matcher's call: its own lengths
-                key = signature(*args, **kwargs)
             calls.calls.append(WatchedCall(index, decision, module, key))
         try:
             if _profiler_on():
@@ -235,10 +237,11 @@ class watch:  # lower-case: used like a function, ``with watch() as calls:``
                 decision = None if choice is None else family.get(choice)
             if decision is not None:
                 decision.group.widen(key[SHAPE_Q], key[SHAPE_K])  # type: ignore[union-attr]
-                if free:  # the next lengths: NOTE [ A growing cache's check ]
-                    grows = growing_matcher(key, args, kwargs, decision.group.kv_lens)  # type: ignore[union-attr]
-                    if grows is not None:
-                        self._match = (grows, decision, None)
+                if free:  # the next lengths, in one frame: NOTE [ A growing cache's check ]
+                    fast = decode_handler(key, args, kwargs, decision, self.calls, self._around, self._refused)
+                    if fast is not None:
+                        interception.replace(self._handler, fast)
+                        self._handler = fast
                 return decision
         decision = self._grouped(_decide(args, kwargs))
         if loose is not None and decision.answered_by == "pytorch":

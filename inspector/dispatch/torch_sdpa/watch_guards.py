@@ -16,22 +16,12 @@ can make a call cheaper but never change its decision.
 
 The check is PyTorch's private API, its constructor has changed between releases and crashes
 when called the wrong way, so matchers are built only on the PyTorch versions the tests cover
-(``TESTED``) and only after the check passed a test of its own on this build (``available``);
+(``TESTED``) and only after the check passed a test of its own on this build (``available``,
+free sizes and strides included: NOTE [ A growing cache's check ]);
 elsewhere every call takes the dictionary path, as before. The check is stricter than the
 signature in places (it also compares dispatch keys, and it fails when one tensor object is
 passed twice, so a call such as ``(x, x, x)`` is checked with ``x`` once): a stricter check only
 sends a call to the dictionary path.
-
-NOTE [ A growing cache's check ]
-In a decode loop every step has a new key/value length, so no signature repeats for more calls
-than the model has layers, and each call would build its signature in Python. On the CPU of a
-release where one relaxed key gets one answer (NOTE [ Growing sequences ]), a call that joined a
-decision that way gets a growing matcher: the same C++ check, with the key and value's length
-and their strides but the last free, and in Python what the relaxed key keeps of the lengths
-(the key/value length against the query's, zero, and the value's). A call it matches has that
-relaxed key and the same query, so it gets that decision, and its length widens the group's
-range; calls without a mask only (a mask's shape follows the lengths), and never off the CPU,
-where PyTorch is asked at every new length.
 """
 
 from __future__ import annotations
@@ -49,9 +39,6 @@ from inspector.dispatch.torch_sdpa.watch_keys import (
     MASK_STRIDES,
     OFF_CPU,
     OPTIONS,
-    SHAPE_K,
-    SHAPE_Q,
-    SHAPE_V,
     SHAPES,
     STRIDES,
     off_cpu,
@@ -88,7 +75,7 @@ def _check(
 ) -> Callable[..., bool]:
     """PyTorch's C++ check that tensors have exactly these tensors' facts (static sizes and
     strides: ``shapes`` and ``strides`` where the caller read them already; ``None`` for a size
-    or stride any value of which passes)."""
+    or stride any value of which passes, as ``watch_decode`` asks for a cache's length)."""
     return _TensorGuards(
         *tensors,
         dynamic_dims_sizes=[list(s) for s in shapes or [t.shape for t in tensors]],
@@ -137,47 +124,36 @@ def _parts(
     return query, key, value, attn_mask
 
 
-def _tensors(
-    found: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]
-) -> tuple[tuple[Any, ...], list[Any], list[Any], bool, bool, bool] | None:
-    """The call's tensors to check (q, k and v once each, then the mask), their sizes and strides
-    from ``found``, and which of q, k and v are one tensor and whether there is a mask; ``None``
-    where the check cannot take them (see ``matcher``)."""
+def matcher(found: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Matcher | None:
+    """For the call ``(args, kwargs)`` whose signature is ``found``: a function that says, from
+    another call's own arguments, whether its signature is ``found`` too (NOTE [ The first-level
+    check ]). ``None`` where none can be built: not available here, tensor subclasses, nested or
+    sparse inputs, a mask passed as one of q, k and v, or q passed again as v alone."""
+    if not available():
+        return None
     query, key, value, attn_mask = _parts(*args, **kwargs)
     same_qk, same_kv = key is query, value is key
     if value is query and not same_qk:
         return None
     picked = (0,) + (() if same_qk else (1,)) + (() if same_kv or value is query else (2,))  # q, k, v once each
     unique = tuple((query, key, value)[i] for i in picked)
-    shapes = [list(found[SHAPES][i]) for i in picked]
-    strides = [list(found[STRIDES][i]) for i in picked]
+    shapes = [found[SHAPES][i] for i in picked]
+    strides = [found[STRIDES][i] for i in picked]
     has_mask = attn_mask is not None
     if has_mask:
         if any(attn_mask is t for t in unique):
             return None
         unique += (attn_mask,)
-        shapes.append(list(found[MASK][MASK_SHAPE]))
-        strides.append(list(found[MASK][MASK_STRIDES]))
+        shapes.append(found[MASK][MASK_SHAPE])
+        strides.append(found[MASK][MASK_STRIDES])
     if any(t.__class__ is not _Tensor or t.layout is not _strided or t.is_nested for t in unique):
         return None
-    return unique, shapes, strides, same_qk, same_kv, has_mask
-
-
-def matcher(found: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any]) -> Matcher | None:
-    """For the call ``(args, kwargs)`` whose signature is ``found``: a function that says, from
-    another call's own arguments, whether its signature is ``found`` too (NOTE [ The first-level
-    check ]). ``None`` where none can be built: not available here, tensor subclasses, nested or
-    sparse inputs, a mask passed as one of q, k and v, or q passed again as v alone."""
-    parts = _tensors(found, args, kwargs) if available() else None
-    if parts is None:
-        return None
-    unique, shapes, strides, same_qk, same_kv, has_mask = parts
     check = _check(unique, shapes, strides)
     dropout, causal, gqa, flash, math = found[OPTIONS]
     grad = found[GRAD]
-    count = len(unique) - has_mask
-    mode = any(t.requires_grad for t in unique[:count])  # then grad mode is part of it
+    mode = query.requires_grad or key.requires_grad or value.requires_grad  # then grad mode is part of it
     tail = found[OFF_CPU:]
+    count = len(unique) - has_mask
 
     def matches(
         query: Any,
@@ -208,66 +184,5 @@ def matcher(found: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any
             and (not mode or _grad_enabled() == grad)
             and (not tail or off_cpu(query, key, value) == tail)
         )
-
-    return matches
-
-
-def growing_matcher(
-    found: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any], lengths: list[int]
-) -> Matcher | None:
-    """For a CPU call without a mask whose signature is ``found``: a function that says whether
-    another call has the same query and the same signature but for its key/value length, as far
-    as PyTorch's CPU checks read it (NOTE [ A growing cache's check ]), and takes each such call's
-    key/value length into ``lengths`` (its group's ``[min, max]``). ``None`` where ``matcher``
-    gives none, off the CPU, with a mask, or where k is q."""
-    if len(found) != OFF_CPU or found[MASK] is not None or len(lengths) != 2 or not available():
-        return None
-    parts = _tensors(found, args, kwargs)
-    if parts is None or parts[3]:
-        return None
-    unique, shapes, strides, _, same_kv, _ = parts
-    for dims, steps in zip(shapes[1:], strides[1:], strict=True):  # k, and v unless it is k
-        if len(dims) < 2:
-            return None
-        dims[-2] = None
-        steps[:-1] = [None] * (len(steps) - 1)
-    check = _check(unique, shapes, strides)
-    q_len, kv_len, v_len = found[SHAPE_Q][-2], found[SHAPE_K][-2], found[SHAPE_V][-2]
-    equal, empty, v_same = q_len == kv_len, kv_len == 0, v_len == kv_len
-    dropout, causal, gqa, flash, math = found[OPTIONS]
-    grad = found[GRAD]
-    mode = any(t.requires_grad for t in unique)
-
-    def matches(
-        query: Any,
-        key: Any,
-        value: Any,
-        attn_mask: Any = None,
-        dropout_p: float = 0.0,
-        is_causal: bool = False,
-        scale: float | None = None,
-        enable_gqa: bool = False,
-    ) -> bool:
-        if attn_mask is not None or key is query or (value is key) is not same_kv:
-            return False
-        if not (check(query, key) if same_kv else check(query, key, value)):
-            return False
-        kv = key.size(-2)
-        if (kv == q_len) is not equal or (kv == 0) is not empty or (value.size(-2) == kv) is not v_same:
-            return False
-        if not (
-            dropout_p == dropout
-            and is_causal == causal
-            and enable_gqa == gqa
-            and read_flash() == flash
-            and read_math() == math
-            and (not mode or _grad_enabled() == grad)
-        ):
-            return False
-        if kv > lengths[1]:  # ``Group.widen``, inlined: this runs on every decode call
-            lengths[1] = kv
-        elif kv < lengths[0]:
-            lengths[0] = kv
-        return True
 
     return matches

@@ -41,7 +41,7 @@ _CPU = torch.device("cpu")
 # Where each part sits in a signature.
 CLASSES, DEVICES, SHAPES, STRIDES, DTYPES = slice(0, 3), slice(3, 6), slice(6, 9), slice(9, 12), slice(12, 15)
 GRAD, MASK, OPTIONS, OFF_CPU = 15, 16, slice(17, 22), 22
-SHAPE_Q, SHAPE_K, SHAPE_V = 6, 7, 8
+SHAPE_Q, SHAPE_K, SHAPE_V, STRIDE_Q = 6, 7, 8, 9
 # Where each part sits in a mask's part: class, device, shape, dtype, strides, requires_grad.
 MASK_SHAPE, MASK_STRIDES = 2, 4
 

@@ -81,3 +81,23 @@ def test_a_patched_native_fast_path_is_wrapped_and_put_back(monkeypatch: pytest.
     with torch.inference_mode(), torch_sdpa.watch() as calls:
         layer(torch.randn(2, 8, 32))
     assert getattr(torch, name) is hook and hook.calls == 1 and calls.backends() == {"native fast path": 1}
+
+
+def test_a_replaced_handler_runs_in_its_place_and_is_the_one_removed(restore_sdpa: Any) -> None:
+    ran: list[str] = []
+
+    def handler(name: str) -> Any:
+        return lambda call, args, kwargs: ran.append(name) or call(*args, **kwargs)
+
+    outer, old, new = handler("outer"), handler("old"), handler("new")
+    interception.add(outer)
+    interception.add(old)
+    try:
+        interception.replace(old, new)
+        interception.replace(old, handler("never"))  # old runs no more: nothing to replace
+        F.scaled_dot_product_attention(Q, Q, Q)
+        assert ran == ["outer", "new"]
+    finally:
+        interception.remove(new)
+        interception.remove(outer)
+    assert not interception.installed()

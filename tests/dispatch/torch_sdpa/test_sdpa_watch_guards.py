@@ -13,8 +13,8 @@ from torch.nn.attention import SDPBackend, sdpa_kernel
 
 from inspector.dispatch import torch_sdpa
 from inspector.dispatch.torch_sdpa import watch_guards
-from inspector.dispatch.torch_sdpa.watch_guards import growing_matcher, matcher
-from inspector.dispatch.torch_sdpa.watch_keys import relaxed, signature
+from inspector.dispatch.torch_sdpa.watch_guards import matcher
+from inspector.dispatch.torch_sdpa.watch_keys import signature
 
 pytestmark = [
     pytest.mark.filterwarnings("ignore::UserWarning"),
@@ -148,113 +148,3 @@ def test_a_matcher_keeps_no_tensor_alive() -> None:
     del q, k, v, mask
     gc.collect()
     assert matches is not None and all(ref() is None for ref in refs)
-
-
-def _decode_calls() -> list[Call]:
-    """Decode-like calls (one query token, GQA) that differ in their key/value length or in one other part each."""
-    torch.manual_seed(0)
-    q = torch.randn(1, 8, 1, 16)
-
-    def kv(length: int, heads: int = 2, dim: int = 16) -> torch.Tensor:
-        return torch.randn(1, heads, length, dim)
-
-    k8, v8 = kv(8), kv(8)
-    gqa = {"enable_gqa": True}
-    return [
-        ((q, k8, v8), gqa),
-        ((q, kv(9), kv(9)), gqa),  # the next step: another length
-        ((torch.randn(1, 8, 1, 16), kv(30), kv(30)), gqa),  # another query tensor with the same facts
-        ((q, kv(5), kv(5)), gqa),  # a shorter cache
-        ((q, k8, k8), gqa),  # k and v one tensor
-        ((q, kv(1), kv(1)), gqa),  # as long as the query: PyTorch's checks can tell
-        ((q, kv(0), kv(0)), gqa),  # empty
-        ((q, kv(9), kv(10)), gqa),  # value longer than key
-        ((torch.randn(1, 8, 2, 16), kv(9), kv(9)), gqa),  # another query length
-        ((q, kv(9, heads=4), kv(9, heads=4)), gqa),
-        ((q, kv(9, dim=32), kv(9, dim=32)), gqa),
-        ((q, kv(9), torch.randn(1, 2, 16, 9).transpose(2, 3)), gqa),  # the value's last stride is not 1
-        ((q, torch.randn(1, 9, 2, 16).transpose(1, 2), kv(9)), gqa),  # another stride, not the last: the same key
-        ((q, kv(9).double(), kv(9)), gqa),
-        ((q, kv(9), kv(9)), {"enable_gqa": True, "is_causal": True}),
-        ((q, kv(9), kv(9)), {"enable_gqa": True, "dropout_p": 0.5}),
-        ((q, kv(9), kv(9)), {}),
-        ((q, kv(9), kv(9)), {"enable_gqa": True, "attn_mask": torch.ones(1, 9, dtype=torch.bool)}),
-    ]
-
-
-def _query_part(found: tuple[Any, ...]) -> tuple[Any, ...]:
-    return found[0], found[3], found[6], found[9], found[12]  # q's class, device, shape, strides, dtype
-
-
-def test_a_growing_matcher_takes_exactly_the_calls_with_its_relaxed_key_and_query() -> None:
-    # NOTE [ A growing cache's check ]: the same decision as the dictionary path gives through the relaxed key
-    calls = _decode_calls()
-    for args, kwargs in calls:
-        found = signature(*args, **kwargs)
-        length = found[7][-2]
-        grows = growing_matcher(found, args, kwargs, [length, length])
-        if found[16] is not None:
-            assert grows is None  # a mask's shape follows the lengths
-            continue
-        assert grows is not None and grows(*args, **kwargs)
-        for other_args, other_kwargs in calls:
-            other = signature(*other_args, **other_kwargs)
-            same = (
-                relaxed(other) == relaxed(found)
-                and _query_part(other) == _query_part(found)
-                and (other_args[2] is other_args[1]) == (args[2] is args[1])
-            )
-            assert bool(grows(*other_args, **other_kwargs)) == same, (found[7], other[7], other_kwargs)
-
-
-def test_a_growing_matcher_widens_its_groups_length_range_with_the_calls_it_takes() -> None:
-    q = torch.randn(1, 8, 1, 16)
-    k, v = torch.randn(1, 2, 8, 16), torch.randn(1, 2, 8, 16)
-    lengths = [8, 8]
-    grows = growing_matcher(signature(q, k, v), (q, k, v), {}, lengths)
-    assert grows is not None
-    for length in (9, 30, 5):
-        assert grows(q, torch.randn(1, 2, length, 16), torch.randn(1, 2, length, 16))
-    assert not grows(q, torch.randn(1, 2, 40, 16), torch.randn(1, 2, 41, 16))  # not taken: not counted in the range
-    assert lengths == [5, 30]
-    with sdpa_kernel([SDPBackend.MATH]):
-        assert not grows(q, k, v)  # the flags are read at each call
-
-
-def test_no_growing_matcher_where_the_lengths_cannot_grow_alone() -> None:
-    q = torch.randn(1, 4, 8, 16)
-    kv = torch.randn(1, 4, 8, 16)
-    assert growing_matcher(signature(q, q, q), (q, q, q), {}, [8, 8]) is None  # k is q
-    assert growing_matcher(signature(q, kv, kv), (q, kv, kv), {}, []) is None  # a group without a range
-    assert growing_matcher(signature(q, kv, kv), (q, kv, kv), {}, [8, 8]) is not None
-    weight = torch.nn.Parameter(torch.randn(1, 4, 8, 16))
-    assert growing_matcher(signature(q, weight, kv), (q, weight, kv), {}, [8, 8]) is None  # a tensor subclass
-
-
-def _decode(steps: int, layers: int, keep: int) -> tuple[Any, Any]:
-    q = torch.randn(1, 4, 1, 16)
-    watcher = torch_sdpa.watch(keep=keep)
-    with watcher as seen:
-        for length in range(8, 8 + steps):
-            k, v = torch.randn(1, 2, length, 16), torch.randn(1, 2, length, 16)
-            for _layer in range(layers):
-                F.scaled_dot_product_attention(q, k, v, enable_gqa=True)
-        matched = watcher._match
-    return seen, matched
-
-
-def test_a_decode_loop_is_matched_past_its_second_step_and_counted_as_any_other(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    built = []
-    real = watch_module.signature
-    monkeypatch.setattr(watch_module, "signature", lambda *a, **k: built.append(1) or real(*a, **k))
-    seen, matched = _decode(steps=20, layers=3, keep=4)
-    assert matched is not None and matched[2] is None  # a growing matcher, for any length
-    assert len(built) <= 2 + 4  # the first two steps' first calls and the kept ones: none for each later step
-    [group] = seen.table().groups
-    assert group.count == 60 and "k(1, 2, 8..27, 16)" in group.shapes and seen.seen == 60
-    assert [c.facts.shapes[1][2] for c in seen] == [8, 8, 8, 9]  # kept calls have their own lengths
-    monkeypatch.setattr(watch_guards, "_works", [False])  # as on a release without the check
-    plain, unmatched = _decode(steps=20, layers=3, keep=4)
-    assert unmatched is None and plain.table().groups == seen.table().groups
