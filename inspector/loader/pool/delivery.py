@@ -91,14 +91,16 @@ class _Stop:
 class Deliverer:
     """Completes loads: ``deliver_here`` on the calling thread, ``put`` on the delivery thread.
 
-    ``finished(request, ok)`` is called after every item; ``read(request)`` is called, on the delivery thread, for a
-    ``Request`` queued unread (``put_now(request)``), and completes it (or sends it to a worker).
+    ``finished(request, ok, forget)`` is called after every item (with ``forget`` once its future is answered: it
+    leaves the open ones in the same step; else ``forget(request)`` does that); ``read(request)`` is called, on the
+    delivery thread, for a ``Request`` queued unread (``put_now(request)``), and completes it (or sends it to a
+    worker).
     """
 
     def __init__(
         self,
         segments: SegmentPool,
-        finished: Callable[[Request, bool], None],
+        finished: Callable[[Request, bool, bool], None],
         record: Callable[[tuple[Any, ...]], None],
         staging: Any,
         token: object,
@@ -154,7 +156,7 @@ class Deliverer:
             logger.exception("inspector.loader: delivery failed unexpectedly")
             outcome = RuntimeError(f"the loader could not deliver this load ({exc!r}; see the log)")
         # The books first, the future last: whoever waits on it runs as soon as it is answered.
-        self._finished(request, outcome is None)
+        self._finished(request, outcome is None, False)
         _answer(request, obj, outcome)
         self._forget(request)
 
@@ -201,8 +203,7 @@ class Deliverer:
             logger.exception("inspector.loader: delivery failed unexpectedly")
             _answer(item.request, None, RuntimeError("the loader could not deliver this load (see the log)"))
         finally:
-            self._finished(item.request, ok)
-            self._forget(item.request)
+            self._finished(item.request, ok, True)  # and forgets it
 
     def _deliver(self, item: Item) -> bool:
         obj, outcome = self._complete(item)

@@ -4,10 +4,11 @@ NOTE [ Small loads in the caller ]
 A load costs the worker path a fixed price whatever its size: a request to a worker and its
 reply (two thread hand-offs and a round trip between processes), a segment handed over and
 mapped, and the delivery. For a payload of a few KiB that is most of the time, and even at 1 MiB
-it is several times the copy itself. So ``load`` first opens the file on the caller's thread
-(the same checked ``StorageFile`` every reader uses) and, when it is at most ``inline_bytes``
-and wholly in the page cache (``RWF_NOWAIT``: the caller never waits for a disk), reads it here
-into a buffer of private memory and builds the payload over it. Without a callback the future is
+it is several times the copy itself. So ``load`` first tries the file on the caller's thread:
+when it is at most ``inline_bytes`` and wholly in the page cache (``RWF_NOWAIT``: the caller
+never waits for a disk), it is read here into a buffer of private memory with one call (room
+for the size it had last time: ``reader.read_whole``), checked as every reader checks it, and
+the payload is built over it. Without a callback the future is
 answered before ``load`` returns. A load with a callback (or ``on_error``) is instead queued for
 the delivery thread itself and ``load`` returns at once: that thread reads it the same way when
 its turn comes and runs the callback right after, with no hand-over between threads (or queues
@@ -42,12 +43,13 @@ import numpy as np
 from inspector.loader._errors import StorageCorruptError
 from inspector.loader.pool.shared_segment import capacity_for
 from inspector.loader.storage.image import decode_image
-from inspector.loader.storage.reader import open_for_load
+from inspector.loader.storage.reader import load_error, read_whole
 
 if TYPE_CHECKING:
     from inspector.loader.pool.requests import Request
 
 ALWAYS_BYTES = 256 << 10  # at most this, always read here; larger (to ``inline_bytes``) only when the pool is idle
+SIZES_KEPT = 4096  # paths whose last size is remembered; all are forgotten when more are seen
 FREE_BYTES_KEPT = 256 << 20  # free buffers kept for reuse, in bytes, beyond which they are let go
 
 
@@ -113,6 +115,11 @@ class InlineReader:
         self._count = count
         self._busy = busy
         self.buffers = Buffers()
+        self._sizes: dict[str, int] = {}  # each path's size when last read here: the room of its next read
+
+    def _admits(self, size: int) -> bool:
+        """Whether a file of ``size`` bytes is read here (see the NOTE): larger ones go to a worker."""
+        return size <= self.limit and (size <= ALWAYS_BYTES or not self._busy())
 
     def reads_later(self, request: Request) -> bool:
         """A load with a callback that may be read here: the delivery thread tries it; the caller returns at once."""
@@ -124,35 +131,26 @@ class InlineReader:
         path = request.path
         if path is None or request.device is not None or self.limit <= 0:
             return False
+        sizes = self._sizes
+        expected = sizes.get(path, 0)
+        if expected > self.limit or (expected > ALWAYS_BYTES and self._busy()):
+            return False  # most likely still that large: a worker reads it
         started = time.perf_counter()
         try:
-            file = open_for_load(path, self._why_missing, nowait=True)
+            whole = read_whole(path, self.buffers.lease, expected, self._admits)
         except BlockingIOError:
             return False  # not in the page cache (or no way to tell): a worker waits for the disk instead
-        if isinstance(file, BaseException):  # the same failure a worker would have met
-            return self._finish(request, None, file, ())
-        with file:
-            size = file.size
-            if size > self.limit or (size > ALWAYS_BYTES and self._busy()):
-                return False
-            image = self.buffers.lease(size)
-            read_start = time.perf_counter()
-            try:
-                if size <= len(file.head):
-                    image[:] = np.frombuffer(file.head, np.uint8, size)
-                    got = size
-                else:
-                    got = file.read_into(image.data, nowait=True)
-            except BlockingIOError:
-                return False
-            except OSError as exc:
-                return self._finish(request, None, OSError(exc.errno, f"Could not read {path!r}: {exc.strerror}"), ())
-            read_end = time.perf_counter()
+        except Exception as exc:  # the same failure a worker would have met
+            return self._finish(request, None, load_error(exc, path, self._why_missing), ())
+        if whole is None:
+            return False
+        image, size, plan = whole
+        if len(sizes) >= SIZES_KEPT:
+            sizes.clear()
+        sizes[path] = size
+        read_end = time.perf_counter()
         try:
-            if got != size:
-                raise StorageCorruptError(path, f"truncated while being read: {got} of {size} bytes")
-            plan = file.plan
-            if plan.views is not None and plan.file_size == size:
+            if plan.views is not None:
                 obj, leaves = plan.build(image), len(plan.leaves)
             else:
                 obj, leaves, _h2d = decode_image(image, size, path, None, plan)
@@ -169,7 +167,7 @@ class InlineReader:
             True,
             request.submitted,
             started,
-            read_start,
+            started,
             read_end,
             read_end,
             read_end,

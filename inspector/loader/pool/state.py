@@ -28,7 +28,6 @@ class PoolState:
     workers: list[WorkerHandle] = field(default_factory=list)
     restarts: list[int] = field(default_factory=list)
     undelivered: int = 0  # waiting for (or in) the delivery thread
-    reading: int = 0  # queued unread for the delivery thread (NOTE [ Small loads in the caller ])
     done: int = 0
     failed: int = 0
     reserved: int = 0  # segment bytes held by requests in flight or awaiting delivery

@@ -134,7 +134,6 @@ class WorkerPool:
             with state.lock:
                 if state.stopped:
                     return False
-                state.reading += 1
                 put(request)  # the only call in here: an interrupt comes before it or after it
                 state.requests[request.id] = request  # the deliverer forgets it under this lock: never before
             return True
@@ -288,9 +287,11 @@ class WorkerPool:
         else:
             self._deliverer.deliver_here(item)
 
-    def _finished(self, request: Request, ok: bool) -> None:
+    def _finished(self, request: Request, ok: bool, forget: bool = False) -> None:
         state = self._state
         with state.lock:
+            if forget:  # its future is answered: it leaves the open ones in the same step
+                state.requests.pop(request.id, None)
             if request.finished:
                 return
             request.finished = 1 if ok else 2
@@ -318,10 +319,12 @@ class WorkerPool:
                 self._inline.try_load(request)  # leaves the outcome in ``request.prebuilt``, or None: for a worker
             except BaseException as exc:  # a bug of ours: that load fails, none hangs
                 request.prebuilt = (None, exc, ())
+        if request.prebuilt is not None:  # read here: its books close under the lock ``submit`` registered it under
+            self._deliverer.deliver_queued(Prebuilt(request))
+            return
         with state.lock:  # taken after ``submit`` let go of it: the request is registered by now
-            state.reading -= 1
             crash = state.broken if isinstance(state.broken, LoaderCrashedError) else None  # no I/O thread any more
-            for_worker = request.prebuilt is None and not state.exit and crash is None
+            for_worker = not state.exit and crash is None
             if for_worker:
                 state.pending.append(request)
             else:
@@ -329,12 +332,10 @@ class WorkerPool:
                 state.undelivered += 1
         if for_worker:
             self._wake()
-        elif request.prebuilt is None:
+        else:
             label = request.label
             error = LoaderShutdownError(label) if crash is None else LoaderCrashedError(crash.cause, label)
             self._deliverer.deliver_queued(Failed(request, error))
-        else:
-            self._deliverer.deliver_queued(Prebuilt(request))
 
     def _forget(self, request: Request) -> None:
         with self._state.lock:

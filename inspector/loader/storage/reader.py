@@ -9,6 +9,13 @@ the same file), reads the 32 prelude bytes and the header (one ``pread`` when th
 small) and checks them completely against that size before anything else is read or reserved:
 prelude, header CRC, JSON, and every leaf against the data region (NOTE [ Storage file format ]
 in ``layout``, NOTE [ Header plans ] in ``plan``).
+
+``read_whole`` is the one other way, for a small file the page cache holds (the loader's inline
+reads, NOTE [ Small loads in the caller ] in ``pool.inline``): it reads the whole file into a
+recycled buffer with one call (room for the size the file had last time, plus a byte so its end
+is seen), and only then runs the same checks on the bytes it got. Reading first costs nothing a
+hostile file could inflate: the room is bounded by the loader's ``inline_bytes``, and a file
+found larger is left unchecked for a worker, which reads the header first.
 """
 
 from __future__ import annotations
@@ -18,14 +25,20 @@ import os
 import stat
 from collections.abc import Callable
 from types import TracebackType
+from typing import TYPE_CHECKING
 
 from inspector._files import file_kind
 from inspector.loader._errors import StorageCorruptError, StorageNotFoundError
 from inspector.loader.storage.layout import PRELUDE_SIZE, Prelude, parse_prelude
 from inspector.loader.storage.plan import Plan, plan_for
 
+if TYPE_CHECKING:
+    import numpy as np
+
 HEAD_READ = 4096  # bytes read at once from the start: the prelude and, for most payloads, the whole header
 _NOWAIT = getattr(os, "RWF_NOWAIT", None)
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+_OPEN_FLAGS = os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC
 
 
 class StorageFile:
@@ -41,7 +54,7 @@ class StorageFile:
 
     def __init__(self, path: str, nowait: bool = False) -> None:
         self.path = path
-        self._fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+        self._fd = os.open(path, _OPEN_FLAGS)
         try:
             try:
                 head = _read_head(self._fd, nowait)
@@ -68,10 +81,7 @@ class StorageFile:
             raise
 
     def _regular_size(self) -> int:
-        info = os.fstat(self._fd)
-        if not stat.S_ISREG(info.st_mode):
-            raise StorageCorruptError(self.path, f"not a regular file ({file_kind(info.st_mode)})")
-        return info.st_size
+        return _regular_size(self._fd, self.path)
 
     def fileno(self) -> int:
         return self._fd
@@ -129,22 +139,95 @@ def _read_nowait(fd: int, view: memoryview) -> int:
     return got
 
 
+def _regular_size(fd: int, path: str) -> int:
+    info = os.fstat(fd)
+    if not stat.S_ISREG(info.st_mode):
+        raise StorageCorruptError(path, f"not a regular file ({file_kind(info.st_mode)})")
+    return info.st_size
+
+
+def read_whole(
+    path: str, lease: Callable[[int], np.ndarray], expected: int, admit: Callable[[int], bool]
+) -> tuple[np.ndarray, int, Plan] | None:
+    """(image, size, plan): ``path`` read whole from the page cache into ``lease(n)``'s array, then checked like a
+    ``StorageFile``; None when ``admit(size)`` refuses it (nothing is checked then: a worker reads it).
+
+    ``expected`` is the size the file had last time (0 when unknown: the first read then takes ``HEAD_READ``
+    bytes, and a longer file is sized with ``fstat`` and read on into a larger buffer). A part not in the page
+    cache raises ``BlockingIOError``; errors are those of ``StorageFile``.
+    """
+    fd = os.open(path, _OPEN_FLAGS)
+    try:
+        room = expected + 1 if expected > 0 else HEAD_READ
+        image = lease(room)
+        got = _fill_nowait(fd, image.data, 0)
+        if got < room:  # the end was seen: this is the file's size (anything but a regular file fails the checks)
+            size = got
+            if not admit(size):
+                return None
+        else:
+            size = _regular_size(fd, path)
+            if not admit(size):
+                return None
+            if size < got:
+                raise StorageCorruptError(path, "changed while being read")
+            if size > got:
+                larger = lease(size)
+                larger[:got] = image[:got]
+                image = larger
+                if _fill_nowait(fd, image.data, got) != size:
+                    raise StorageCorruptError(path, f"truncated while being read: fewer than {size} bytes")
+    finally:
+        os.close(fd)
+    prelude = parse_prelude(image.data[: min(size, PRELUDE_SIZE)], size, path)
+    header = image.data[PRELUDE_SIZE : PRELUDE_SIZE + prelude.header_len].tobytes()
+    return image, size, plan_for(header, prelude, path)
+
+
+def _fill_nowait(fd: int, view: memoryview, got: int) -> int:
+    """Read into ``view`` from offset ``got`` until it is full or the file ends; the bytes in ``view`` then.
+
+    A read that stops short of a page boundary has met the end of the file; one that stops on a boundary may have
+    met a page the cache lacks, so it reads on (``BlockingIOError`` if so, 0 bytes at the end).
+    """
+    if _NOWAIT is None:
+        raise BlockingIOError("this system cannot read without waiting")
+    try:
+        while got < len(view):
+            n = os.preadv(fd, [view[got:]], got, _NOWAIT)
+            got += n
+            if not n or got % _PAGE:
+                break
+    except OSError as exc:  # EAGAIN: not cached; EOPNOTSUPP: this file system cannot say; ESPIPE: a FIFO
+        if isinstance(exc, BlockingIOError):
+            raise
+        raise BlockingIOError(exc.errno, exc.strerror) from None  # a worker reads it, and says what is wrong
+    return got
+
+
 def open_for_load(
     path: str, why_missing: Callable[[str], str | None], *, nowait: bool = False
 ) -> StorageFile | BaseException:
-    """The checked ``StorageFile`` at ``path``, or the error its load fails with: a missing file as
-    ``StorageNotFoundError`` (with why, when the loader knows), an OS refusal (EMFILE, EACCES) naming the path,
-    anything unexpected as itself (a path the OS refuses as a value). With ``nowait``, a file the page cache
-    does not hold whole raises ``BlockingIOError``: the caller reads it some other way."""
+    """The checked ``StorageFile`` at ``path``, or the error its load fails with (``load_error``). With ``nowait``,
+    a file the page cache does not hold whole raises ``BlockingIOError``: the caller reads it some other way."""
     try:
         return StorageFile(path, nowait=nowait)
-    except FileNotFoundError:
-        return StorageNotFoundError(path, why_missing(path))
-    except StorageCorruptError as exc:
-        return exc
-    except OSError as exc:
-        if nowait and isinstance(exc, BlockingIOError):
+    except BlockingIOError as exc:
+        if nowait:
             raise
-        return OSError(exc.errno, f"Could not open {path!r} to load it: {exc.strerror}")
+        return load_error(exc, path, why_missing)
     except Exception as exc:
+        return load_error(exc, path, why_missing)
+
+
+def load_error(exc: Exception, path: str, why_missing: Callable[[str], str | None]) -> BaseException:
+    """What a load fails with when opening or checking its file raised ``exc``: a missing file as
+    ``StorageNotFoundError`` (with why, when the loader knows), an OS refusal (EMFILE, EACCES) naming the path,
+    anything unexpected as itself (a path the OS refuses as a value)."""
+    if isinstance(exc, FileNotFoundError):
+        return StorageNotFoundError(path, why_missing(path))
+    if isinstance(exc, StorageCorruptError):
         return exc
+    if isinstance(exc, OSError):
+        return OSError(exc.errno, f"Could not open {path!r} to load it: {exc.strerror}")
+    return exc

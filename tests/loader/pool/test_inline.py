@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import ctypes
 import gc
 import json
+import mmap
 import os
 import subprocess
 import sys
 import textwrap
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -21,12 +24,34 @@ from inspector.loader import FileStorageLoader, StorageCorruptError
 
 
 def drop_from_page_cache(path: str) -> None:
+    """Evict ``path`` from the page cache, and check with ``mincore`` that it is gone (a read would not do: even a
+    ``RWF_NOWAIT`` read starts readahead); on a busy machine one request may not take."""
     fd = os.open(path, os.O_RDONLY)
     try:
         os.fsync(fd)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        for _ in range(200):
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            if not any(resident_pages(fd)):  # wholly gone: a first read that misses starts no readahead race
+                return
+            time.sleep(0.01)
+        raise AssertionError(f"the kernel kept {path} in the page cache through 200 requests to drop it")
     finally:
         os.close(fd)
+
+
+def resident_pages(fd: int) -> list[bool]:
+    """Which pages of the open file are in the page cache (``mincore`` over a private mapping; nothing is read)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    with mmap.mmap(fd, 0, access=mmap.ACCESS_COPY) as mapping:
+        pages = -(-len(mapping) // mmap.PAGESIZE)
+        vector = (ctypes.c_ubyte * pages)()
+        start = ctypes.c_char.from_buffer(mapping)
+        try:
+            if libc.mincore(ctypes.c_void_p(ctypes.addressof(start)), ctypes.c_size_t(len(mapping)), vector):
+                raise OSError(ctypes.get_errno(), "mincore failed")
+        finally:
+            del start  # the mapping cannot close while this views it
+        return [bool(v & 1) for v in vector]
 
 
 def worker_of(loader: FileStorageLoader, path: str) -> int | None:
