@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from inspector.dispatch.torch_sdpa.flags import read_flash, read_math
-from inspector.dispatch.torch_sdpa.watch_guards import _check, available
+from inspector.dispatch.torch_sdpa.watch_guards import available, guard_check
 from inspector.dispatch.torch_sdpa.watch_keys import GRAD, MASK, OFF_CPU, OPTIONS, SHAPE_K, SHAPE_Q, SHAPE_V, STRIDE_Q
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ def decode_handler(
             return None
         dims[-2] = None
         steps[:-1] = [None] * (len(steps) - 1)
-    check = _check(tensors, shapes, strides)
+    check = guard_check(tensors, shapes, strides)
     q_len, kv_len, v_len = found[SHAPE_Q][-2], found[SHAPE_K][-2], found[SHAPE_V][-2]
     equal, empty, v_same = q_len == kv_len, kv_len == 0, v_len == kv_len
     flash, math = found[OPTIONS][3:5]

@@ -68,7 +68,7 @@ def _tensor_guards() -> Any:
 _TensorGuards = _tensor_guards()
 
 
-def _check(
+def guard_check(
     tensors: Sequence[torch.Tensor],
     shapes: Sequence[Sequence[int | None]] | None = None,
     strides: Sequence[Sequence[int | None]] | None = None,
@@ -91,7 +91,7 @@ def available() -> bool:
         if _TensorGuards is not None:
             try:
                 t = torch.zeros(2, 3, 4)
-                check = _check((t, torch.zeros(2, 3, 4)))
+                check = guard_check((t, torch.zeros(2, 3, 4)))
                 others = (
                     torch.zeros(2, 3, 5),
                     torch.zeros(2, 4, 3).transpose(1, 2),
@@ -102,7 +102,7 @@ def available() -> bool:
                     1.0,
                 )
                 ok = check(t, torch.zeros(2, 3, 4)) is True and not any(check(t, o) for o in others)
-                free = _check((t,), [[2, None, 4]], [[None, None, 1]])  # any length, the same last stride
+                free = guard_check((t,), [[2, None, 4]], [[None, None, 1]])  # any length, the same last stride
                 ok = ok and free(torch.zeros(2, 7, 4)) is True
                 ok = ok and not any(free(o) for o in (torch.zeros(2, 7, 5), torch.zeros(2, 4, 7).transpose(1, 2)))
             except Exception:  # another build's API: every call takes the dictionary path
@@ -148,7 +148,7 @@ def matcher(found: tuple[Any, ...], args: tuple[Any, ...], kwargs: dict[str, Any
         strides.append(found[MASK][MASK_STRIDES])
     if any(t.__class__ is not _Tensor or t.layout is not _strided or t.is_nested for t in unique):
         return None
-    check = _check(unique, shapes, strides)
+    check = guard_check(unique, shapes, strides)
     dropout, causal, gqa, flash, math = found[OPTIONS]
     grad = found[GRAD]
     mode = query.requires_grad or key.requires_grad or value.requires_grad  # then grad mode is part of it
